@@ -1,0 +1,156 @@
+/**
+ * From cluster results to the run's result: medians per class, the candidate's speedup over the baseline, and
+ * self-checks that flag a run whose figures disagree with themselves. Pure, so it is unit-tested directly.
+ */
+import { classLimits, type ExperimentSpec } from '../../common/spec';
+import {
+  RESULT_SCHEMA_VERSION,
+  type Check,
+  type ClassResult,
+  type ClusterResult,
+  type ExperimentResult,
+} from '../../common/result';
+
+export interface EnvironmentInfo {
+  cpus: number;
+  memoryMiB: number;
+  kernel: string;
+  provider: string;
+}
+
+export interface AggregateInput {
+  runId: string;
+  spec: ExperimentSpec;
+  clusters: ClusterResult[];
+  startedAt: string;
+  finishedAt: string;
+  environment: EnvironmentInfo;
+  cancelled: boolean;
+}
+
+/** Little's law in a closed loop: TPS ≈ clients / mean latency. */
+export const LITTLE_TOLERANCE = 0.05;
+
+export function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Speedup of `fast` over `slow` where bigger is better (TPS), or null when either is missing. */
+export function speedup(fast: number | null, slow: number | null): number | null {
+  if (fast === null || slow === null || slow === 0) return null;
+  return round(fast / slow, 2);
+}
+
+export function round(v: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+export function aggregate(input: AggregateInput): ExperimentResult {
+  const { spec } = input;
+  const classes: Record<string, ClassResult> = {};
+  for (const [name, cls] of Object.entries(spec.storageClasses)) {
+    const clusters = input.clusters.filter((c) => c.className === name).sort((a, b) => a.index - b.index);
+    const ok = clusters.filter((c) => c.status === 'ok' && c.tpsRun);
+    const limits = classLimits(cls);
+    const emulated = clusters.length > 0 && clusters.every((c) => c.emulated);
+    classes[name] = {
+      kind: cls.kind,
+      emulated,
+      emulationNote: clusters.find((c) => c.emulationNote)?.emulationNote,
+      limits: {
+        iops: emulated ? (limits?.iops ?? null) : null,
+        throughputMiBps: emulated ? (limits?.throughputMiBps ?? null) : null,
+        memoryLimitMiB: spec.host.memoryLimitMiB,
+      },
+      clusters,
+      medianTps: nullableRound(median(ok.map((c) => c.tpsRun!.tps))),
+      medianLatencyMs: nullableRound(median(ok.map((c) => c.tpsRun!.latencyMs.mean)), 2),
+      phases: {},
+    };
+  }
+  const compare = spec.compare ?? null;
+  const base = compare ? classes[compare.baseline] : undefined;
+  const cand = compare ? classes[compare.candidate] : undefined;
+  const ratios: Record<string, number | null> = {
+    tps: speedup(cand?.medianTps ?? null, base?.medianTps ?? null),
+    // Latency: lower is better, so the speedup is baseline over candidate.
+    latency: speedup(base?.medianLatencyMs ?? null, cand?.medianLatencyMs ?? null),
+  };
+  const postgresVersion = input.clusters.find((c) => c.postgresVersion)?.postgresVersion ?? null;
+  const everyClassMeasured = Object.values(classes).every((c) => c.medianTps !== null);
+  return {
+    schemaVersion: RESULT_SCHEMA_VERSION,
+    runId: input.runId,
+    name: spec.name,
+    preset: spec.preset ?? null,
+    status: input.cancelled ? 'cancelled' : everyClassMeasured ? 'completed' : 'failed',
+    startedAt: input.startedAt,
+    finishedAt: input.finishedAt,
+    postgresVersion,
+    host: input.environment,
+    spec,
+    classes,
+    ratios,
+    compare,
+    checks: runChecks(spec, classes),
+  };
+}
+
+function nullableRound(v: number | null, digits = 1): number | null {
+  return v === null ? null : round(v, digits);
+}
+
+/** Checks every result carries; a failed one is shown in the report, never hidden. */
+export function runChecks(spec: ExperimentSpec, classes: Record<string, ClassResult>): Check[] {
+  const checks: Check[] = [];
+  for (const [name, cls] of Object.entries(classes)) {
+    for (const c of cls.clusters) {
+      if (c.status !== 'ok')
+        checks.push({ name: 'cluster completed', scope: c.hostId, ok: false, detail: `${c.status}: ${c.error ?? ''}` });
+      for (const f of c.failedAttempts)
+        checks.push({
+          name: 'attempt failed (not averaged in)',
+          scope: c.hostId,
+          ok: false,
+          detail: `${f.phase} attempt ${f.attempt}: ${f.error}`,
+        });
+      const run = c.tpsRun;
+      if (!run) continue;
+      const predicted = run.clients / (run.latencyMs.mean / 1000);
+      const deviation = Math.abs(predicted - run.tps) / run.tps;
+      checks.push({
+        name: "Little's law",
+        scope: c.hostId,
+        ok: deviation <= LITTLE_TOLERANCE,
+        detail: `TPS ${round(run.tps)} vs clients / mean latency = ${run.clients} / ${round(run.latencyMs.mean, 2)} ms = ${round(predicted)} (${round(deviation * 100)} % apart, tolerance ${LITTLE_TOLERANCE * 100} %)`,
+      });
+      checks.push({
+        name: 'no failed transactions',
+        scope: c.hostId,
+        ok: run.failedTransactions === 0,
+        detail: `${run.failedTransactions} failed of ${run.transactions + run.failedTransactions}`,
+      });
+      if (c.load) {
+        const ratio = c.load.heapBytes / (spec.host.memoryLimitMiB * 1024 * 1024);
+        checks.push({
+          name: 'data set larger than memory',
+          scope: c.hostId,
+          ok: !cls.emulated || ratio >= 1,
+          detail: `heap ${round(c.load.heapBytes / 2 ** 30, 2)} GiB = ${round(ratio, 1)}x the ${spec.host.memoryLimitMiB} MiB memory limit${ratio < 1 ? ': a working set that fits in RAM shows little difference between storage classes' : ''}`,
+        });
+      }
+    }
+    if (!cls.emulated)
+      checks.push({
+        name: 'storage emulated',
+        scope: name,
+        ok: false,
+        detail: cls.emulationNote ?? 'memory and I/O limits not enforced',
+      });
+  }
+  return checks;
+}

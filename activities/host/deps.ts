@@ -1,0 +1,31 @@
+/** What every host activity gets from its agent: the host it runs on and a Temporal client for progress. */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { FAILURE_TYPES } from '../../common/errors';
+import type { HostConfig } from '../../infra/providers/host-provider';
+import type { OsUser } from '../../infra/postgres-binaries';
+
+export interface HostDeps {
+  config: HostConfig;
+  /** Postgres runs as this user when the agent is root; null when the agent itself may run it. */
+  osUser: OsUser | null;
+  client: Client | null;
+}
+
+/** Every host activity names its host; a task routed to the wrong agent must never touch this host's data. */
+export interface HostInput {
+  hostId: string;
+}
+
+export function assertHost(deps: HostDeps, input: HostInput): void {
+  if (input.hostId !== deps.config.hostId)
+    throw ApplicationFailure.nonRetryable(
+      `activity for host ${input.hostId} reached the agent of host ${deps.config.hostId}`,
+      FAILURE_TYPES.hostGone,
+    );
+}
+
+/** Options that run a Postgres server binary as the Postgres OS user. */
+export function asPostgresUser(deps: HostDeps): { uid?: number; gid?: number } {
+  return deps.osUser ? { uid: deps.osUser.uid, gid: deps.osUser.gid } : {};
+}

@@ -1,0 +1,26 @@
+/**
+ * Host activities: they run in the host agent, next to the Postgres they drive, on task queue `host:<hostId>`.
+ * Built by a factory so the agent passes the real host and tests can pass another.
+ */
+import type { HostDeps, HostInput } from './deps';
+import { assertHost } from './deps';
+import { configurePostgres, isRunning, stopPostgres, type ConfigurePostgresInput } from './postgres';
+import { loadData, verifyAccounts, type LoadInput } from './load';
+import { runPgbench, type PgbenchInput } from './pgbench';
+
+export function createHostActivities(deps: HostDeps) {
+  return {
+    /** The agent's hello: answers once the agent polls its queue, so workflows know the host is up. */
+    async describeHost(input: HostInput): Promise<{ hostId: string; pid: number; postgresRunning: boolean }> {
+      assertHost(deps, input);
+      return { hostId: deps.config.hostId, pid: process.pid, postgresRunning: await isRunning(deps) };
+    },
+    configurePostgres: (input: ConfigurePostgresInput) => configurePostgres(deps, input),
+    stopPostgres: (input: HostInput & { mode?: 'fast' | 'immediate' }) => stopPostgres(deps, input),
+    loadData: (input: LoadInput) => loadData(deps, input),
+    verifyAccounts: (input: HostInput) => verifyAccounts(deps, input),
+    runPgbench: (input: PgbenchInput) => runPgbench(deps, input),
+  };
+}
+
+export type HostActivities = ReturnType<typeof createHostActivities>;

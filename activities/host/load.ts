@@ -1,0 +1,283 @@
+/**
+ * The checkpointed data load: pgbench's tables, pgbench_accounts filled in fixed chunks of the aid range.
+ * Each chunk claims its id in storage_lab.load_chunks and inserts its rows in the same transaction, so a chunk
+ * is done exactly once and any retry (new attempt, new agent, restarted server) resumes from the database itself.
+ * Primary keys and VACUUM ANALYZE come after the load, as `pgbench -i` does them.
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from 'pg';
+import type { LoadResult } from '../../common/result';
+import { accountRows } from '../../common/spec';
+import { connectLocal, withConnection } from '../lib/pg';
+import { etaSeconds, every, progressReporter } from '../lib/progress';
+import { assertHost, type HostDeps, type HostInput } from './deps';
+
+export interface LoadInput extends HostInput {
+  scale: number;
+  chunkRows: number;
+  writers: number;
+}
+
+/** pgbench switches aid to bigint at this scale (SCALE_32BIT_THRESHOLD). */
+const BIGINT_SCALE = 20_000;
+const HEARTBEAT_MS = 2_000;
+const UNIQUE_VIOLATION = '23505';
+
+/** Chunks of the aid range: chunk i holds aids [i * chunkRows + 1, min((i + 1) * chunkRows, rows)]. */
+export function chunkRange(chunk: number, chunkRows: number, rows: number): { first: number; last: number } {
+  return { first: chunk * chunkRows + 1, last: Math.min((chunk + 1) * chunkRows, rows) };
+}
+
+export function chunkCount(rows: number, chunkRows: number): number {
+  return Math.ceil(rows / chunkRows);
+}
+
+/** pgbench's own DDL for its four tables, aid widened as pgbench widens it. */
+function schemaSql(scale: number): string[] {
+  const aid = scale >= BIGINT_SCALE ? 'bigint' : 'int';
+  return [
+    'CREATE SCHEMA IF NOT EXISTS storage_lab',
+    `CREATE TABLE IF NOT EXISTS storage_lab.load_meta (key text PRIMARY KEY, value text NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS storage_lab.load_chunks (
+       chunk_id int PRIMARY KEY, first_aid bigint NOT NULL, last_aid bigint NOT NULL, done_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    `CREATE TABLE IF NOT EXISTS pgbench_history (tid int, bid int, aid ${aid}, delta int, mtime timestamp, filler char(22))`,
+    `CREATE TABLE IF NOT EXISTS pgbench_tellers (tid int not null, bid int, tbalance int, filler char(84)) WITH (fillfactor=100)`,
+    `CREATE TABLE IF NOT EXISTS pgbench_accounts (aid ${aid} not null, bid int, abalance int, filler char(84)) WITH (fillfactor=100)`,
+    `CREATE TABLE IF NOT EXISTS pgbench_branches (bid int not null, bbalance int, filler char(88)) WITH (fillfactor=100)`,
+  ];
+}
+
+/** Loads (or finishes loading) the data set; returns at once when an earlier attempt already completed it. */
+export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
+  assertHost(deps, input);
+  const ctx = Context.current();
+  const report = progressReporter(deps.client, input.hostId, 'load');
+  const rows = accountRows(input.scale);
+  const total = chunkCount(rows, input.chunkRows);
+
+  const monitor = await connectLocal(deps.config, { applicationName: 'storage-lab load monitor' });
+  try {
+    for (const sql of schemaSql(input.scale)) await monitor.query(sql);
+    await checkLayout(monitor, input);
+    await monitor.query(
+      `INSERT INTO storage_lab.load_meta VALUES ('started_at', clock_timestamp()::text) ON CONFLICT DO NOTHING`,
+    );
+    const meta = await readMeta(monitor);
+    if (meta.vacuumed_at) return summarise(monitor, input, total, 0, meta);
+
+    const done = new Set(
+      (await monitor.query<{ chunk_id: number }>('SELECT chunk_id FROM storage_lab.load_chunks')).rows.map(
+        (r) => r.chunk_id,
+      ),
+    );
+    const resumed = [...done].filter((c) => c >= 0).length;
+    const pending = Array.from({ length: total }, (_, i) => i).filter((i) => !done.has(i));
+    if (!done.has(-1)) await loadBranchesAndTellers(monitor, input.scale);
+
+    const attemptStart = Date.now();
+    let chunksDone = resumed;
+    let lastBytes = 0;
+    const beat = async () => {
+      lastBytes = await relationBytes(monitor).catch(() => lastBytes);
+      const elapsed = (Date.now() - attemptStart) / 1000;
+      const rowsDone = Math.min(rows, chunksDone * input.chunkRows);
+      const rowsThisAttempt = (chunksDone - resumed) * input.chunkRows;
+      report({
+        percent: Math.round((1000 * chunksDone) / total) / 10,
+        etaSeconds: etaSeconds(chunksDone - resumed, total - resumed, elapsed),
+        detail: {
+          rows: rowsDone,
+          rowsTotal: rows,
+          chunks: chunksDone,
+          chunksTotal: total,
+          mb: Math.round(lastBytes / 1e6),
+          rowsPerSecond: elapsed > 0 ? Math.round(rowsThisAttempt / elapsed) : 0,
+        },
+      });
+    };
+    const stopBeat = every(HEARTBEAT_MS, () => void beat());
+    try {
+      await runWriters(deps, input, rows, pending, () => chunksDone++, ctx.cancellationSignal);
+    } finally {
+      stopBeat();
+    }
+    await beat();
+    return await finishLoad(monitor, input, total, resumed);
+  } finally {
+    await monitor.end().catch(() => undefined);
+  }
+}
+
+/** A host that already holds data of another scale or chunking cannot be resumed: say so instead of mixing. */
+async function checkLayout(c: Client, input: LoadInput): Promise<void> {
+  const layout = `scale=${input.scale} chunkRows=${input.chunkRows}`;
+  await c.query(`INSERT INTO storage_lab.load_meta VALUES ('layout', $1) ON CONFLICT DO NOTHING`, [layout]);
+  const meta = await readMeta(c);
+  if (meta.layout !== layout)
+    throw new Error(`host already holds a load with ${meta.layout}, not ${layout}; tear the host down and start again`);
+}
+
+async function readMeta(c: Client): Promise<Record<string, string>> {
+  const r = await c.query<{ key: string; value: string }>('SELECT key, value FROM storage_lab.load_meta');
+  return Object.fromEntries(r.rows.map((row) => [row.key, row.value]));
+}
+
+async function relationBytes(c: Client): Promise<number> {
+  const r = await c.query<{ bytes: string }>("SELECT pg_relation_size('pgbench_accounts') AS bytes");
+  return Number(r.rows[0].bytes);
+}
+
+/** Branches and tellers are tiny; they go in one transaction, claimed as chunk -1. */
+async function loadBranchesAndTellers(c: Client, scale: number): Promise<void> {
+  await c.query('BEGIN');
+  try {
+    await c.query(`INSERT INTO storage_lab.load_chunks (chunk_id, first_aid, last_aid) VALUES (-1, 0, 0)`);
+    await c.query(
+      `INSERT INTO pgbench_branches (bid, bbalance) SELECT bid, 0 FROM generate_series(1, $1::int) AS bid`,
+      [scale],
+    );
+    await c.query(
+      `INSERT INTO pgbench_tellers (tid, bid, tbalance) SELECT tid, (tid - 1) / 10 + 1, 0 FROM generate_series(1, $1::int) AS tid`,
+      [scale * 10],
+    );
+    await c.query('COMMIT');
+  } catch (e) {
+    await c.query('ROLLBACK');
+    if ((e as { code?: string }).code !== UNIQUE_VIOLATION) throw e;
+  }
+}
+
+/** Parallel chunk writers over one queue of pending chunks; each chunk is one transaction. */
+async function runWriters(
+  deps: HostDeps,
+  input: LoadInput,
+  rows: number,
+  pending: number[],
+  onChunkDone: () => void,
+  cancelled: AbortSignal,
+): Promise<void> {
+  const queue = [...pending];
+  const writer = async (n: number) => {
+    if (queue.length === 0) return;
+    const c = await connectLocal(deps.config, { applicationName: `storage-lab loader ${n}` });
+    // A writer whose agent died must not keep its backend busy: the server checks the socket every second.
+    await c.query(`SET client_connection_check_interval = '1s'`);
+    const abort = () => void c.end().catch(() => undefined);
+    cancelled.addEventListener('abort', abort, { once: true });
+    try {
+      for (let chunk = queue.shift(); chunk !== undefined && !cancelled.aborted; chunk = queue.shift()) {
+        if (await loadChunk(c, chunk, input.chunkRows, rows)) onChunkDone();
+      }
+    } finally {
+      cancelled.removeEventListener('abort', abort);
+      await c.end().catch(() => undefined);
+    }
+  };
+  const outcomes = await Promise.allSettled(Array.from({ length: input.writers }, (_, n) => writer(n)));
+  // Cancelled: report it as a cancellation (the closed connections' errors are its consequence, not a failure).
+  if (cancelled.aborted) await Context.current().cancelled;
+  const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
+/** Claims and loads one chunk; false when another writer or an earlier attempt already holds it. */
+async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: number): Promise<boolean> {
+  const { first, last } = chunkRange(chunk, chunkRows, rows);
+  await c.query('BEGIN');
+  try {
+    // Claim first: a concurrent duplicate blocks here on the key instead of after doing all the work.
+    await c.query('INSERT INTO storage_lab.load_chunks (chunk_id, first_aid, last_aid) VALUES ($1, $2, $3)', [
+      chunk,
+      first,
+      last,
+    ]);
+    await c.query(
+      `INSERT INTO pgbench_accounts (aid, bid, abalance, filler)
+       SELECT aid, (aid - 1) / 100000 + 1, 0, '' FROM generate_series($1::bigint, $2::bigint) AS aid`,
+      [first, last],
+    );
+    await c.query('COMMIT');
+    return true;
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => undefined);
+    if ((e as { code?: string }).code === UNIQUE_VIOLATION) return false;
+    throw e;
+  }
+}
+
+/** Primary keys, then VACUUM ANALYZE, each skipped when an earlier attempt finished it. */
+async function finishLoad(c: Client, input: LoadInput, total: number, resumed: number): Promise<LoadResult> {
+  const heartbeat = every(HEARTBEAT_MS, () => Context.current().heartbeat({ phase: 'load: indexes and vacuum' }));
+  try {
+    const loaded = await c.query<{ n: string }>('SELECT count(*) AS n FROM storage_lab.load_chunks WHERE chunk_id >= 0');
+    if (Number(loaded.rows[0].n) !== total)
+      throw new Error(`load incomplete: ${loaded.rows[0].n} of ${total} chunks recorded`);
+    await c.query(
+      `INSERT INTO storage_lab.load_meta VALUES ('loaded_at', (SELECT max(done_at) FROM storage_lab.load_chunks)::text)
+       ON CONFLICT DO NOTHING`,
+    );
+    let meta = await readMeta(c);
+    if (!meta.indexed_at) {
+      const t0 = Date.now();
+      for (const [table, key] of [
+        ['pgbench_branches', 'bid'],
+        ['pgbench_tellers', 'tid'],
+        ['pgbench_accounts', 'aid'],
+      ]) {
+        const has = await c.query(
+          `SELECT 1 FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
+          [table],
+        );
+        if (has.rowCount === 0) await c.query(`ALTER TABLE ${table} ADD PRIMARY KEY (${key})`);
+      }
+      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('index_seconds', $1)`, [String((Date.now() - t0) / 1000)]);
+      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('indexed_at', clock_timestamp()::text)`);
+    }
+    meta = await readMeta(c);
+    if (!meta.vacuumed_at) {
+      const t0 = Date.now();
+      await c.query('VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history');
+      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('vacuum_seconds', $1)`, [String((Date.now() - t0) / 1000)]);
+      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('vacuumed_at', clock_timestamp()::text)`);
+    }
+    return summarise(c, input, total, resumed, await readMeta(c));
+  } finally {
+    heartbeat();
+  }
+}
+
+async function summarise(
+  c: Client,
+  input: LoadInput,
+  total: number,
+  resumed: number,
+  meta: Record<string, string>,
+): Promise<LoadResult> {
+  const rows = accountRows(input.scale);
+  const loadSeconds = (Date.parse(meta.loaded_at) - Date.parse(meta.started_at)) / 1000;
+  return {
+    rows,
+    chunks: total,
+    chunksResumed: resumed,
+    loadSeconds,
+    indexSeconds: Number(meta.index_seconds),
+    vacuumSeconds: Number(meta.vacuum_seconds),
+    heapBytes: await relationBytes(c),
+    rowsPerSecond: loadSeconds > 0 ? Math.round(rows / loadSeconds) : 0,
+  };
+}
+
+/** Exact row checks for tests and drills: count(*), count(distinct aid), and the aid range. */
+export async function verifyAccounts(
+  deps: HostDeps,
+  input: HostInput,
+): Promise<{ rows: number; distinctAids: number; minAid: number; maxAid: number }> {
+  assertHost(deps, input);
+  return withConnection(deps.config, async (c) => {
+    const r = await c.query<{ n: string; d: string; lo: string; hi: string }>(
+      'SELECT count(*) AS n, count(DISTINCT aid) AS d, min(aid) AS lo, max(aid) AS hi FROM pgbench_accounts',
+    );
+    const row = r.rows[0];
+    return { rows: Number(row.n), distinctAids: Number(row.d), minAid: Number(row.lo), maxAid: Number(row.hi) };
+  });
+}

@@ -1,0 +1,102 @@
+/**
+ * The TPS run: the real pgbench with the spec's clients, threads, duration and script, per-second progress (-P 1)
+ * and a per-transaction log (--log) from which latency percentiles are computed.
+ */
+import { Context } from '@temporalio/activity';
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { TpsRun } from '../../common/result';
+import {
+  LatencyHistogram,
+  parseProgressLine,
+  parseSummary,
+  parseTransactionLogLine,
+} from '../parsers/pgbench';
+import { libpqEnv } from '../lib/pg';
+import { runProcess } from '../lib/process-runner';
+import { progressReporter } from '../lib/progress';
+import { assertHost, type HostDeps, type HostInput } from './deps';
+
+export interface PgbenchInput extends HostInput {
+  /** What the run is for; names its folder and its progress phase ("warmup", "tps", ...). */
+  label: string;
+  scale: number;
+  clients: number;
+  threads: number;
+  durationSeconds: number;
+  script: string;
+}
+
+/** Seconds pgbench may overrun its -T before we call it hung (connection set-up, log flush). */
+const OVERRUN_SECONDS = 120;
+
+export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<TpsRun> {
+  assertHost(deps, input);
+  const ctx = Context.current();
+  const report = progressReporter(deps.client, input.hostId, input.label);
+  const runDir = path.join(deps.config.hostDir, 'pgbench', `${input.label}-attempt-${ctx.info.attempt}`);
+  await rm(runDir, { recursive: true, force: true });
+  await mkdir(runDir, { recursive: true });
+  const scriptFile = path.join(runDir, 'script.sql');
+  await writeFile(scriptFile, input.script);
+
+  const tpsSeries: number[] = [];
+  const result = await runProcess(
+    'pgbench',
+    [
+      '--no-vacuum',
+      '--scale', String(input.scale),
+      '--client', String(input.clients),
+      '--jobs', String(input.threads),
+      '--time', String(input.durationSeconds),
+      '--progress', '1',
+      '--log', `--log-prefix=${path.join(runDir, 'tx')}`,
+      '--file', scriptFile,
+    ],
+    {
+      env: libpqEnv(deps.config),
+      cwd: runDir,
+      timeoutMs: (input.durationSeconds + OVERRUN_SECONDS) * 1000,
+      signal: ctx.cancellationSignal,
+      onStderrLine: (line) => {
+        const sample = parseProgressLine(line);
+        if (!sample) return;
+        tpsSeries.push(sample.tps);
+        report({
+          percent: Math.min(100, Math.round((100 * sample.second) / input.durationSeconds)),
+          etaSeconds: Math.max(0, Math.round(input.durationSeconds - sample.second)),
+          detail: { second: sample.second, tps: sample.tps, latencyMs: sample.latencyMs, failed: sample.failed },
+        });
+      },
+    },
+  );
+  const summary = parseSummary(result.stdout);
+  const histogram = await readTransactionLogs(runDir);
+  return {
+    tps: summary.tps,
+    transactions: summary.transactions,
+    failedTransactions: summary.failedTransactions,
+    durationSeconds: summary.durationSeconds,
+    clients: summary.clients,
+    threads: summary.threads,
+    latencyMs: histogram.summary(),
+    tpsSeries,
+    pgbenchVersion: summary.version,
+  };
+}
+
+/** Streams every per-thread transaction log of a run into one latency histogram. */
+export async function readTransactionLogs(runDir: string): Promise<LatencyHistogram> {
+  const histogram = new LatencyHistogram();
+  const files = (await readdir(runDir)).filter((f) => f.startsWith('tx.'));
+  for (const file of files) {
+    const lines = readline.createInterface({ input: createReadStream(path.join(runDir, file)), crlfDelay: Infinity });
+    for await (const line of lines) {
+      const entry = parseTransactionLogLine(line);
+      if (entry) histogram.add(entry);
+    }
+  }
+  return histogram;
+}

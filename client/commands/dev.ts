@@ -1,0 +1,17 @@
+/** storage-lab dev up|down|status */
+import { devDown, devStatus, devUp } from '../../infra/local-services';
+
+export async function devUpCommand(): Promise<void> {
+  const ep = await devUp();
+  console.log(`Temporal dev server at ${ep.address}; UI ${ep.uiUrl}; control worker running.`);
+}
+
+export async function devDownCommand(): Promise<void> {
+  await devDown();
+  console.log('stopped the control worker and the Temporal dev server');
+}
+
+export async function devStatusCommand(): Promise<void> {
+  for (const s of devStatus())
+    console.log(`${s.name.padEnd(15)} ${s.running ? `running (pid ${s.pid})` : 'stopped'.padEnd(20)}  ${s.detail}`);
+}

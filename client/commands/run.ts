@@ -1,0 +1,82 @@
+/** storage-lab run: validate here, start the experiment workflow, optionally watch it and copy its results. */
+import { cp, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
+import { planRun } from '../../common/plan';
+import type { ExperimentSpec } from '../../common/spec';
+import { labPaths } from '../../infra/lab-paths';
+import { runFolderName } from '../../activities/control/results-store';
+import type { ExperimentSummary } from '../../workflows/experiment-workflow';
+import { connectClient, workflowUrl } from '../connection';
+import { watchWorkflow } from '../progress-view';
+import { buildInput, validateInput, type SpecFlags } from '../spec-input';
+
+export interface RunFlags extends SpecFlags {
+  out?: string;
+  watch?: boolean;
+  id?: string;
+  dryRun?: boolean;
+}
+
+export function defaultRunId(spec: ExperimentSpec, now = new Date()): string {
+  return `exp-${spec.name}-${now.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+}
+
+export function printPlan(spec: ExperimentSpec, runId: string): void {
+  const plan = planRun(spec, runId);
+  console.log(`Plan for ${spec.name} (preset ${spec.preset ?? 'custom'}, provider ${spec.provider}):`);
+  console.log(`  ${plan.hosts.length} hosts, ${plan.parallel} at a time:`);
+  for (const h of plan.hosts)
+    console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
+  console.log(`  phases per host: ${plan.phases.join(' → ')}`);
+}
+
+/** Starts a run; with --watch waits for it and prints where the report is. Returns the run id. */
+export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | string> {
+  const input = buildInput(flags);
+  const spec = validateInput(input);
+  const runId = flags.id ?? defaultRunId(spec);
+  if (flags.dryRun) {
+    printPlan(spec, runId);
+    console.log('Dry run: nothing was created.');
+    return runId;
+  }
+  const lab = await connectClient();
+  try {
+    const handle = await lab.client.workflow.start(WORKFLOW_TYPES.experiment, {
+      taskQueue: CONTROL_TASK_QUEUE,
+      workflowId: runId,
+      args: [input],
+    });
+    console.log(`Started ${runId}\n  UI: ${workflowUrl(lab.namespace, runId)}`);
+    if (!flags.watch && !flags.out) {
+      console.log(`  follow it with: storage-lab watch ${runId}`);
+      return runId;
+    }
+    const summary = flags.watch
+      ? await watchWorkflow<ExperimentSummary>(handle)
+      : ((await handle.result()) as ExperimentSummary);
+    printSummary(summary);
+    if (flags.out) {
+      await copyResults(runId, flags.out);
+      console.log(`  copied results to ${flags.out}`);
+    }
+    return summary;
+  } finally {
+    await lab.close();
+  }
+}
+
+export function printSummary(summary: ExperimentSummary): void {
+  console.log(`\nRun ${summary.runId}: ${summary.status}`);
+  for (const [cls, tps] of Object.entries(summary.medianTps)) console.log(`  ${cls.padEnd(12)} median TPS ${tps ?? '–'}`);
+  for (const [k, v] of Object.entries(summary.ratios)) console.log(`  speedup (${k}) ${v ?? '–'}x`);
+  if (summary.failedChecks.length) console.log(`  failed checks:\n    ${summary.failedChecks.join('\n    ')}`);
+  console.log(`  results: ${summary.location}`);
+  console.log(`  report:  ${path.join(summary.location, 'report.md')}`);
+}
+
+async function copyResults(runId: string, out: string): Promise<void> {
+  await mkdir(out, { recursive: true });
+  await cp(path.join(labPaths().resultsDir, runFolderName(runId)), out, { recursive: true });
+}

@@ -1,0 +1,41 @@
+/** storage-lab status RUN and watch RUN. */
+import { progressQuery } from '../../common/messages';
+import { clusterPercent } from '../../common/progress';
+import { connectClient, workflowUrl } from '../connection';
+import { UserError } from '../errors';
+import { watchWorkflow } from '../progress-view';
+
+export async function statusCommand(runId: string): Promise<void> {
+  const lab = await connectClient();
+  try {
+    const handle = lab.client.workflow.getHandle(runId);
+    const description = await handle.describe().catch(() => {
+      throw new UserError(`no run ${runId} on ${lab.address} (namespace ${lab.namespace})`);
+    });
+    console.log(`${runId}: ${description.status.name} (started ${description.startTime.toISOString()})`);
+    console.log(`  UI: ${workflowUrl(lab.namespace, runId)}`);
+    const progress = await handle.query(progressQuery).catch(() => null);
+    if (progress) {
+      console.log(`  ${progress.phase}: ${progress.percent} %${progress.etaSeconds !== undefined ? `, ETA ${progress.etaSeconds} s` : ''}`);
+      for (const c of Object.values(progress.clusters)) {
+        const detail = c.detail ? JSON.stringify(c.detail) : '';
+        console.log(`  ${c.hostId.padEnd(22)} ${String(clusterPercent(c)).padStart(5)} %  ${c.phase} ${c.percent ?? ''}% ${detail}`);
+      }
+      for (const f of progress.failures) console.log(`  failure: ${f}`);
+    }
+    for (const a of description.raw.pendingActivities ?? [])
+      console.log(`  pending activity ${a.activityType?.name} attempt ${a.attempt}${a.lastFailure ? `, last failure: ${a.lastFailure.message}` : ''}`);
+  } finally {
+    await lab.close();
+  }
+}
+
+export async function watchCommand(runId: string): Promise<void> {
+  const lab = await connectClient();
+  try {
+    const result = await watchWorkflow(lab.client.workflow.getHandle(runId));
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await lab.close();
+  }
+}

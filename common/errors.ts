@@ -1,0 +1,37 @@
+/**
+ * Failure types in one place. They are the `type` of ApplicationFailures and feed `nonRetryableErrorTypes`:
+ * a retry cannot fix bad input or a missing prerequisite, so those fail fast.
+ */
+export const FAILURE_TYPES = {
+  invalidSpec: 'InvalidSpecError',
+  preflight: 'PreflightError',
+  unsupported: 'UnsupportedError',
+  agentUnreachable: 'AgentUnreachableError',
+  verification: 'VerificationError',
+  regression: 'RegressionError',
+  hostGone: 'HostGoneError',
+} as const;
+
+export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
+
+/** Failure types that no retry can fix. */
+export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
+  FAILURE_TYPES.invalidSpec,
+  FAILURE_TYPES.preflight,
+  FAILURE_TYPES.unsupported,
+  FAILURE_TYPES.verification,
+  FAILURE_TYPES.regression,
+  FAILURE_TYPES.hostGone,
+];
+
+/** One problem with a spec: the dotted path of the field, what is wrong, and how to fix it. */
+export interface SpecProblem {
+  path: string;
+  message: string;
+}
+
+/** Renders spec problems as the one message users see, every problem at once. */
+export function formatSpecProblems(problems: SpecProblem[]): string {
+  const lines = problems.map((p) => `  - ${p.path || '(spec)'}: ${p.message}`);
+  return `Invalid experiment spec (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines.join('\n')}`;
+}

@@ -1,0 +1,21 @@
+/** Server settings a spec implies. Pure: the workflow computes them and hands them to the host's agent. */
+import type { ExperimentSpec } from './spec';
+
+/** Connections beyond pgbench's clients: the sampler, the agent's own, replication and a person with psql. */
+const SPARE_CONNECTIONS = 20;
+
+export function postgresSettings(spec: ExperimentSpec): Record<string, string> {
+  const settings: Record<string, string> = {
+    shared_buffers: `${spec.postgres.sharedBuffersMiB}MB`,
+    max_wal_size: `${spec.postgres.maxWalSizeMiB}MB`,
+    max_connections: String(spec.workload.clients + SPARE_CONNECTIONS),
+    // Logical decoding for the backlog phase; it also serves physical replicas and archiving.
+    wal_level: spec.phases.backlog.enabled || spec.durability.enabled ? 'logical' : 'replica',
+    // ms per block read (blk_read_time / blks_read) needs it; the reference's diagnostics turn it on.
+    track_io_timing: 'on',
+    log_checkpoints: 'on',
+    synchronous_commit: 'on',
+  };
+  for (const [key, value] of Object.entries(spec.postgres.settings)) settings[key] = String(value);
+  return settings;
+}

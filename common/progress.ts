@@ -1,0 +1,55 @@
+/** How far a cluster is, from its phase and the phase's own percentage. Pure; workflows and the CLI share it. */
+import type { PhaseProgress, RunProgress } from './messages';
+
+/** A cluster's phases in order, weighted by their usual share of the wall time. */
+export const CLUSTER_PHASES: { name: string; weight: number }[] = [
+  { name: 'provision', weight: 2 },
+  { name: 'configure', weight: 2 },
+  { name: 'load', weight: 50 },
+  { name: 'warmup', weight: 5 },
+  { name: 'tps', weight: 20 },
+  { name: 'vacuum', weight: 8 },
+  { name: 'backlog', weight: 8 },
+  { name: 'teardown', weight: 5 },
+  { name: 'done', weight: 0 },
+];
+
+const TOTAL_WEIGHT = CLUSTER_PHASES.reduce((s, p) => s + p.weight, 0);
+
+/** 0-100 for one cluster; a phase not in the list (a drill's) counts as its own percentage. */
+export function clusterPercent(p: PhaseProgress): number {
+  const index = CLUSTER_PHASES.findIndex((ph) => ph.name === p.phase);
+  if (index < 0) return p.percent ?? 0;
+  const before = CLUSTER_PHASES.slice(0, index).reduce((s, ph) => s + ph.weight, 0);
+  const within = (CLUSTER_PHASES[index].weight * (p.percent ?? 0)) / 100;
+  return Math.round((1000 * (before + within)) / TOTAL_WEIGHT) / 10;
+}
+
+/** The whole run's percentage: clusters not started yet count as 0. */
+export function runPercent(clusters: PhaseProgress[], totalClusters: number): number {
+  if (totalClusters === 0) return 0;
+  const sum = clusters.reduce((s, c) => s + clusterPercent(c), 0);
+  return Math.round((10 * sum) / totalClusters) / 10;
+}
+
+/** Markdown for the Temporal UI's "current details": phase, percent, ETA and the latest figures per cluster. */
+export function progressMarkdown(title: string, progress: RunProgress): string {
+  const rows = Object.values(progress.clusters).map((c) => {
+    const detail = c.detail
+      ? Object.entries(c.detail)
+          .map(([k, v]) => `${k} ${typeof v === 'number' ? Math.round(v * 10) / 10 : v}`)
+          .join(', ')
+      : '';
+    const eta = c.etaSeconds !== undefined ? `${c.etaSeconds} s` : '';
+    return `| ${c.hostId} | ${c.phase} | ${c.percent !== undefined ? `${c.percent} %` : ''} | ${eta} | ${detail} |`;
+  });
+  const failures = progress.failures.length ? `\n\n**Failures:** ${progress.failures.join('; ')}` : '';
+  return [
+    `### ${title}`,
+    `**${progress.phase}**: ${progress.percent} % overall${progress.etaSeconds !== undefined ? `, ETA ${progress.etaSeconds} s` : ''}`,
+    '',
+    '| host | phase | phase % | ETA | latest |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n') + failures;
+}

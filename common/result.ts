@@ -1,0 +1,112 @@
+/**
+ * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
+ * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
+ */
+import type { ExperimentSpec, StorageKind } from './spec';
+
+export const RESULT_SCHEMA_VERSION = 1;
+
+export interface LatencyMs {
+  mean: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+/** One pgbench run as measured: throughput, latency from the per-transaction log, and the per-second series. */
+export interface TpsRun {
+  tps: number;
+  transactions: number;
+  failedTransactions: number;
+  durationSeconds: number;
+  clients: number;
+  threads: number;
+  latencyMs: LatencyMs;
+  tpsSeries: number[];
+  pgbenchVersion: string;
+}
+
+/** A failed attempt of a phase, kept so it is visible and never averaged in. */
+export interface FailedAttempt {
+  phase: string;
+  attempt: number;
+  error: string;
+  at: string;
+}
+
+export interface LoadResult {
+  rows: number;
+  chunks: number;
+  chunksResumed: number;
+  loadSeconds: number;
+  indexSeconds: number;
+  vacuumSeconds: number;
+  heapBytes: number;
+  rowsPerSecond: number;
+}
+
+/** Result of one cluster: one Postgres on one host of one storage class. */
+export interface ClusterResult {
+  hostId: string;
+  className: string;
+  index: number;
+  status: 'ok' | 'failed' | 'cancelled';
+  error?: string;
+  postgresVersion?: string;
+  emulated: boolean;
+  emulationNote?: string;
+  startedAt: string;
+  finishedAt: string;
+  load?: LoadResult;
+  /** Convenience copies of the load's figures, as the result schema promises them at cluster level. */
+  rows?: number;
+  loadSeconds?: number;
+  tpsRun?: TpsRun;
+  tps?: number;
+  latencyMs?: LatencyMs;
+  tpsSeries?: number[];
+  failedAttempts: FailedAttempt[];
+  /** Later phases (vacuum, backlog, diagnostics) add their own keys. */
+  phases: Record<string, unknown>;
+  diagnostics?: unknown;
+  breakdownMs?: Record<string, number>;
+}
+
+export interface ClassResult {
+  kind: StorageKind;
+  emulated: boolean;
+  emulationNote?: string;
+  limits: { iops: number | null; throughputMiBps: number | null; memoryLimitMiB: number };
+  clusters: ClusterResult[];
+  medianTps: number | null;
+  medianLatencyMs: number | null;
+  phases: Record<string, unknown>;
+  breakdownMs?: Record<string, number>;
+}
+
+export interface Check {
+  name: string;
+  scope: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface ExperimentResult {
+  schemaVersion: typeof RESULT_SCHEMA_VERSION;
+  runId: string;
+  name: string;
+  preset: string | null;
+  status: 'completed' | 'failed' | 'cancelled';
+  startedAt: string;
+  finishedAt: string;
+  postgresVersion: string | null;
+  host: { cpus: number; memoryMiB: number; kernel: string; provider: string };
+  spec: ExperimentSpec;
+  classes: Record<string, ClassResult>;
+  /** Candidate's speedup over the baseline (reference: nvme over gp3). */
+  ratios: Record<string, number | null>;
+  compare: { baseline: string; candidate: string } | null;
+  checks: Check[];
+  /** Sections later features add (verdict, cost, drills) live under their own keys. */
+  [section: string]: unknown;
+}

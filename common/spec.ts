@@ -1,0 +1,285 @@
+/**
+ * The experiment spec: one zod schema with defaults, named presets and semantic rules.
+ * Pure and deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
+ */
+import { z } from 'zod';
+import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from './errors';
+import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
+
+export const SPEC_VERSION = 1;
+
+const classNamePattern = /^[a-z][a-z0-9-]{0,19}$/;
+const ClassName = z
+  .string()
+  .regex(classNamePattern, { error: 'must be lower-case letters, digits and dashes, starting with a letter (max 20)' });
+
+const int = (min: number, max: number, what: string) =>
+  z
+    .number({ error: `must be a whole number (${what})` })
+    .int({ error: `must be a whole number (${what})` })
+    .min(min, { error: `must be at least ${min} (${what})` })
+    .max(max, { error: `must be at most ${max} (${what})` });
+
+/** Where a storage class's data lives. Local kinds run on this machine; the others on AWS. */
+export const STORAGE_KINDS = ['local-disk', 'emulated-ebs', 'instance-store', 'ebs'] as const;
+export type StorageKind = (typeof STORAGE_KINDS)[number];
+const LOCAL_KINDS: readonly StorageKind[] = ['local-disk', 'emulated-ebs'];
+const AWS_KINDS: readonly StorageKind[] = ['instance-store', 'ebs'];
+
+const StorageClassSchema = z
+  .object({
+    kind: z.enum(STORAGE_KINDS, { error: `must be one of ${STORAGE_KINDS.join(', ')}` }),
+    /** Provisioned IOPS of an EBS (or emulated EBS) volume; gp3's baseline is 3,000. */
+    iops: int(100, 256_000, 'IOPS').optional(),
+    /** Provisioned throughput in MiB/s; gp3's baseline is 125. */
+    throughputMiBps: int(1, 4_000, 'MiB/s').optional(),
+    /** Volume size; by default large enough for the data set, its WAL and the phases' bloat. */
+    sizeGiB: z.number().positive({ error: 'must be positive (GiB)' }).optional(),
+    /**
+     * `required`: fail before provisioning when I/O limits cannot be enforced (no root, no cgroups).
+     * `preferred`: run anyway and mark the class "not emulated" in the report.
+     */
+    emulation: z.enum(['required', 'preferred']).default('preferred'),
+  })
+  .strict();
+
+const BackupStoreSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('folder'), path: z.string().min(1).optional() }).strict(),
+  z
+    .object({
+      kind: z.literal('s3'),
+      bucket: z.string().min(3, { error: 'must name an S3 bucket' }),
+      prefix: z.string().default('storage-lab/backups'),
+      region: z.string().default('us-east-1'),
+      endpoint: z.string().url().optional(),
+    })
+    .strict(),
+]);
+
+const AwsSchema = z
+  .object({
+    region: z.string().default('us-east-1'),
+    /** For S3-compatible stores and API emulators (moto); unset on real AWS. */
+    endpoint: z.string().url().optional(),
+    imageId: z.string().optional(),
+    imageSsmParameter: z.string().default('/aws/service/debian/release/12/latest/amd64'),
+    subnetId: z.string().optional(),
+    securityGroupIds: z.array(z.string()).default([]),
+    instanceProfileName: z.string().optional(),
+    resultsBucket: z.string().optional(),
+    resultsPrefix: z.string().default('storage-lab/results'),
+    /** Temporal endpoint the host agents dial (Temporal Cloud or a self-hosted cluster). */
+    temporalAddress: z.string().optional(),
+    temporalNamespace: z.string().default('default'),
+    /** Names (never values) of secrets in SSM Parameter Store that the host bootstrap reads. */
+    temporalApiKeyParameter: z.string().optional(),
+    /** On-demand prices (USD per hour) used for the cost estimate; extend for other instance types. */
+    hourlyPriceUsd: z.record(z.string(), z.number().nonnegative()).default({ 'm6id.4xlarge': 0.9492 }),
+  })
+  .strict();
+
+export const ExperimentSpecSchema = z
+  .object({
+    specVersion: z.literal(SPEC_VERSION).default(SPEC_VERSION),
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{0,39}$/, { error: 'must be lower-case letters, digits and dashes (max 40)' }),
+    preset: z.enum(PRESET_NAMES).optional(),
+    provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
+    storageClasses: z.record(ClassName, StorageClassSchema),
+    /** Ratios are the candidate's speedup over the baseline, as in the reference (NVMe over gp3). */
+    compare: z.object({ baseline: ClassName, candidate: ClassName }).strict().optional(),
+    clustersPerClass: int(1, 16, 'clusters per storage class'),
+    /** Clusters that run at once; 1 on one machine, so no cluster's measurement shares the CPU with another's. */
+    maxParallelClusters: int(1, 64, 'clusters at once'),
+    host: z
+      .object({
+        memoryLimitMiB: int(64, 1_048_576, 'MiB'),
+        instanceType: z.string().default('m6id.4xlarge'),
+      })
+      .strict(),
+    postgres: z
+      .object({
+        version: int(12, 18, 'PostgreSQL major version').optional(),
+        sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
+        maxWalSizeMiB: int(32, 1_048_576, 'MiB'),
+        /** Extra server settings, written to postgresql.conf as they are. */
+        settings: z.record(z.string().regex(/^[a-z_.]+$/), z.union([z.string(), z.number(), z.boolean()])).default({}),
+      })
+      .strict(),
+    data: z
+      .object({
+        /** pgbench scale: 100,000 rows of pgbench_accounts each (the reference: 33,000, 3.3 billion rows). */
+        scale: int(1, 1_000_000, 'pgbench scale'),
+        chunkRows: int(1_000, 100_000_000, 'rows per load chunk'),
+        loadWriters: int(1, 64, 'parallel chunk writers'),
+      })
+      .strict(),
+    workload: z
+      .object({
+        clients: int(1, 10_000, 'pgbench clients'),
+        threads: int(1, 1_024, 'pgbench threads'),
+        durationSeconds: int(1, 86_400, 'seconds'),
+        warmupSeconds: int(0, 86_400, 'seconds'),
+        /** A pgbench script; `:scale` is set from data.scale. Default: the reference's random single-row UPDATE. */
+        script: z.string().min(1, { error: 'must not be empty' }),
+      })
+      .strict(),
+    phases: z
+      .object({
+        vacuum: z.object({ enabled: z.boolean(), bloatMB: z.number().positive() }).strict(),
+        backlog: z.object({ enabled: z.boolean(), backlogMB: z.number().positive() }).strict(),
+      })
+      .strict(),
+    sampler: z.object({ enabled: z.boolean(), intervalMs: int(10, 1_000, 'ms between samples') }).strict(),
+    durability: z
+      .object({
+        enabled: z.boolean(),
+        archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
+        backupStore: BackupStoreSchema.default({ kind: 'folder' }),
+      })
+      .strict(),
+    aws: AwsSchema.optional(),
+    /** Resources older than this are the sweeper's, whatever their run's state. */
+    expiresAfterHours: z.number().positive().max(24 * 14),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    const add = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    const classNames = Object.keys(spec.storageClasses);
+    if (classNames.length === 0) add(['storageClasses'], 'must name at least one storage class');
+    if (spec.compare) {
+      for (const side of ['baseline', 'candidate'] as const) {
+        if (!classNames.includes(spec.compare[side]))
+          add(
+            ['compare', side],
+            `unknown storage class "${spec.compare[side]}"; use one of: ${classNames.join(', ') || '(none defined)'}`,
+          );
+      }
+    }
+    const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
+    for (const [name, cls] of Object.entries(spec.storageClasses)) {
+      if (!allowed.includes(cls.kind))
+        add(
+          ['storageClasses', name, 'kind'],
+          `"${cls.kind}" cannot run on provider "${spec.provider}"; use ${allowed.join(' or ')}, or set provider to "${spec.provider === 'local' ? 'aws' : 'local'}"`,
+        );
+      const limited = cls.kind === 'ebs' || cls.kind === 'emulated-ebs';
+      if (!limited && (cls.iops !== undefined || cls.throughputMiBps !== undefined))
+        add(['storageClasses', name, 'iops'], `a ${cls.kind} class has no provisioned IOPS or throughput; remove them`);
+    }
+    const headroomMiB = 64;
+    if (spec.host.memoryLimitMiB < spec.postgres.sharedBuffersMiB + headroomMiB)
+      add(
+        ['host', 'memoryLimitMiB'],
+        `${spec.host.memoryLimitMiB} MiB is below shared_buffers (postgres.sharedBuffersMiB = ${spec.postgres.sharedBuffersMiB}) plus ${headroomMiB} MiB for backends; raise host.memoryLimitMiB or lower postgres.sharedBuffersMiB`,
+      );
+    if (spec.workload.threads > spec.workload.clients)
+      add(
+        ['workload', 'threads'],
+        `${spec.workload.threads} threads for ${spec.workload.clients} clients; pgbench needs threads <= clients`,
+      );
+    if (spec.provider === 'aws' && !spec.aws)
+      add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
+    if (spec.durability.enabled && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
+      add(['durability', 'backupStore', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+  });
+
+/** A validated, normalised experiment spec. */
+export type ExperimentSpec = z.output<typeof ExperimentSpecSchema>;
+export type StorageClassSpec = z.output<typeof StorageClassSchema>;
+export type BackupStoreSpec = z.output<typeof BackupStoreSchema>;
+
+/** What a caller passes: a preset name and any overrides, every field optional. */
+export type ExperimentInput = DeepPartial<ExperimentSpec> & { preset?: string };
+type DeepPartial<T> = T extends (infer U)[]
+  ? U[]
+  : T extends object
+    ? { [K in keyof T]?: DeepPartial<T[K]> | null }
+    : T;
+
+/** gp3's baseline when a class leaves its limits out. */
+export const GP3_BASELINE = { iops: 3000, throughputMiBps: 125 } as const;
+
+/** The I/O limits that apply to a class, or null for a class with none (local disk, instance store). */
+export function classLimits(cls: StorageClassSpec): { iops: number; throughputMiBps: number } | null {
+  if (cls.kind !== 'ebs' && cls.kind !== 'emulated-ebs') return null;
+  return {
+    iops: cls.iops ?? GP3_BASELINE.iops,
+    throughputMiBps: cls.throughputMiBps ?? GP3_BASELINE.throughputMiBps,
+  };
+}
+
+/** Bytes one host's volume needs for a spec: heap, indexes, WAL, and the phases' bloat and backlog. */
+export function volumeBytes(spec: ExperimentSpec): number {
+  // pgbench_accounts: ~146 bytes a row on disk at fillfactor 100 (482 GiB for 3.3 billion rows), +15 % indexes.
+  const heap = spec.data.scale * 100_000 * 146 * 1.15;
+  const wal = spec.postgres.maxWalSizeMiB * 2 * 1024 * 1024;
+  const phases = (spec.phases.vacuum.bloatMB * 2 + spec.phases.backlog.backlogMB * 2) * 1e6;
+  return Math.ceil(heap + wal + phases);
+}
+
+/** Rows in pgbench_accounts at a scale, as pgbench makes them. */
+export function accountRows(scale: number): number {
+  return scale * 100_000;
+}
+
+/** Thrown for a spec that cannot run; carries every problem at once. */
+export class InvalidSpecError extends Error {
+  readonly type = FAILURE_TYPES.invalidSpec;
+  constructor(readonly problems: SpecProblem[]) {
+    super(formatSpecProblems(problems));
+    this.name = 'InvalidSpecError';
+  }
+}
+
+/** Objects merge key by key; arrays and scalars replace; `null` removes a key (for example a storage class). */
+export function mergeSpec(base: unknown, override: unknown): unknown {
+  if (override === undefined) return base;
+  if (!isPlainObject(base) || !isPlainObject(override)) return override;
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    if (value === null) delete out[key];
+    else out[key] = mergeSpec(base[key], value);
+  }
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Resolves an input (a preset name plus overrides) into a validated spec.
+ * Parse → normalise → semantic rules; every problem is reported at once with its dotted path.
+ */
+export function resolveSpec(input: unknown): ExperimentSpec {
+  if (!isPlainObject(input))
+    throw new InvalidSpecError([{ path: '', message: 'must be a JSON object, for example {"preset":"local-quick"}' }]);
+  const presetName = input.preset ?? 'local-quick';
+  if (typeof presetName !== 'string' || !(PRESET_NAMES as readonly string[]).includes(presetName))
+    throw new InvalidSpecError([
+      { path: 'preset', message: `unknown preset ${JSON.stringify(presetName)}; use one of: ${PRESET_NAMES.join(', ')}` },
+    ]);
+  const merged = mergeSpec(PRESETS[presetName as PresetName], { ...input, preset: presetName });
+  const parsed = ExperimentSpecSchema.safeParse(merged);
+  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
+  const spec = parsed.data;
+  if (!spec.compare) {
+    const names = Object.keys(spec.storageClasses);
+    if (names.length >= 2) spec.compare = { baseline: names[1], candidate: names[0] };
+  }
+  return spec;
+}
+
+function toProblem(issue: z.core.$ZodIssue): SpecProblem {
+  const path = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys')
+    return {
+      path: [path, ...issue.keys].filter(Boolean).join('.'),
+      message: `unknown field; remove it or check its spelling (known fields are listed in README "Configuration")`,
+    };
+  if (issue.code === 'invalid_type' && issue.input === undefined)
+    return { path, message: `is required (expected ${issue.expected})` };
+  return { path, message: issue.message };
+}

@@ -1,0 +1,39 @@
+// Lints the TypeScript sources. The rule that matters most: workflow code (and the common code it imports) must
+// stay deterministic, so Node built-ins are banned there; side effects belong in activities.
+const tseslint = require('typescript-eslint');
+const { builtinModules } = require('node:module');
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+
+module.exports = tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.lab/**', 'test-artifacts/**', '*.js'] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+    },
+  },
+  {
+    files: ['workflows/**/*.ts', 'common/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'Workflow code must be deterministic: do this in an activity.',
+          })),
+          patterns: [
+            { group: ['**/activities/*', '!**/activities/index'], message: 'Workflows import activity types only.' },
+          ],
+        },
+      ],
+      'no-restricted-globals': [
+        'error',
+        { name: 'process', message: 'Workflow code must not read the environment.' },
+        { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' },
+      ],
+    },
+  },
+);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what Storage Lab needs, idempotently; a second run only checks and takes seconds.
+#   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, npm packages, the build
+#   infra/bootstrap.sh test   the same, plus what the tests use: moto (AWS API), Chromium (UI test)
+set -euo pipefail
+mode=${1:-demo}
+cd "$(dirname "$0")/.."
+root=$PWD
+cache=${STORAGE_LAB_CACHE:-$root/.cache}
+bin=$cache/bin
+mkdir -p "$bin"
+
+TEMPORAL_CLI_VERSION=v1.5.1
+MOTO_VERSION=5.2.5
+
+log() { printf '[bootstrap] %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+# --- Debian packages: only the missing ones, and apt-get update only when something is missing.
+apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest)
+[ "$mode" = test ] && apt_packages+=(chromium)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  # The Debian postgresql package would start a cluster of its own on 5432; the lab runs its own per host.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if command -v pg_lsclusters >/dev/null; then
+    pg_lsclusters -h 2>/dev/null | while read -r ver name _; do as_root pg_ctlcluster "$ver" "$name" stop 2>/dev/null || true; done
+  fi
+fi
+
+# --- npm packages: `npm ci` when the lock file changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# --- Temporal CLI (dev server with SQLite and the web UI), built from source by the Go toolchain.
+if [ ! -x "$bin/temporal" ] || [ "$(cat "$bin/temporal.version" 2>/dev/null)" != "$TEMPORAL_CLI_VERSION" ]; then
+  command -v go >/dev/null || { log "Go is needed to build the Temporal CLI: install golang (apt-get install golang-go)"; exit 1; }
+  log "building the Temporal CLI $TEMPORAL_CLI_VERSION (first time only: several minutes)"
+  GOBIN="$bin" CGO_ENABLED=0 go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
+  echo "$TEMPORAL_CLI_VERSION" > "$bin/temporal.version"
+fi
+
+if [ "$mode" = test ]; then
+  # --- moto's server: a real AWS API endpoint for the EC2 and S3 code paths, in a venv of its own.
+  if ! "$cache/venv/bin/moto_server" --help >/dev/null 2>&1 || [ "$(cat "$cache/venv/moto.version" 2>/dev/null)" != "$MOTO_VERSION" ]; then
+    log "installing moto[server] $MOTO_VERSION"
+    python3 -m venv "$cache/venv"
+    "$cache/venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+    echo "$MOTO_VERSION" > "$cache/venv/moto.version"
+  fi
+fi
+
+# --- The build: workers, CLI and tests all run from dist/.
+log "building TypeScript"
+npx tsc -p tsconfig.json

@@ -1,0 +1,91 @@
+/**
+ * Where hosts come from. A host is where one Postgres lives: a folder, a storage device, a memory limit, a Postgres
+ * and a host agent. Workflows never know which provider made a host: they route host activities to
+ * `host:<hostId>` and call the provider through this interface (local folders and cgroups, or EC2).
+ */
+import type { StorageClassSpec, StorageKind } from '../../common/spec';
+
+/** What the workflow asks for: one host of one storage class for one run. */
+export interface HostRequest {
+  runId: string;
+  hostId: string;
+  experiment: string;
+  className: string;
+  storageClass: StorageClassSpec;
+  memoryLimitMiB: number;
+  instanceType: string;
+  /** Bytes the volume must hold (data, indexes, WAL, bloat); the provider adds its own headroom. */
+  volumeBytes: number;
+  expiresAt: string;
+  postgresVersion?: number;
+}
+
+/** I/O and memory limits as enforced on the host (null: none enforced). */
+export interface HostLimits {
+  iops: number | null;
+  throughputMiBps: number | null;
+  memoryLimitMiB: number | null;
+}
+
+/** A provisioned host as the workflows see it. Never holds a secret: passwords stay on the host. */
+export interface HostRecord {
+  hostId: string;
+  runId: string;
+  provider: 'local' | 'aws';
+  className: string;
+  kind: StorageKind;
+  taskQueue: string;
+  /** Whether the class's I/O limits are really enforced; false means "not emulated" in the report. */
+  emulated: boolean;
+  emulationNote?: string;
+  limits: HostLimits;
+  /** Where Postgres listens, as other hosts reach it (replication, drills). */
+  postgres: { host: string; port: number };
+  instanceId?: string;
+}
+
+/**
+ * What a host agent knows about its own host; written next to the host (locally: host.json in the host folder;
+ * on AWS: by user-data). Holds paths to secrets, never their values.
+ */
+export interface HostConfig extends HostRecord {
+  /** The host's own folder; everything the agent writes lives below it. */
+  hostDir: string;
+  /** Where PGDATA lives: on the storage device under test. */
+  dataDir: string;
+  /** Unix socket directory of this host's Postgres. */
+  socketDir: string;
+  /** Block device (as named in /proc/diskstats) that holds dataDir. */
+  device: string | null;
+  /** OS user that owns and runs Postgres (root cannot run it). */
+  osUser: string | null;
+  /** File holding the generated database password (mode 0600). */
+  passwordFile: string;
+  /** Folder with the PostgreSQL server binaries (pg_ctl, initdb, ...). */
+  pgBinDir: string;
+  /** Cgroup directories whose counters the agent reads (cpu accounting), if any. */
+  cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null } | null;
+}
+
+/** A resource the provider manages, as the sweeper sees it. */
+export interface ManagedHost {
+  hostId: string;
+  runId: string;
+  expiresAt: string | null;
+  /** Provider-specific identifiers (instance id, volume ids, loop device, cgroup). */
+  resources: string[];
+}
+
+export interface HostProvider {
+  readonly name: 'local' | 'aws';
+  /** Creates the host, or returns it when it already exists (a retried activity never provisions twice). */
+  provision(req: HostRequest): Promise<HostRecord>;
+  /** Removes the host and everything it used; idempotent; resolves when it is gone. */
+  teardown(hostId: string): Promise<void>;
+  /** Crashes the host without warning: every process on it dies (failover drills, fault tests). */
+  kill(hostId: string): Promise<void>;
+  /** Every host this provider manages, for the sweeper. */
+  list(): Promise<ManagedHost[]>;
+  /** What a person needs when the host's agent never showed up (console output, agent log). */
+  diagnose(hostId: string): Promise<string>;
+}

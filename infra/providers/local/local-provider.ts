@@ -1,0 +1,290 @@
+/**
+ * Hosts on this machine. A host is a folder, a storage device (the machine's disk, or a direct-I/O loop device
+ * under a cgroup I/O limit for emulated EBS), a memory limit, and a supervised host agent started inside the host's
+ * cgroups, so the Postgres and pgbench it starts inherit the limits. Without root or cgroups hosts still work and
+ * are marked "not emulated".
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  chownSync,
+  closeSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { classLimits } from '../../../common/spec';
+import { hostTaskQueue } from '../../../common/names';
+import { ensureDir } from '../../lab-paths';
+import { findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
+import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
+import {
+  createHostCgroup,
+  detectCgroups,
+  hostCgroupPaths,
+  joinScript,
+  listHostCgroups,
+  pidsIn,
+  removeHostCgroup,
+  setIoLimits,
+  type HostCgroup,
+} from './cgroups';
+import { createLoopVolume, deviceOfPath, detachLoop, loopsBackedBy, unmount } from './block-devices';
+
+/** Extra room on an emulated volume beyond what the workflow asked for (file system overhead, WAL bursts). */
+const VOLUME_HEADROOM_BYTES = 2 * 1024 ** 3;
+
+export interface LocalProviderOptions {
+  hostsDir: string;
+  /** Environment the host agents start with (Temporal address and namespace, ...). */
+  agentEnv: Record<string, string>;
+  /** The compiled supervisor script that keeps a host's agent running. */
+  supervisorScript: string;
+}
+
+export class LocalProvider implements HostProvider {
+  readonly name = 'local' as const;
+
+  constructor(private readonly opts: LocalProviderOptions) {}
+
+  async provision(req: HostRequest): Promise<HostRecord> {
+    const hostDir = this.hostDir(req.hostId);
+    const configFile = path.join(hostDir, 'host.json');
+    if (existsSync(configFile)) {
+      const existing = readConfig(configFile);
+      if (!this.supervisorAlive(existing)) this.startAgent(existing);
+      return toRecord(existing);
+    }
+    ensureDir(this.opts.hostsDir);
+    ensureDir(hostDir);
+    const osUser = postgresOsUser();
+    const pgBinDir = findPostgresBinDir(req.postgresVersion);
+    if (!pgBinDir)
+      throw new Error(
+        `PostgreSQL ${req.postgresVersion ?? ''} server binaries not found; run infra/bootstrap.sh (installs Debian's postgresql)`,
+      );
+
+    const support = detectCgroups();
+    const limits = classLimits(req.storageClass);
+    const cgroup = support.kind ? createHostCgroup(support.kind, req.hostId, req.memoryLimitMiB) : null;
+    let emulated = cgroup !== null;
+    let emulationNote = support.kind ? undefined : `not emulated: ${support.reason}`;
+
+    let storageRoot = path.join(hostDir, 'disk');
+    let device: string | null;
+    if (req.storageClass.kind === 'emulated-ebs' && cgroup && limits) {
+      storageRoot = path.join(hostDir, 'volume');
+      ensureDir(storageRoot);
+      const size = req.storageClass.sizeGiB ? req.storageClass.sizeGiB * 1024 ** 3 : req.volumeBytes + VOLUME_HEADROOM_BYTES;
+      const loop = await createLoopVolume(path.join(hostDir, 'volume.img'), storageRoot, Math.ceil(size));
+      setIoLimits(cgroup, loop.majMin, limits.iops, limits.throughputMiBps * 1024 * 1024);
+      device = loop.name;
+    } else {
+      ensureDir(storageRoot);
+      device = deviceOfPath(storageRoot);
+      if (req.storageClass.kind === 'emulated-ebs') {
+        emulated = false;
+        emulationNote ??= 'not emulated: no I/O limits on this machine';
+      }
+    }
+
+    const dataDir = path.join(storageRoot, 'pgdata');
+    const socketDir = ensureDir(path.join(hostDir, 'run'));
+    const logsDir = ensureDir(path.join(hostDir, 'logs'));
+    if (osUser) for (const dir of [storageRoot, socketDir, logsDir]) chownSync(dir, osUser.uid, osUser.gid);
+
+    const secretsDir = ensureDir(path.join(hostDir, 'secrets'), 0o700);
+    const passwordFile = path.join(secretsDir, 'db-password');
+    writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
+
+    const config: HostConfig = {
+      hostId: req.hostId,
+      runId: req.runId,
+      provider: 'local',
+      className: req.className,
+      kind: req.storageClass.kind,
+      taskQueue: hostTaskQueue(req.hostId),
+      emulated,
+      emulationNote,
+      limits: {
+        iops: emulated && limits ? limits.iops : null,
+        throughputMiBps: emulated && limits ? limits.throughputMiBps : null,
+        memoryLimitMiB: cgroup ? req.memoryLimitMiB : null,
+      },
+      postgres: { host: '127.0.0.1', port: await freePort() },
+      hostDir,
+      dataDir,
+      socketDir,
+      device,
+      osUser: osUser?.name ?? null,
+      passwordFile,
+      pgBinDir,
+      cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
+    };
+    writeFileSync(
+      path.join(hostDir, 'labels.json'),
+      JSON.stringify({ runId: req.runId, experiment: req.experiment, expiresAt: req.expiresAt }),
+    );
+    writeFileAtomic(configFile, JSON.stringify(config, null, 2));
+    this.startAgent(config);
+    return toRecord(config);
+  }
+
+  async teardown(hostId: string): Promise<void> {
+    const hostDir = this.hostDir(hostId);
+    await this.killAndWait(hostId);
+    await unmount(path.join(hostDir, 'volume'));
+    for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
+    const cg = this.cgroupOf(hostId);
+    if (cg) removeHostCgroup(cg);
+    rmSync(hostDir, { recursive: true, force: true });
+  }
+
+  async kill(hostId: string): Promise<void> {
+    const cg = this.cgroupOf(hostId);
+    if (cg) {
+      for (const pid of pidsIn(cg)) signal(pid, 'SIGKILL');
+      return;
+    }
+    // Without cgroups: the supervisor's process group (supervisor + agent), then the postmaster by its pid file.
+    const hostDir = this.hostDir(hostId);
+    const supervisorPid = readPid(path.join(hostDir, 'supervisor.pid'));
+    if (supervisorPid) signal(-supervisorPid, 'SIGKILL');
+    const config = existsSync(path.join(hostDir, 'host.json')) ? readConfig(path.join(hostDir, 'host.json')) : null;
+    const postmasterPid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
+    if (postmasterPid) signal(postmasterPid, 'SIGKILL');
+  }
+
+  async list(): Promise<ManagedHost[]> {
+    const hosts = new Map<string, ManagedHost>();
+    if (existsSync(this.opts.hostsDir)) {
+      for (const hostId of readdirSync(this.opts.hostsDir)) {
+        const labelsFile = path.join(this.hostDir(hostId), 'labels.json');
+        const labels = existsSync(labelsFile)
+          ? (JSON.parse(readFileSync(labelsFile, 'utf8')) as { runId: string; expiresAt: string })
+          : null;
+        hosts.set(hostId, {
+          hostId,
+          runId: labels?.runId ?? '',
+          expiresAt: labels?.expiresAt ?? null,
+          resources: [this.hostDir(hostId)],
+        });
+      }
+    }
+    const support = detectCgroups();
+    if (support.kind) {
+      for (const hostId of listHostCgroups(support.kind)) {
+        const entry = hosts.get(hostId) ?? { hostId, runId: '', expiresAt: null, resources: [] };
+        entry.resources.push(`cgroup:${hostId}`);
+        hosts.set(hostId, entry);
+      }
+    }
+    return [...hosts.values()];
+  }
+
+  async diagnose(hostId: string): Promise<string> {
+    const logFile = path.join(this.hostDir(hostId), 'agent.log');
+    if (!existsSync(logFile)) return `host ${hostId}: no agent log at ${logFile}`;
+    const tail = readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n');
+    return `host ${hostId}: last lines of ${logFile}:\n${tail}`;
+  }
+
+  private hostDir(hostId: string): string {
+    return path.join(this.opts.hostsDir, hostId);
+  }
+
+  private cgroupOf(hostId: string): HostCgroup | null {
+    const support = detectCgroups();
+    if (!support.kind) return null;
+    const cg = hostCgroupPaths(support.kind, hostId);
+    return cg.dirs.some((d) => existsSync(d)) ? cg : null;
+  }
+
+  /** Kills everything on the host and waits until the kernel has reaped it, so mounts and cgroups can go. */
+  private async killAndWait(hostId: string): Promise<void> {
+    const cg = this.cgroupOf(hostId);
+    for (let i = 0; i < 200; i++) {
+      await this.kill(hostId);
+      if (!cg || pidsIn(cg).length === 0) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`host ${hostId}: processes still alive after SIGKILL: ${cg ? pidsIn(cg).join(' ') : ''}`);
+  }
+
+  private supervisorAlive(config: HostConfig): boolean {
+    const pid = readPid(path.join(config.hostDir, 'supervisor.pid'));
+    return pid !== null && signal(pid, 0);
+  }
+
+  /** Starts the agent's supervisor in the host's cgroups, detached, so it outlives the control worker. */
+  private startAgent(config: HostConfig): void {
+    const log = openSync(path.join(config.hostDir, 'agent.log'), 'a');
+    const cg = config.cgroup ? this.cgroupOf(config.hostId) : null;
+    const node = process.execPath;
+    const args = [this.opts.supervisorScript, path.join(config.hostDir, 'host.json')];
+    const env = { ...process.env, ...this.opts.agentEnv };
+    const child = cg
+      ? spawn('sh', ['-c', `${joinScript(cg)} && exec "$0" "$@"`, node, ...args], {
+          detached: true,
+          stdio: ['ignore', log, log],
+          env,
+        })
+      : spawn(node, args, { detached: true, stdio: ['ignore', log, log], env });
+    closeSync(log);
+    child.unref();
+    writeFileSync(path.join(config.hostDir, 'supervisor.pid'), String(child.pid));
+  }
+}
+
+/** The record workflows see: the config without the host-local paths. */
+function toRecord(config: HostConfig): HostRecord {
+  const { hostId, runId, provider, className, kind, taskQueue, emulated, emulationNote, limits, postgres } = config;
+  return { hostId, runId, provider, className, kind, taskQueue, emulated, emulationNote, limits, postgres };
+}
+
+export function readConfig(file: string): HostConfig {
+  return JSON.parse(readFileSync(file, 'utf8')) as HostConfig;
+}
+
+function writeFileAtomic(file: string, text: string): void {
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+function readPid(file: string): number | null {
+  if (!existsSync(file)) return null;
+  const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/** Sends a signal; false when the process does not exist. */
+function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export type { OsUser };

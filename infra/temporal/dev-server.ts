@@ -1,0 +1,91 @@
+/**
+ * The Temporal CLI dev server: SQLite persistence (runs survive a restart), the web UI, the lab's search
+ * attributes; bound to 127.0.0.1 only. Used by `storage-lab dev up` and by the test suite.
+ */
+import { Connection } from '@temporalio/client';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, openSync, closeSync } from 'node:fs';
+import path from 'node:path';
+import { SEARCH_ATTRIBUTES } from '../../common/names';
+import { labPaths } from '../lab-paths';
+
+/** The Temporal CLI tag the project builds (later tags carry a go.mod `replace` and cannot be go-installed). */
+export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+
+export interface DevServerOptions {
+  binary?: string;
+  dbFile: string;
+  logFile: string;
+  ip?: string;
+  port: number;
+  uiPort: number;
+  /** Fixed ports for the HTTP API and metrics, so nothing binds beyond what we chose. */
+  httpPort: number;
+  metricsPort: number;
+  /** Detached servers outlive this process (`dev up`); attached ones die with it (tests). */
+  detached: boolean;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string;
+  process: ChildProcess;
+}
+
+export function temporalBinary(): string {
+  const bin = path.join(labPaths().cacheBin, 'temporal');
+  if (!existsSync(bin)) throw new Error(`Temporal CLI not found at ${bin}: run infra/bootstrap.sh (it builds ${TEMPORAL_CLI_VERSION})`);
+  return bin;
+}
+
+export function devServerArgs(opts: DevServerOptions): string[] {
+  const ip = opts.ip ?? '127.0.0.1';
+  const args = [
+    'server', 'start-dev',
+    '--db-filename', opts.dbFile,
+    '--ip', ip,
+    '--port', String(opts.port),
+    '--ui-port', String(opts.uiPort),
+    '--http-port', String(opts.httpPort),
+    '--metrics-port', String(opts.metricsPort),
+    '--log-level', 'warn',
+  ];
+  for (const sa of Object.values(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${sa.name}=${sa.type}`);
+  return args;
+}
+
+/** Starts the dev server and waits until its frontend answers. */
+export async function startDevServer(opts: DevServerOptions, readyTimeoutMs = 90_000): Promise<DevServer> {
+  const log = openSync(opts.logFile, 'a');
+  const child = spawn(opts.binary ?? temporalBinary(), devServerArgs(opts), {
+    detached: opts.detached,
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  if (opts.detached) child.unref();
+  const address = `${opts.ip ?? '127.0.0.1'}:${opts.port}`;
+  await waitForServer(address, readyTimeoutMs, child);
+  return { address, uiUrl: `http://${opts.ip ?? '127.0.0.1'}:${opts.uiPort}`, process: child };
+}
+
+/** Polls the frontend until it answers, the process dies, or the time is up. */
+export async function waitForServer(address: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`Temporal dev server exited with code ${child.exitCode}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  throw new Error(`Temporal dev server at ${address} did not answer within ${timeoutMs / 1000} s: ${String(lastError)}`);
+}

@@ -1,0 +1,61 @@
+/**
+ * The control worker: workflows and control-plane activities (provider, results, report) on task queue
+ * "storage-lab". Hosts are started by its provider; their agents run host activities elsewhere.
+ */
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import path from 'node:path';
+import { createControlActivities } from '../activities/control';
+import { DirResultsStore } from '../activities/control/results-store';
+import { CONTROL_TASK_QUEUE } from '../common/names';
+import { labPaths, type LabPaths } from '../infra/lab-paths';
+import { LocalProvider } from '../infra/providers/local/local-provider';
+import { connectionOptions, temporalEnv, type TemporalEnv } from './env';
+
+export interface ControlWorkerOptions {
+  connection: NativeConnection;
+  temporal: TemporalEnv;
+  paths: LabPaths;
+  /** A pre-built workflow bundle (tests build it once); otherwise bundled from ../workflows. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  taskQueue?: string;
+}
+
+/** Builds the control worker with real providers and the results folder. */
+export async function createControlWorker(opts: ControlWorkerOptions): Promise<Worker> {
+  const local = new LocalProvider({
+    hostsDir: opts.paths.hostsDir,
+    agentEnv: { TEMPORAL_ADDRESS: opts.temporal.address, TEMPORAL_NAMESPACE: opts.temporal.namespace },
+    supervisorScript: path.join(__dirname, 'host-supervisor.js'),
+  });
+  const activities = createControlActivities({
+    providers: { local },
+    results: new DirResultsStore(opts.paths.resultsDir),
+    hostsDir: opts.paths.hostsDir,
+  });
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.temporal.namespace,
+    taskQueue: opts.taskQueue ?? CONTROL_TASK_QUEUE,
+    activities,
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+  });
+}
+
+async function main(): Promise<void> {
+  const temporal = temporalEnv();
+  const connection = await NativeConnection.connect(connectionOptions(temporal));
+  const worker = await createControlWorker({ connection, temporal, paths: labPaths() });
+  console.log(`control worker polling "${CONTROL_TASK_QUEUE}" on ${temporal.address} (namespace ${temporal.namespace})`);
+  try {
+    await worker.run();
+  } finally {
+    await connection.close();
+  }
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

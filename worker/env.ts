@@ -1,0 +1,36 @@
+/** Worker environment, validated at start so a typo fails loudly before any task is taken. */
+import type { NativeConnectionOptions } from '@temporalio/worker';
+import { readFileSync } from 'node:fs';
+
+export interface TemporalEnv {
+  address: string;
+  namespace: string;
+  /** TLS and API key for Temporal Cloud or a secured cluster; unset for the local dev server. */
+  tls?: NativeConnectionOptions['tls'];
+  apiKey?: string;
+}
+
+/** Reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the optional TLS / API key settings. */
+export function temporalEnv(env: NodeJS.ProcessEnv = process.env): TemporalEnv {
+  const address = env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  if (!/^[\w.-]+:\d+$/.test(address))
+    throw new Error(`TEMPORAL_ADDRESS must be host:port (got "${address}"), for example 127.0.0.1:7233`);
+  const namespace = env.TEMPORAL_NAMESPACE ?? 'default';
+  const certFile = env.TEMPORAL_TLS_CERT;
+  const keyFile = env.TEMPORAL_TLS_KEY;
+  if (Boolean(certFile) !== Boolean(keyFile))
+    throw new Error('TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together: set both (mTLS) or neither');
+  const apiKey = env.TEMPORAL_API_KEY_FILE ? readFileSync(env.TEMPORAL_API_KEY_FILE, 'utf8').trim() : undefined;
+  const tls: NativeConnectionOptions['tls'] =
+    certFile && keyFile
+      ? { clientCertPair: { crt: readFileSync(certFile), key: readFileSync(keyFile) } }
+      : apiKey
+        ? true
+        : undefined;
+  return { address, namespace, tls, apiKey };
+}
+
+/** Connection options for a worker or client from the validated environment. */
+export function connectionOptions(t: TemporalEnv): NativeConnectionOptions {
+  return { address: t.address, tls: t.tls, apiKey: t.apiKey };
+}

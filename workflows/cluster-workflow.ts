@@ -1,0 +1,178 @@
+/**
+ * One cluster: one Postgres on one host of one storage class.
+ * provision → configure → load (checkpointed) → warm-up → TPS run → save results → teardown.
+ * Teardown is a compensation that always runs (failure, cancel) in a non-cancellable scope, after results are saved.
+ */
+import { ApplicationFailure, CancellationScope, isCancellation } from '@temporalio/workflow';
+import { FAILURE_TYPES } from '../common/errors';
+import { postgresSettings } from '../common/postgres-settings';
+import type { ClusterResult, FailedAttempt, TpsRun } from '../common/result';
+import { volumeBytes, type ExperimentSpec } from '../common/spec';
+import type { HostRecord } from '../infra/providers/host-provider';
+import { failureMessage, isNonRetryable, isScheduleToStartTimeout } from './failures';
+import { ProgressBoard } from './progress';
+import { hostCalls, providerCalls, resultCalls, teardownCalls, type HostTimeouts } from './proxies';
+
+export interface ClusterInput {
+  runId: string;
+  spec: ExperimentSpec;
+  className: string;
+  index: number;
+  hostId: string;
+  /** The experiment workflow to report progress to. */
+  parentWorkflowId?: string;
+}
+
+/** Measured phases get this many attempts; each failed one is recorded in the result. */
+const MEASURE_ATTEMPTS = 3;
+
+/** Timeouts that follow from the spec: the load's bound grows with the data, a run's with its duration. */
+export function hostTimeouts(spec: ExperimentSpec): HostTimeouts {
+  const rows = spec.data.scale * 100_000;
+  return {
+    agentStartSeconds: spec.provider === 'aws' ? 15 * 60 : 120,
+    // At worst ~20,000 rows/s (a throttled volume), and never under 2 hours.
+    loadHours: Math.max(2, Math.ceil(rows / 20_000 / 3600)),
+    measureSeconds: Math.max(spec.workload.durationSeconds, spec.workload.warmupSeconds) + 600,
+  };
+}
+
+export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResult> {
+  const { spec, hostId, className, index, runId } = input;
+  const provider = spec.provider;
+  const board = new ProgressBoard(`Cluster ${hostId}`, runId, 1, input.parentWorkflowId);
+  const host = hostCalls(hostId, hostTimeouts(spec));
+  const result: ClusterResult = {
+    hostId,
+    className,
+    index,
+    status: 'failed',
+    emulated: false,
+    startedAt: new Date().toISOString(),
+    finishedAt: '',
+    failedAttempts: [],
+    phases: {},
+  };
+
+  /** Runs a measurement up to MEASURE_ATTEMPTS times, recording each failed attempt. */
+  async function measured<T>(phase: string, run: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (err) {
+        if (isCancellation(err) || isNonRetryable(err) || attempt >= MEASURE_ATTEMPTS) throw err;
+        const failed: FailedAttempt = { phase, attempt, error: failureMessage(err), at: new Date().toISOString() };
+        result.failedAttempts.push(failed);
+        board.fail(`${hostId} ${phase} attempt ${attempt}: ${failed.error}`);
+      }
+    }
+  }
+
+  function pgbench(label: string, durationSeconds: number): Promise<TpsRun> {
+    return measured(label, () =>
+      host.measure.runPgbench.executeWithOptions({ summary: `pgbench ${label}: ${spec.workload.clients} clients, ${durationSeconds} s` }, [
+        {
+          hostId,
+          label,
+          scale: spec.data.scale,
+          clients: spec.workload.clients,
+          threads: spec.workload.threads,
+          durationSeconds,
+          script: spec.workload.script,
+        },
+      ]),
+    );
+  }
+
+  let failure: unknown;
+  try {
+    board.enter(hostId, 'provision');
+    const record = await providerCalls.provisionHost({
+      provider,
+      request: {
+        runId,
+        hostId,
+        experiment: spec.name,
+        className,
+        storageClass: spec.storageClasses[className],
+        memoryLimitMiB: spec.host.memoryLimitMiB,
+        instanceType: spec.host.instanceType,
+        volumeBytes: volumeBytes(spec),
+        expiresAt: new Date(Date.now() + spec.expiresAfterHours * 3600_000).toISOString(),
+        postgresVersion: spec.postgres.version,
+      },
+    });
+    result.emulated = record.emulated;
+    result.emulationNote = record.emulationNote;
+    await waitForAgent(record);
+
+    board.enter(hostId, 'configure');
+    const pg = await host.setup.configurePostgres({ hostId, settings: postgresSettings(spec) });
+    result.postgresVersion = pg.postgresVersion;
+
+    board.enter(hostId, 'load');
+    const load = await host.load.loadData({
+      hostId,
+      scale: spec.data.scale,
+      chunkRows: spec.data.chunkRows,
+      writers: spec.data.loadWriters,
+    });
+    result.load = load;
+    result.rows = load.rows;
+    result.loadSeconds = load.loadSeconds;
+
+    if (spec.workload.warmupSeconds > 0) {
+      board.enter(hostId, 'warmup');
+      await pgbench('warmup', spec.workload.warmupSeconds);
+    }
+
+    board.enter(hostId, 'tps');
+    const run = await pgbench('tps', spec.workload.durationSeconds);
+    result.tpsRun = run;
+    result.tps = run.tps;
+    result.latencyMs = run.latencyMs;
+    result.tpsSeries = run.tpsSeries;
+    result.status = 'ok';
+  } catch (err) {
+    failure = err;
+    result.status = isCancellation(err) ? 'cancelled' : 'failed';
+    result.error = failureMessage(err);
+    board.fail(`${hostId}: ${result.error}`);
+  }
+
+  // Compensation: results first (nothing measured is lost), then teardown, whatever happened above.
+  await CancellationScope.nonCancellable(async () => {
+    result.finishedAt = new Date().toISOString();
+    try {
+      await resultCalls.saveClusterResult({ runId, result });
+    } catch (err) {
+      failure ??= err;
+      board.fail(`${hostId}: saving results failed: ${failureMessage(err)}`);
+    }
+    board.enter(hostId, 'teardown');
+    await teardownCalls.teardownHost({ provider, hostId });
+    board.enter(hostId, 'done');
+  });
+  if (failure) throw failure;
+  return result;
+
+  /** Waits for the host's agent; when it never polls, fails with what the provider can tell about the host. */
+  async function waitForAgent(record: HostRecord): Promise<void> {
+    try {
+      await host.hello.describeHost({ hostId });
+    } catch (err) {
+      if (!isScheduleToStartTimeout(err)) throw err;
+      const diagnosis = await providerCalls.diagnoseHost({ provider, hostId });
+      throw ApplicationFailure.nonRetryable(
+        `the agent of host ${hostId}${record.instanceId ? ` (instance ${record.instanceId})` : ''} did not start within ${hostTimeouts(spec).agentStartSeconds} s\n${diagnosis}`,
+        FAILURE_TYPES.agentUnreachable,
+      );
+    }
+  }
+}
+
+/** The workflow id of cluster `index` of a class within a run. */
+export function clusterWorkflowId(runId: string, className: string, index: number): string {
+  return `${runId}/${className}-${index}`;
+}
+

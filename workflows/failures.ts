@@ -1,0 +1,31 @@
+/** Small helpers for reading failures in workflow code. */
+import { TimeoutType } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+
+/** The innermost message of a failure chain: what actually went wrong, not "Activity task failed". */
+export function failureMessage(err: unknown): string {
+  let e: unknown = err;
+  let message = String(err);
+  while (e instanceof Error) {
+    if (e.message) message = e.message;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return message;
+}
+
+/** Whether a failure is an activity that no worker picked up in time (its agent never came up). */
+export function isScheduleToStartTimeout(err: unknown): boolean {
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof TimeoutFailure &&
+    err.cause.timeoutType === TimeoutType.SCHEDULE_TO_START
+  );
+}
+
+/** Whether a failure was declared final by the code that raised it (bad input, a verdict, ...). */
+export function isNonRetryable(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ApplicationFailure && e.nonRetryable) return true;
+  }
+  return false;
+}

@@ -1,0 +1,3 @@
+/** Every workflow the control worker runs. Deterministic code only: side effects live in activities. */
+export { experimentWorkflow } from './experiment-workflow';
+export { clusterWorkflow } from './cluster-workflow';

@@ -1,0 +1,90 @@
+/**
+ * Activity proxies, grouped by what their timeouts and retries protect. Workflows import activity types only.
+ */
+import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import type { ControlActivities } from '../activities/control';
+import type { HostActivities } from '../activities/host';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import { hostTaskQueue } from '../common/names';
+
+/** Provider calls create and destroy resources that cost money: retry transient API errors, never bad input. */
+export const providerCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '30 minutes',
+  retry: {
+    initialInterval: '2 seconds',
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES,
+  },
+});
+
+/** Teardown must eventually succeed, whatever happened before: retry for a long time, and keep retrying on cancel. */
+export const teardownCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '30 minutes',
+  retry: { initialInterval: '2 seconds', maximumInterval: '2 minutes', maximumAttempts: 30 },
+});
+
+/** Results are small writes to a folder or S3; nothing measured may be lost, so retry them generously. */
+export const resultCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20 },
+});
+
+/** Checks of the spec against this environment: bad input is final, so no retry. */
+export const preflightCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+});
+
+export interface HostTimeouts {
+  /** How long a new host's agent may take to come up (cloud boots are slow). */
+  agentStartSeconds: number;
+  /** Upper bound of the data load, from the data size. */
+  loadHours: number;
+  /** Upper bound of one measured run (pgbench duration plus overrun). */
+  measureSeconds: number;
+}
+
+/** Host activities of one host, routed to its agent's own task queue. */
+export function hostCalls(hostId: string, timeouts: HostTimeouts) {
+  const taskQueue = hostTaskQueue(hostId);
+  return {
+    /** The agent's hello: fails fast when no agent polls the queue, instead of waiting for a dead host. */
+    hello: proxyActivities<HostActivities>({
+      taskQueue,
+      scheduleToStartTimeout: `${timeouts.agentStartSeconds} seconds`,
+      startToCloseTimeout: '1 minute',
+      retry: { maximumAttempts: 1 },
+    }),
+    /** Configure and start Postgres: idempotent, heartbeats while pg_ctl waits. */
+    setup: proxyActivities<HostActivities>({
+      taskQueue,
+      startToCloseTimeout: '2 hours',
+      heartbeatTimeout: '2 minutes',
+      retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
+    /**
+     * The checkpointed load: a missed heartbeat means the agent died; the retry resumes from the database's own
+     * record of finished chunks, so retries are cheap and many are allowed.
+     */
+    load: proxyActivities<HostActivities>({
+      taskQueue,
+      startToCloseTimeout: `${timeouts.loadHours} hours`,
+      heartbeatTimeout: '30 seconds',
+      retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 30, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
+    /**
+     * Measurements: one attempt each. The workflow retries them itself so that a failed attempt is recorded in
+     * the result, not silently replaced (and never averaged in).
+     */
+    measure: proxyActivities<HostActivities>({
+      taskQueue,
+      startToCloseTimeout: `${timeouts.measureSeconds} seconds`,
+      heartbeatTimeout: '1 minute',
+      retry: { maximumAttempts: 1 },
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
+  };
+}
