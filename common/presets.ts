@@ -78,7 +78,8 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     maxParallelClusters: 8,
     host: { memoryLimitMiB: 65_536, instanceType: 'm6id.4xlarge' },
     postgres: { sharedBuffersMiB: 16_384, maxWalSizeMiB: 65_536, settings: { checkpoint_timeout: '30min' } },
-    data: { scale: 33_000, chunkRows: 5_000_000, loadWriters: 16 },
+    // A full count of 3.3 billion rows takes an hour on gp3; the chunk table already proves every chunk loaded once.
+    data: { scale: 33_000, chunkRows: 5_000_000, loadWriters: 16, verifyRows: false },
     workload: { clients: 64, threads: 16, durationSeconds: 300, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
     phases: { vacuum: { enabled: true, bloatMB: 10_240 }, backlog: { enabled: true, backlogMB: 10_240 } },
     sampler: { enabled: true, intervalMs: 100 },

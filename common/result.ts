@@ -43,6 +43,8 @@ export interface LoadResult {
   vacuumSeconds: number;
   heapBytes: number;
   rowsPerSecond: number;
+  /** count(*) and count(distinct aid) after the load, when the spec asks for the check. */
+  verified?: { rows: number; distinctAids: number };
 }
 
 /** Result of one cluster: one Postgres on one host of one storage class. */

@@ -113,6 +113,8 @@ export const ExperimentSpecSchema = z
         scale: int(1, 1_000_000, 'pgbench scale'),
         chunkRows: int(1_000, 100_000_000, 'rows per load chunk'),
         loadWriters: int(1, 64, 'parallel chunk writers'),
+        /** After the load, check count(*) = count(distinct aid) = the rows asked for (a full scan). */
+        verifyRows: z.boolean().default(true),
       })
       .strict(),
     workload: z
@@ -262,7 +264,7 @@ export function resolveSpec(input: unknown): ExperimentSpec {
       { path: 'preset', message: `unknown preset ${JSON.stringify(presetName)}; use one of: ${PRESET_NAMES.join(', ')}` },
     ]);
   const merged = mergeSpec(PRESETS[presetName as PresetName], { ...input, preset: presetName });
-  const parsed = ExperimentSpecSchema.safeParse(merged);
+  const parsed = ExperimentSpecSchema.safeParse(merged, { reportInput: true });
   if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
   const spec = parsed.data;
   if (!spec.compare) {
@@ -279,6 +281,8 @@ function toProblem(issue: z.core.$ZodIssue): SpecProblem {
       path: [path, ...issue.keys].filter(Boolean).join('.'),
       message: `unknown field; remove it or check its spelling (known fields are listed in README "Configuration")`,
     };
+  if (issue.code === 'invalid_key')
+    return { path, message: `invalid name: ${issue.issues.map((i) => i.message).join('; ')}` };
   if (issue.code === 'invalid_type' && issue.input === undefined)
     return { path, message: `is required (expected ${issue.expected})` };
   return { path, message: issue.message };

@@ -44,7 +44,8 @@ function defaultHostsDir(home: string): string {
   return path.join('/var/lib/storage-lab', `hosts-${tag}`);
 }
 
-function traversableByOthers(dir: string): boolean {
+/** Whether every folder on the path lets other users (the postgres user) pass through. */
+export function traversableByOthers(dir: string): boolean {
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
     try {
       if ((statSync(d).mode & 0o001) === 0) return false;

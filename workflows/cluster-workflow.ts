@@ -117,6 +117,15 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
       chunkRows: spec.data.chunkRows,
       writers: spec.data.loadWriters,
     });
+    if (spec.data.verifyRows) {
+      const counted = await host.setup.verifyAccounts({ hostId });
+      load.verified = { rows: counted.rows, distinctAids: counted.distinctAids };
+      if (counted.rows !== load.rows || counted.distinctAids !== load.rows)
+        throw ApplicationFailure.nonRetryable(
+          `load verification failed on ${hostId}: count(*) = ${counted.rows}, count(distinct aid) = ${counted.distinctAids}, expected ${load.rows}`,
+          FAILURE_TYPES.verification,
+        );
+    }
     result.load = load;
     result.rows = load.rows;
     result.loadSeconds = load.loadSeconds;

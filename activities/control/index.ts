@@ -12,6 +12,7 @@ import { volumeBytes, type ExperimentSpec } from '../../common/spec';
 import type { HostProvider, HostRecord, HostRequest } from '../../infra/providers/host-provider';
 import { detectCgroups } from '../../infra/providers/local/cgroups';
 import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
+import { traversableByOthers } from '../../infra/lab-paths';
 import { aggregate, type EnvironmentInfo } from './aggregate';
 import { renderMarkdown } from './report/markdown';
 import type { ResultsStore } from './results-store';
@@ -68,6 +69,10 @@ export function createControlActivities(deps: ControlDeps) {
         if (!findPostgresBinDir(spec.postgres.version))
           problems.push(
             `postgres.version: PostgreSQL ${spec.postgres.version ?? ''} is not installed here (installed: ${installedPostgresMajors().join(', ') || 'none'}); install it (infra/bootstrap.sh) or remove postgres.version`,
+          );
+        if (process.getuid?.() === 0 && !traversableByOthers(deps.hostsDir))
+          problems.push(
+            `hosts folder ${deps.hostsDir}: the postgres user cannot reach it (a parent folder lacks o+x); set STORAGE_LAB_HOSTS_DIR to a folder it can reach, for example under /var/lib`,
           );
         const cgroups = detectCgroups();
         for (const [name, cls] of Object.entries(spec.storageClasses)) {

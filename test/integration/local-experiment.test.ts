@@ -1,0 +1,99 @@
+/**
+ * The local experiment for real, at tiny sizes: real dev server, real control worker and host agents, real
+ * Postgres and pgbench, emulated gp3 on a loop device under cgroup limits.
+ */
+import type { WorkflowHandle } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { runFolderName } from '../../activities/control/results-store';
+import { hostIdFor } from '../../common/ids';
+import { progressQuery } from '../../common/messages';
+import type { ExperimentResult } from '../../common/result';
+import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
+
+function readResult(lab: TestLab, runId: string): ExperimentResult {
+  return JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(runId), 'result.json'), 'utf8'));
+}
+
+/** Polls the run's progress query until a cluster is in `phase` with at least `percent` done. */
+async function waitForPhase(handle: WorkflowHandle, phase: string, percent = 0, timeoutMs = 120_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const progress = await handle.query(progressQuery).catch(() => null);
+    const hit = progress && Object.values(progress.clusters).find((c) => c.phase === phase && (c.percent ?? 0) >= percent);
+    if (hit) return hit.hostId;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`no cluster reached ${phase} ${percent}% within ${timeoutMs / 1000} s`);
+}
+
+describe('local experiment (integration)', () => {
+  let lab: TestLab;
+  beforeAll(async () => {
+    lab = await startTestLab('local');
+  });
+  afterAll(async () => {
+    await lab?.close();
+  });
+
+  it('runs the ci preset end to end and leaves nothing behind', async () => {
+    const handle = await lab.startExperiment({ preset: 'ci' });
+    const summary = (await handle.result()) as { status: string };
+    expect(summary.status).toBe('completed');
+    const result = readResult(lab, handle.workflowId);
+    expect(result.schemaVersion).toBe(1);
+    expect(result.postgresVersion).toMatch(/^\d+\.\d+/);
+    expect(Object.keys(result.classes).sort()).toEqual(['gp3', 'local-disk']);
+    for (const cls of Object.values(result.classes)) {
+      expect(cls.clusters).toHaveLength(1);
+      const c = cls.clusters[0];
+      expect(c.status).toBe('ok');
+      expect(c.rows).toBe(200_000);
+      expect(c.load?.verified).toEqual({ rows: 200_000, distinctAids: 200_000 });
+      expect(c.tps).toBeGreaterThan(0);
+      expect(c.tpsSeries!.length).toBeGreaterThanOrEqual(4);
+      expect(c.latencyMs!.p99).toBeGreaterThanOrEqual(c.latencyMs!.p50);
+    }
+    expect(result.classes.gp3.emulated).toBe(true);
+    expect(result.classes.gp3.limits.iops).toBe(3000);
+    expect(result.ratios.tps).not.toBeNull();
+    const hostIds = ['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0));
+    expect(lab.leftovers(hostIds)).toEqual([]);
+  });
+
+  it('survives kill -9 of the host agent mid-load with exact row counts', async () => {
+    // 2 million rows in 40 chunks: long enough to kill the agent between chunks.
+    const input = {
+      preset: 'ci',
+      storageClasses: { gp3: null },
+      compare: null,
+      data: { scale: 20, chunkRows: 50_000 },
+      phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+    };
+    const handle = await lab.startExperiment(input);
+    const hostId = await waitForPhase(handle, 'load', 10);
+    const pids = agentPids(lab.paths, hostId);
+    expect(pids.length).toBe(1);
+    process.kill(pids[0], 'SIGKILL');
+    const summary = (await handle.result()) as { status: string };
+    expect(summary.status).toBe('completed');
+    const cluster = readResult(lab, handle.workflowId).classes['local-disk'].clusters[0];
+    expect(cluster.load?.chunksResumed).toBeGreaterThan(0);
+    expect(cluster.load?.verified).toEqual({ rows: 2_000_000, distinctAids: 2_000_000 });
+    expect(lab.leftovers([hostId])).toEqual([]);
+  });
+
+  it('leaves no processes, mounts, loop devices or cgroups when cancelled mid-run', async () => {
+    const input = { preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, data: { scale: 10, chunkRows: 20_000 } };
+    const handle = await lab.startExperiment(input);
+    const hostId = await waitForPhase(handle, 'load', 5);
+    await handle.cancel();
+    await expect(handle.result()).rejects.toThrow();
+    const description = await handle.describe();
+    expect(description.status.name).toBe('CANCELLED');
+    const result = readResult(lab, handle.workflowId);
+    expect(result.status).toBe('cancelled');
+    expect(result.classes.gp3.clusters[0].status).toBe('cancelled');
+    expect(lab.leftovers([hostId])).toEqual([]);
+  });
+});

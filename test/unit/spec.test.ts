@@ -1,0 +1,70 @@
+import { PRESET_NAMES } from '../../common/presets';
+import { InvalidSpecError, mergeSpec, resolveSpec } from '../../common/spec';
+
+function problemsOf(input: unknown): { path: string; message: string }[] {
+  try {
+    resolveSpec(input);
+  } catch (err) {
+    if (err instanceof InvalidSpecError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected the spec to be rejected');
+}
+
+describe('experiment spec', () => {
+  it.each(PRESET_NAMES)('preset %s resolves to a valid spec', (preset) => {
+    const spec = resolveSpec({ preset });
+    expect(spec.preset).toBe(preset);
+    expect(Object.keys(spec.storageClasses).length).toBeGreaterThanOrEqual(2);
+    expect(spec.compare).toBeDefined();
+  });
+
+  it('defaults to local-quick, the embedded default', () => {
+    const spec = resolveSpec({});
+    expect(spec.preset).toBe('local-quick');
+    expect(spec.provider).toBe('local');
+    // The data set is several times the host's memory limit, so reads reach the device.
+    expect((spec.data.scale * 100_000 * 146) / (spec.host.memoryLimitMiB * 2 ** 20)).toBeGreaterThanOrEqual(4);
+  });
+
+  it('merges overrides field by field and lets null remove a class', () => {
+    const spec = resolveSpec({ preset: 'ci', workload: { clients: 4 }, storageClasses: { gp3: null }, compare: null });
+    expect(spec.workload.clients).toBe(4);
+    expect(spec.workload.threads).toBe(2);
+    expect(Object.keys(spec.storageClasses)).toEqual(['local-disk']);
+    expect(mergeSpec({ a: [1, 2] }, { a: [3] })).toEqual({ a: [3] });
+  });
+
+  it.each([
+    [{ preset: 'nope' }, 'preset', 'unknown preset'],
+    [{ preset: 'ci', storageClasses: { gp3: { kind: 'floppy' } } }, 'storageClasses.gp3.kind', 'must be one of'],
+    [{ preset: 'ci', compare: { baseline: 'gp3', candidate: 'nvme' } }, 'compare.candidate', 'unknown storage class'],
+    [{ preset: 'ci', workload: { clients: 0 } }, 'workload.clients', 'at least 1'],
+    [{ preset: 'ci', data: { scale: 0 } }, 'data.scale', 'at least 1'],
+    [{ preset: 'ci', data: { scale: -3 } }, 'data.scale', 'at least 1'],
+    [{ preset: 'ci', host: { memoryLimitMiB: 80 } }, 'host.memoryLimitMiB', 'below shared_buffers'],
+    [{ preset: 'ci', workload: { threads: 9 } }, 'workload.threads', 'threads <= clients'],
+    [{ preset: 'ci', workload: { clinets: 3 } }, 'workload.clinets', 'unknown field'],
+    [{ preset: 'ci', provider: 'gcp' }, 'provider', 'must be "local" or "aws"'],
+    [{ preset: 'ci', storageClasses: { nvme: { kind: 'instance-store' } } }, 'storageClasses.nvme.kind', 'cannot run on provider "local"'],
+    [{ preset: 'ci', workload: { durationSeconds: 'ten' } }, 'workload.durationSeconds', 'whole number'],
+    [{ preset: 'ci', storageClasses: { 'Fast Disk': { kind: 'local-disk' } } }, 'storageClasses.Fast Disk', 'lower-case'],
+    [{ preset: 'ci', storageClasses: { 'local-disk': { kind: 'local-disk', iops: 3000 } } }, 'storageClasses.local-disk.iops', 'no provisioned IOPS'],
+    [{ preset: 'seed-full', aws: null }, 'aws', 'needs an aws section'],
+    [{ preset: 'ci', workload: { script: '' } }, 'workload.script', 'must not be empty'],
+  ])('rejects %j naming %s', (input, path, fragment) => {
+    const problems = problemsOf(input);
+    const match = problems.find((p) => p.path === path);
+    expect(match).toBeDefined();
+    expect(match!.message).toContain(fragment);
+  });
+
+  it('reports every problem at once', () => {
+    const problems = problemsOf({ preset: 'ci', workload: { clients: 0 }, data: { scale: 0 } });
+    expect(problems.map((p) => p.path)).toEqual(expect.arrayContaining(['workload.clients', 'data.scale']));
+  });
+
+  it('rejects a non-object input with a hint', () => {
+    expect(problemsOf('local-quick')[0].message).toContain('{"preset":"local-quick"}');
+  });
+});
