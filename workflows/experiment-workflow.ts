@@ -17,7 +17,7 @@ import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
 import { InvalidSpecError, resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/spec';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
-import { failureMessage } from './failures';
+import { activityCause, failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { searchAttributes } from './search-attributes';
@@ -74,7 +74,12 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
     }),
   );
   const startedAt = new Date().toISOString();
-  await preflightCalls.preflight({ spec });
+  try {
+    await preflightCalls.preflight({ spec });
+  } catch (err) {
+    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
+    throw activityCause(err);
+  }
   await resultCalls.saveSpec({ runId, spec });
 
   const clusters = planClusters(spec, runId);

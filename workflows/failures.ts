@@ -22,6 +22,14 @@ export function isScheduleToStartTimeout(err: unknown): boolean {
   );
 }
 
+/**
+ * The ApplicationFailure an activity raised, instead of the "Activity task failed" wrapper: the workflow's own
+ * failure then says what is wrong (a preflight problem naming the field), not where it happened.
+ */
+export function activityCause(err: unknown): unknown {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause : err;
+}
+
 /** Whether a failure was declared final by the code that raised it (bad input, a verdict, ...). */
 export function isNonRetryable(err: unknown): boolean {
   for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {

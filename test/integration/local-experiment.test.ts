@@ -97,3 +97,41 @@ describe('local experiment (integration)', () => {
     expect(lab.leftovers([hostId])).toEqual([]);
   });
 });
+
+describe('local experiment without cgroups (integration)', () => {
+  let lab: TestLab;
+  beforeAll(async () => {
+    process.env.STORAGE_LAB_NO_CGROUPS = '1';
+    lab = await startTestLab('nocgroups');
+  });
+  afterAll(async () => {
+    delete process.env.STORAGE_LAB_NO_CGROUPS;
+    await lab?.close();
+  });
+
+  it('still runs, and marks every class "not emulated" in the result and the report', async () => {
+    const handle = await lab.startExperiment({
+      preset: 'ci',
+      phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+    });
+    await handle.result();
+    const result = readResult(lab, handle.workflowId);
+    for (const cls of Object.values(result.classes)) {
+      expect(cls.emulated).toBe(false);
+      expect(cls.emulationNote).toMatch(/not emulated/);
+      expect(cls.limits.iops).toBeNull();
+      expect(cls.clusters[0].status).toBe('ok');
+    }
+    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.md'), 'utf8');
+    expect(report).toMatch(/not emulated/);
+    expect(lab.leftovers(['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0)))).toEqual([]);
+  });
+
+  it('refuses a class that requires emulation, before creating anything', async () => {
+    const handle = await lab.startExperiment({ preset: 'ci', storageClasses: { gp3: { emulation: 'required' } } });
+    await expect(handle.result()).rejects.toMatchObject({
+      cause: { type: 'PreflightError', message: expect.stringContaining('storageClasses.gp3.emulation') },
+    });
+    expect(lab.leftovers(['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0)))).toEqual([]);
+  });
+});

@@ -25,6 +25,8 @@ export type CgroupSupport = { kind: 'v1' | 'v2'; reason?: undefined } | { kind: 
 
 /** Which cgroup version this machine lets us use for hosts, or why none. */
 export function detectCgroups(): CgroupSupport {
+  if (process.env.STORAGE_LAB_NO_CGROUPS)
+    return { kind: null, reason: 'cgroup limits switched off (STORAGE_LAB_NO_CGROUPS is set)' };
   if (typeof process.getuid === 'function' && process.getuid() !== 0)
     return { kind: null, reason: 'not running as root: cgroup limits need root' };
   const v1Ready = V1_CONTROLLERS.every((c) => existsSync(path.join(CGROUP_ROOT, c, 'cgroup.procs')));
