@@ -1,5 +1,6 @@
 /** The CLI's Temporal client, from the same environment variables the workers read. */
 import { Client, Connection } from '@temporalio/client';
+import { localEndpoints } from '../infra/local-services';
 import { temporalEnv } from '../worker/env';
 import { UserError } from './errors';
 
@@ -30,6 +31,6 @@ export async function connectClient(): Promise<LabClient> {
 
 /** Where the Temporal UI shows a workflow. */
 export function workflowUrl(namespace: string, workflowId: string): string {
-  const ui = process.env.STORAGE_LAB_UI_URL ?? 'http://127.0.0.1:8233';
+  const ui = process.env.STORAGE_LAB_UI_URL ?? localEndpoints().uiUrl;
   return `${ui}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 }

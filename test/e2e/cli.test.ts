@@ -1,0 +1,74 @@
+/**
+ * The CLI as a person uses it: `dev up` starts a Temporal dev server and a control worker of its own (free ports,
+ * a temporary lab home), `run --preset ci --watch` runs the experiment to the end with progress, `status` and
+ * `dev status` describe things, `dev down` stops everything.
+ */
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { runProcess } from '../../activities/lib/process-runner';
+import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { freePort } from '../helpers/ports';
+
+const cli = path.join(PROJECT_ROOT, 'dist/client/cli.js');
+
+describe('storage-lab CLI (end to end)', () => {
+  let home: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    home = mkdtempSync(path.join(process.env.STORAGE_LAB_TEST_DIR!, 'cli-'));
+    chmodSync(home, 0o755);
+    env = {
+      ...process.env,
+      STORAGE_LAB_HOME: home,
+      STORAGE_LAB_HOSTS_DIR: path.join(home, 'hosts'),
+      TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
+      STORAGE_LAB_UI_PORT: String(await freePort()),
+    };
+  });
+
+  afterAll(async () => {
+    await runProcess(process.execPath, [cli, 'dev', 'down'], { env }).catch(() => undefined);
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const storageLab = (args: string[], timeoutMs = 300_000) =>
+    runProcess(process.execPath, [cli, ...args], { env, timeoutMs, okExitCodes: [0, 1, 2] });
+
+  it('refuses a bad spec with exit code 2, naming the field, before contacting anything', async () => {
+    const r = await storageLab(['run', '--preset', 'ci', '--set', 'workload.clients=0']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('workload.clients');
+    expect(existsSync(path.join(home, 'results'))).toBe(false);
+  });
+
+  it('dev up, run --watch, status, dev down', async () => {
+    const up = await storageLab(['dev', 'up']);
+    expect(up.exitCode).toBe(0);
+    const again = await storageLab(['dev', 'up']); // idempotent
+    expect(again.exitCode).toBe(0);
+    const status = await storageLab(['dev', 'status']);
+    expect(status.stdout).toMatch(/temporal\s+running/);
+    expect(status.stdout).toMatch(/control-worker\s+running/);
+
+    const run = await storageLab(['run', '--preset', 'ci', '--set', 'phases.backlog.enabled=false', '--watch', '--id', 'cli-e2e-run']);
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/Run cli-e2e-run: completed/);
+    // Without a terminal, progress is printed as lines, phase by phase.
+    expect(run.stdout).toMatch(/-local-disk-0 \d+(\.\d+)?% provision/);
+    expect(run.stdout).toContain(`UI: http://127.0.0.1:${env.STORAGE_LAB_UI_PORT}/namespaces/default/workflows/cli-e2e-run`);
+    expect(run.stdout).toMatch(/-gp3-0 \d+(\.\d+)?% tps/);
+    const result = JSON.parse(readFileSync(path.join(home, 'results', 'cli-e2e-run', 'result.json'), 'utf8'));
+    expect(result.status).toBe('completed');
+    expect(Object.keys(result.classes).sort()).toEqual(['gp3', 'local-disk']);
+
+    const st = await storageLab(['status', 'cli-e2e-run']);
+    expect(st.stdout).toMatch(/cli-e2e-run: COMPLETED/);
+
+    const down = await storageLab(['dev', 'down']);
+    expect(down.exitCode).toBe(0);
+    const after = await storageLab(['dev', 'status']);
+    expect(after.stdout).toMatch(/temporal\s+stopped/);
+  });
+});
