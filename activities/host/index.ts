@@ -7,6 +7,8 @@ import { assertHost } from './deps';
 import { configurePostgres, isRunning, stopPostgres, type ConfigurePostgresInput } from './postgres';
 import { loadData, verifyAccounts, type LoadInput } from './load';
 import { runPgbench, type PgbenchInput } from './pgbench';
+import { runVacuumPhase, type VacuumPhaseInput } from './vacuum';
+import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
 
 export function createHostActivities(deps: HostDeps) {
   return {
@@ -20,6 +22,8 @@ export function createHostActivities(deps: HostDeps) {
     loadData: (input: LoadInput) => loadData(deps, input),
     verifyAccounts: (input: HostInput) => verifyAccounts(deps, input),
     runPgbench: (input: PgbenchInput) => runPgbench(deps, input),
+    runVacuumPhase: (input: VacuumPhaseInput) => runVacuumPhase(deps, input),
+    runBacklogPhase: (input: BacklogPhaseInput) => runBacklogPhase(deps, input),
   };
 }
 

@@ -7,6 +7,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
+import type { Diagnostics } from '../../common/diagnostics';
 import type { TpsRun } from '../../common/result';
 import {
   LatencyHistogram,
@@ -15,9 +16,10 @@ import {
   parseTransactionLogLine,
 } from '../parsers/pgbench';
 import { libpqEnv } from '../lib/pg';
-import { runProcess } from '../lib/process-runner';
+import { runProcess, type RunResult } from '../lib/process-runner';
 import { progressReporter } from '../lib/progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
+import { startSampler } from './sampler';
 
 export interface PgbenchInput extends HostInput {
   /** What the run is for; names its folder and its progress phase ("warmup", "tps", ...). */
@@ -27,12 +29,27 @@ export interface PgbenchInput extends HostInput {
   threads: number;
   durationSeconds: number;
   script: string;
+  /** Run the diagnostics sampler next to pgbench, on its own connection. */
+  sampler?: { intervalMs: number };
+}
+
+/** A TPS run and, when the sampler ran, what it saw. */
+export type PgbenchRun = TpsRun & { diagnostics?: Diagnostics };
+
+/** pgbench's flags for a workload of the spec: the script file, clients, threads; callers add duration and logs. */
+export function workloadArgs(input: Pick<PgbenchInput, 'scale' | 'clients' | 'threads'>, scriptFile: string): string[] {
+  return ['--no-vacuum', '--scale', String(input.scale), '--client', String(input.clients), '--jobs', String(input.threads), '--file', scriptFile];
+}
+
+/** application_name of a run's pgbench connections, so the sampler sees those backends and no others. */
+export function workloadAppName(label: string): string {
+  return `storage-lab pgbench ${label}`;
 }
 
 /** Seconds pgbench may overrun its -T before we call it hung (connection set-up, log flush). */
 const OVERRUN_SECONDS = 120;
 
-export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<TpsRun> {
+export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<PgbenchRun> {
   assertHost(deps, input);
   const ctx = Context.current();
   const report = progressReporter(deps.client, input.hostId, input.label);
@@ -43,20 +60,20 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<T
   await writeFile(scriptFile, input.script);
 
   const tpsSeries: number[] = [];
-  const result = await runProcess(
+  const appName = workloadAppName(input.label);
+  const sampler = input.sampler
+    ? await startSampler(deps.config, { intervalMs: input.sampler.intervalMs, applicationName: appName })
+    : null;
+  const run = runProcess(
     'pgbench',
     [
-      '--no-vacuum',
-      '--scale', String(input.scale),
-      '--client', String(input.clients),
-      '--jobs', String(input.threads),
+      ...workloadArgs(input, scriptFile),
       '--time', String(input.durationSeconds),
       '--progress', '1',
       '--log', `--log-prefix=${path.join(runDir, 'tx')}`,
-      '--file', scriptFile,
     ],
     {
-      env: libpqEnv(deps.config),
+      env: { ...libpqEnv(deps.config), PGAPPNAME: appName },
       cwd: runDir,
       timeoutMs: (input.durationSeconds + OVERRUN_SECONDS) * 1000,
       signal: ctx.cancellationSignal,
@@ -72,6 +89,14 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<T
       },
     },
   );
+  let result: RunResult;
+  try {
+    result = await run;
+  } catch (err) {
+    await sampler?.stop().catch(() => undefined); // Closes its connection; pgbench's failure is the one to report.
+    throw err;
+  }
+  const diagnostics = await sampler?.stop();
   const summary = parseSummary(result.stdout);
   const histogram = await readTransactionLogs(runDir);
   return {
@@ -84,6 +109,7 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<T
     latencyMs: histogram.summary(),
     tpsSeries,
     pgbenchVersion: summary.version,
+    ...(diagnostics ? { diagnostics } : {}),
   };
 }
 

@@ -1,0 +1,252 @@
+/**
+ * The logical-replication backlog phase: a publication and a pgoutput slot; the spec's workload (pgbench) writes
+ * while no consumer is connected, until the slot holds the requested WAL back (pg_wal_lsn_diff); then a real
+ * consumer (pg_recvlogical) drains the slot up to that LSN, and the phase times it: seconds and MB/s.
+ * The slot and publication are dropped afterwards, on failure too, and a retry first drops what an earlier attempt left.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Client } from 'pg';
+import type { BacklogPhaseResult } from '../../common/diagnostics';
+import { FAILURE_TYPES } from '../../common/errors';
+import { LAB_DATABASE } from '../../common/names';
+import { connectLocal, libpqEnv } from '../lib/pg';
+import { ProcessError, runProcess } from '../lib/process-runner';
+import { etaSeconds, every, progressReporter } from '../lib/progress';
+import { assertHost, type HostDeps, type HostInput } from './deps';
+import { workloadAppName, workloadArgs } from './pgbench';
+import { HostCounters } from './sampler';
+
+export interface BacklogPhaseInput extends HostInput {
+  /** WAL the slot must hold back before the consumer starts, in MB of 2^20 bytes. */
+  backlogMB: number;
+  /** The spec's workload, which writes the backlog. */
+  scale: number;
+  clients: number;
+  threads: number;
+  script: string;
+}
+
+const SLOT = 'storage_lab_backlog';
+const PUBLICATION = 'storage_lab_backlog';
+const PLUGIN = 'pgoutput';
+const MB = 2 ** 20;
+const POLL_MS = 200;
+/** The workload's -T: far longer than any fill; the phase stops it as soon as the backlog is big enough. */
+const FILL_LIMIT_SECONDS = 86_400;
+
+export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput): Promise<BacklogPhaseResult> {
+  assertHost(deps, input);
+  if (!(input.backlogMB > 0))
+    throw ApplicationFailure.nonRetryable('phases.backlog.backlogMB must be positive', FAILURE_TYPES.invalidSpec);
+  const ctx = Context.current();
+  const report = progressReporter(deps.client, input.hostId, 'backlog');
+  const requested = Math.round(input.backlogMB * MB);
+  const db = await connectLocal(deps.config, { applicationName: 'storage-lab backlog phase' });
+  try {
+    const walLevel = (await db.query<{ v: string }>("SELECT current_setting('wal_level') AS v")).rows[0].v;
+    if (walLevel !== 'logical')
+      throw ApplicationFailure.nonRetryable(
+        `the backlog phase needs wal_level = logical, the server has ${walLevel}; remove postgres.settings.wal_level from the spec (the lab sets it when phases.backlog.enabled)`,
+        FAILURE_TYPES.invalidSpec,
+      );
+    await dropSlotAndPublication(db);
+    // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
+    // on a table far larger than memory; a tiny table then yields the same kind of WAL.
+    await db.query('CHECKPOINT');
+    await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR ALL TABLES`);
+    await db.query('SELECT pg_create_logical_replication_slot($1, $2)', [SLOT, PLUGIN]);
+    const startLsn = (await slotState(db)).confirmedFlushLsn;
+
+    // Fill: the workload runs with no consumer until the slot holds the requested WAL back.
+    const fillStarted = Date.now();
+    await fillBacklog(deps, db, input, requested, (retained) =>
+      report({
+        percent: Math.min(49, Math.round((50 * retained) / requested)),
+        etaSeconds: etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000),
+        detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB) },
+      }),
+    );
+    const fillSeconds = (Date.now() - fillStarted) / 1000;
+    const target = await slotState(db);
+    const targetLsn = target.currentLsn;
+    const backlogBytes = Number((await db.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2) AS d', [targetLsn, startLsn])).rows[0].d);
+    const reachedBeforeDrain = target.retainedBytes >= requested;
+    if (!reachedBeforeDrain)
+      throw new Error(`the slot held ${target.retainedBytes} bytes back, fewer than the ${requested} asked for; not draining`);
+
+    // Drain: a real consumer from the slot's position to the target LSN, timed until it confirms the target.
+    const counters = new HostCounters(deps.config);
+    const window = counters.window();
+    const drainStarted = Date.now();
+    const stopProgress = every(1_000, () => {
+      void slotState(db)
+        .then((s) => {
+          const done = Math.max(0, backlogBytes - Math.max(0, s.lagToTarget(targetLsn)));
+          report({
+            percent: 50 + Math.min(49, Math.round((50 * done) / Math.max(1, backlogBytes))),
+            etaSeconds: etaSeconds(done, backlogBytes, (Date.now() - drainStarted) / 1000),
+            detail: { step: 'draining', drainedMB: Math.round(done / MB), backlogMB: Math.round(backlogBytes / MB) },
+          });
+        })
+        .catch(() => undefined);
+    });
+    try {
+      await runProcess(
+        path.join(deps.config.pgBinDir, 'pg_recvlogical'),
+        [
+          '--dbname', LAB_DATABASE,
+          '--slot', SLOT,
+          '--start',
+          `--endpos=${targetLsn}`,
+          '--file', '/dev/null',
+          '--fsync-interval', '0',
+          '--status-interval', '1',
+          '--option', 'proto_version=1',
+          '--option', `publication_names=${PUBLICATION}`,
+          '--no-loop',
+        ],
+        { env: libpqEnv(deps.config), signal: ctx.cancellationSignal },
+      );
+    } finally {
+      stopProgress();
+    }
+    const drainSeconds = (Date.now() - drainStarted) / 1000;
+    const host = window.end();
+    const done = await db.query<{ lsn: string; reached: boolean }>(
+      'SELECT confirmed_flush_lsn::text AS lsn, confirmed_flush_lsn >= $2::pg_lsn AS reached FROM pg_replication_slots WHERE slot_name = $1',
+      [SLOT, targetLsn],
+    );
+    if (!done.rows[0]?.reached)
+      throw new Error(`pg_recvlogical exited but the slot confirmed only ${done.rows[0]?.lsn}, not the target ${targetLsn}`);
+    report({ percent: 100, detail: { step: 'done', drainSeconds: Math.round(drainSeconds * 10) / 10 } });
+    return {
+      slot: SLOT,
+      plugin: PLUGIN,
+      publication: PUBLICATION,
+      requestedBytes: requested,
+      startLsn,
+      targetLsn,
+      backlogBytes,
+      retainedBytes: target.retainedBytes,
+      reachedBeforeDrain,
+      fillSeconds,
+      drainSeconds,
+      drainMBps: backlogBytes / MB / drainSeconds,
+      confirmedFlushLsn: done.rows[0].lsn,
+      consumer: 'pg_recvlogical (pgoutput, proto_version 1)',
+      device: host.device,
+      cpu: host.cpu,
+    };
+  } finally {
+    await dropSlotAndPublication(db).catch(() => undefined);
+    await db.end().catch(() => undefined);
+  }
+}
+
+interface SlotState {
+  confirmedFlushLsn: string;
+  currentLsn: string;
+  /** pg_current_wal_lsn() - restart_lsn: the WAL the slot holds back. */
+  retainedBytes: number;
+  lagToTarget(targetLsn: string): number;
+}
+
+async function slotState(db: Client): Promise<SlotState> {
+  const r = await db.query<{ confirmed: string; current: string; retained: string }>(
+    `SELECT confirmed_flush_lsn::text AS confirmed, pg_current_wal_lsn()::text AS current,
+            pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) AS retained
+       FROM pg_replication_slots WHERE slot_name = $1`,
+    [SLOT],
+  );
+  const row = r.rows[0];
+  if (!row) throw new Error(`replication slot ${SLOT} is gone`);
+  const confirmed = row.confirmed;
+  return {
+    confirmedFlushLsn: confirmed,
+    currentLsn: row.current,
+    retainedBytes: Number(row.retained),
+    lagToTarget: (targetLsn) => lsnBytes(targetLsn) - lsnBytes(confirmed),
+  };
+}
+
+/** An LSN ("16/B374D848") as a byte position. */
+export function lsnBytes(lsn: string): number {
+  const [hi, lo] = lsn.split('/');
+  return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
+}
+
+/** Runs the workload until the slot retains `requested` bytes, then stops it and waits for its backends to go. */
+async function fillBacklog(
+  deps: HostDeps,
+  db: Client,
+  input: BacklogPhaseInput,
+  requested: number,
+  onProgress: (retained: number) => void,
+): Promise<void> {
+  const ctx = Context.current();
+  const dir = path.join(deps.config.hostDir, 'backlog');
+  await mkdir(dir, { recursive: true });
+  const scriptFile = path.join(dir, 'script.sql');
+  await writeFile(scriptFile, input.script);
+  const appName = workloadAppName('backlog');
+  const stop = new AbortController();
+  const workload = runProcess('pgbench', [...workloadArgs(input, scriptFile), '--time', String(FILL_LIMIT_SECONDS)], {
+    env: { ...libpqEnv(deps.config), PGAPPNAME: appName },
+    cwd: dir,
+    signal: AbortSignal.any([stop.signal, ctx.cancellationSignal]),
+  });
+  let ended = false;
+  const outcome = workload.then(
+    () => null,
+    (err: unknown) => err,
+  ).finally(() => (ended = true));
+  try {
+    for (;;) {
+      const { retainedBytes } = await slotState(db);
+      onProgress(retainedBytes);
+      if (retainedBytes >= requested) break;
+      if (ended) {
+        const err = await outcome;
+        throw new Error(`the workload ended before the slot held ${requested} bytes back: ${err ? (err as Error).message : 'it exited'}`);
+      }
+      if (ctx.cancellationSignal.aborted) throw new Error('backlog phase cancelled');
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+  } finally {
+    stop.abort();
+    const err = await outcome;
+    // The workload was stopped on purpose; any other failure of it is real.
+    if (err && !(err instanceof ProcessError && err.reason === 'cancelled') && !ctx.cancellationSignal.aborted) throw err;
+    await waitForBackendsGone(db, appName);
+  }
+}
+
+/** pgbench's backends end once they notice their client is gone; terminate stragglers after a few seconds. */
+async function waitForBackendsGone(db: Client, appName: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    if (r.rows[0].n === 0) return;
+    if (i === 25) await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    if (i > 100) throw new Error(`backends of ${appName} did not go away`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Drops the phase's slot (ending a consumer still attached to it) and its publication, if they exist. */
+async function dropSlotAndPublication(db: Client): Promise<void> {
+  await db.query(`DROP PUBLICATION IF EXISTS ${PUBLICATION}`);
+  for (let i = 0; ; i++) {
+    const r = await db.query<{ active_pid: number | null }>('SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1', [SLOT]);
+    if (r.rowCount === 0) return;
+    const pid = r.rows[0].active_pid;
+    if (pid === null) {
+      await db.query('SELECT pg_drop_replication_slot($1)', [SLOT]);
+      return;
+    }
+    if (i >= 50) throw new Error(`replication slot ${SLOT} is still in use by pid ${pid}`);
+    await db.query('SELECT pg_terminate_backend($1)', [pid]);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}

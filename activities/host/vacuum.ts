@@ -1,0 +1,243 @@
+/**
+ * The bloat + VACUUM phase: with autovacuum off on pgbench_accounts, batched UPDATEs leave the requested bytes of
+ * dead tuples (measured with pgstattuple_approx, cross-checked with the heap's growth), then VACUUM (VERBOSE) on
+ * the table is timed and its report parsed, with the device's IOPS and the host's CPU during it.
+ * Retry-safe: an attempt first vacuums away whatever an earlier one left, and the table's own autovacuum setting
+ * is kept in the database, so a retry restores the original and not the phase's override.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Client } from 'pg';
+import type { VacuumPhaseResult } from '../../common/diagnostics';
+import { FAILURE_TYPES } from '../../common/errors';
+import { connectLocal } from '../lib/pg';
+import { etaSeconds, every, progressReporter, type ReportProgress } from '../lib/progress';
+import { parseVacuumVerbose } from '../parsers/vacuum';
+import { assertHost, type HostDeps, type HostInput } from './deps';
+import { HostCounters } from './sampler';
+
+export interface VacuumPhaseInput extends HostInput {
+  /** Dead tuple bytes to produce, in MB of 2^20 bytes (as Postgres counts MB). */
+  bloatMB: number;
+}
+
+const TABLE = 'pgbench_accounts';
+const MB = 2 ** 20;
+/** Rows per UPDATE: a few MB of dead tuples, a second or so even on a throttled volume. */
+const BATCH_ROWS = 50_000;
+/** Stop topping up once the measured dead bytes are this close below the target. */
+const CLOSE_ENOUGH = 0.98;
+const MAX_ROUNDS = 6;
+const PROGRESS_MS = 2_000;
+const STATE_KEY = 'autovacuum_enabled_before_vacuum_phase';
+/** Postgres' default block size, for turning pg_stat_progress_vacuum's blocks into MB. */
+const BLOCK_BYTES = 8192;
+
+interface TupleStats {
+  tableBytes: number;
+  /** table_len - approx_free_space: what live and dead tuples (and page overhead) take up. */
+  usedBytes: number;
+  liveTuples: number;
+  liveBytes: number;
+  deadTuples: number;
+  deadBytes: number;
+}
+
+export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): Promise<VacuumPhaseResult> {
+  assertHost(deps, input);
+  if (!(input.bloatMB > 0))
+    throw ApplicationFailure.nonRetryable('phases.vacuum.bloatMB must be positive', FAILURE_TYPES.invalidSpec);
+  const report = progressReporter(deps.client, input.hostId, 'vacuum');
+  const requested = Math.round(input.bloatMB * MB);
+  const db = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum phase' });
+  let original: string | null = null;
+  try {
+    await db.query('CREATE EXTENSION IF NOT EXISTS pgstattuple');
+    original = await switchAutovacuumOff(db);
+
+    // Untimed: dead tuples of the TPS run (and of an earlier attempt) go first, so the timed VACUUM sees only ours.
+    report({ percent: 0, detail: { step: 'clearing earlier dead tuples' } });
+    const preVacuumSeconds = await vacuum(deps, db, `VACUUM ${TABLE}`, report, 'clearing earlier dead tuples').then((r) => r.seconds);
+    const before = await tupleStats(db);
+    if (before.liveTuples === 0) throw new Error(`${TABLE} is empty: load the data before the vacuum phase`);
+
+    const bloatStarted = Date.now();
+    const { rowsUpdated, after } = await makeBloat(deps, db, requested, before, report);
+    const bloatSeconds = (Date.now() - bloatStarted) / 1000;
+
+    const counters = new HostCounters(deps.config);
+    const window = counters.window();
+    const timed = await vacuum(deps, db, `VACUUM (VERBOSE) ${TABLE}`, report, 'VACUUM (VERBOSE)');
+    const host = window.end();
+    const verbose = parseVacuumVerbose(timed.messages).find((r) => r.relation.endsWith(`.${TABLE}`));
+    if (!verbose) throw new Error(`VACUUM (VERBOSE) reported nothing on ${TABLE}:\n${timed.messages}`);
+    const deadBytes = after.deadBytes - before.deadBytes;
+    report({ percent: 100, detail: { step: 'done', vacuumSeconds: Math.round(timed.seconds * 10) / 10 } });
+    return {
+      table: TABLE,
+      requestedBytes: requested,
+      deadBytes,
+      deadTuples: after.deadTuples - before.deadTuples,
+      deadBytesDeviation: deadBytes / requested - 1,
+      usedBytesGrowth: after.usedBytes - before.usedBytes,
+      relationBytesBefore: before.tableBytes,
+      relationBytesAfter: after.tableBytes,
+      rowsUpdated,
+      bloatSeconds,
+      preVacuumSeconds,
+      vacuumSeconds: timed.seconds,
+      verbose,
+      device: host.device,
+      cpu: host.cpu,
+      autovacuumSetting: original,
+    };
+  } finally {
+    await restoreAutovacuum(db).catch(() => undefined);
+    await db.end().catch(() => undefined);
+  }
+}
+
+/** Turns autovacuum off on the table; returns the table's own setting from before the first attempt (null: unset). */
+async function switchAutovacuumOff(db: Client): Promise<string | null> {
+  await db.query('CREATE SCHEMA IF NOT EXISTS storage_lab');
+  await db.query('CREATE TABLE IF NOT EXISTS storage_lab.phase_state (key text PRIMARY KEY, value text)');
+  await db.query(
+    `INSERT INTO storage_lab.phase_state (key, value)
+       SELECT $1, (SELECT option_value FROM pg_options_to_table((SELECT reloptions FROM pg_class WHERE oid = $2::regclass))
+                   WHERE option_name = 'autovacuum_enabled')
+     ON CONFLICT (key) DO NOTHING`,
+    [STATE_KEY, TABLE],
+  );
+  await db.query(`ALTER TABLE ${TABLE} SET (autovacuum_enabled = off)`);
+  const r = await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
+  return r.rows[0].value;
+}
+
+/** Puts the table's autovacuum setting back as it was before the phase. */
+async function restoreAutovacuum(db: Client): Promise<void> {
+  const r = await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
+  if (r.rowCount === 0) return;
+  const value = r.rows[0].value;
+  if (value === null) await db.query(`ALTER TABLE ${TABLE} RESET (autovacuum_enabled)`);
+  else await db.query(`ALTER TABLE ${TABLE} SET (autovacuum_enabled = ${/^(on|off|true|false)$/i.test(value) ? value : 'on'})`);
+  await db.query('DELETE FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
+}
+
+async function tupleStats(db: Client): Promise<TupleStats> {
+  const r = await db.query<{ table_len: string; approx_free_space: string; approx_tuple_count: string; approx_tuple_len: string; dead_tuple_count: string; dead_tuple_len: string }>(
+    'SELECT table_len, approx_free_space, approx_tuple_count, approx_tuple_len, dead_tuple_count, dead_tuple_len FROM pgstattuple_approx($1::regclass)',
+    [TABLE],
+  );
+  const row = r.rows[0];
+  return {
+    tableBytes: Number(row.table_len),
+    usedBytes: Number(row.table_len) - Number(row.approx_free_space),
+    liveTuples: Number(row.approx_tuple_count),
+    liveBytes: Number(row.approx_tuple_len),
+    deadTuples: Number(row.dead_tuple_count),
+    deadBytes: Number(row.dead_tuple_len),
+  };
+}
+
+/**
+ * Updates rows in aid order, batch by batch, until pgstattuple_approx counts the requested dead bytes. A snapshot
+ * held open meanwhile keeps page pruning from reclaiming the dead versions before VACUUM gets to them.
+ */
+async function makeBloat(
+  deps: HostDeps,
+  db: Client,
+  requested: number,
+  before: TupleStats,
+  report: ReportProgress,
+): Promise<{ rowsUpdated: number; after: TupleStats }> {
+  const ctx = Context.current();
+  const tupleBytes = before.liveBytes / before.liveTuples;
+  const maxAid = Number((await db.query<{ m: string }>(`SELECT max(aid) AS m FROM ${TABLE}`)).rows[0].m);
+  const holder = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum snapshot' });
+  const writer = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum bloat' });
+  try {
+    await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await holder.query('SELECT 1'); // Takes the snapshot.
+    // Index scans over small aid ranges; a sequential scan would read the whole table for every batch.
+    await writer.query('SET enable_seqscan = off');
+    const started = Date.now();
+    let rowsUpdated = 0;
+    let rowsMeasured = 0;
+    let nextAid = 1;
+    let after = before;
+    for (let round = 1; round <= MAX_ROUNDS; round++) {
+      const missing = requested - (after.deadBytes - before.deadBytes);
+      if (missing < requested * (1 - CLOSE_ENOUGH)) break;
+      let rows = Math.ceil(missing / tupleBytes);
+      while (rows > 0) {
+        if (ctx.cancellationSignal.aborted) throw new Error('vacuum phase cancelled');
+        const n = Math.min(BATCH_ROWS, rows, maxAid - nextAid + 1);
+        const r = await writer.query(`UPDATE ${TABLE} SET abalance = abalance WHERE aid BETWEEN $1 AND $2`, [nextAid, nextAid + n - 1]);
+        rowsUpdated += r.rowCount ?? 0;
+        rows -= n;
+        nextAid = nextAid + n > maxAid ? 1 : nextAid + n;
+        const done = after.deadBytes - before.deadBytes + (rowsUpdated - rowsMeasured) * tupleBytes;
+        report({
+          percent: Math.min(99, Math.round((100 * done) / requested)),
+          etaSeconds: etaSeconds(done, requested, (Date.now() - started) / 1000),
+          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated },
+        });
+      }
+      after = await tupleStats(db);
+      rowsMeasured = rowsUpdated;
+    }
+    return { rowsUpdated, after };
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await holder.end().catch(() => undefined);
+    await writer.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Runs a VACUUM on its own connection, collecting its INFO messages as psql prints them, reporting
+ * pg_stat_progress_vacuum while it runs, and cancelling the backend when the activity is cancelled.
+ */
+async function vacuum(
+  deps: HostDeps,
+  monitor: Client,
+  sql: string,
+  report: ReportProgress,
+  step: string,
+): Promise<{ seconds: number; messages: string }> {
+  const ctx = Context.current();
+  const conn = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum' });
+  const messages: string[] = [];
+  conn.on('notice', (n) => messages.push(`${n.severity ?? 'INFO'}:  ${n.message}`));
+  const pid = (await conn.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  const cancel = () => void monitor.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+  ctx.cancellationSignal.addEventListener('abort', cancel);
+  const started = Date.now();
+  const stopProgress = every(PROGRESS_MS, () => {
+    void monitor
+      .query<{ phase: string; scanned: string; total: string; passes: string }>(
+        `SELECT phase, heap_blks_scanned AS scanned, heap_blks_total AS total, index_vacuum_count AS passes
+           FROM pg_stat_progress_vacuum WHERE pid = $1`,
+        [pid],
+      )
+      .then((r) => {
+        const p = r.rows[0];
+        const scanned = Number(p?.scanned ?? 0);
+        const total = Number(p?.total ?? 0);
+        const elapsed = (Date.now() - started) / 1000;
+        report({
+          percent: total > 0 ? Math.min(99, Math.round((100 * scanned) / total)) : undefined,
+          etaSeconds: etaSeconds(scanned, total, elapsed),
+          detail: { step, phase: p?.phase ?? 'starting', scannedMB: Math.round((scanned * BLOCK_BYTES) / MB), elapsedSeconds: Math.round(elapsed) },
+        });
+      })
+      .catch(() => report({ detail: { step } }));
+  });
+  try {
+    await conn.query(sql);
+    return { seconds: (Date.now() - started) / 1000, messages: messages.join('\n') };
+  } finally {
+    stopProgress();
+    ctx.cancellationSignal.removeEventListener('abort', cancel);
+    await conn.end().catch(() => undefined);
+  }
+}
