@@ -1,3 +1,4 @@
 /** Every workflow the control worker runs. Deterministic code only: side effects live in activities. */
 export { experimentWorkflow } from './experiment-workflow';
 export { clusterWorkflow } from './cluster-workflow';
+export { nightlyRegressionWorkflow } from './nightly-regression-workflow';

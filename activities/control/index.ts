@@ -16,6 +16,8 @@ import { traversableByOthers } from '../../infra/lab-paths';
 import { aggregate, type EnvironmentInfo } from './aggregate';
 import { renderMarkdown } from './report/markdown';
 import type { ResultsStore } from './results-store';
+import { historyEntry, RunHistory } from './history';
+import { createRegressionActivities } from './regression';
 
 export interface ControlDeps {
   providers: { local: HostProvider; aws?: HostProvider };
@@ -56,6 +58,7 @@ export function createControlActivities(deps: ControlDeps) {
   };
 
   return {
+    ...createRegressionActivities(deps),
     /**
      * Checks that this environment can run the spec before anything is created: a failure names the field and
      * the fix, and is not retried.
@@ -157,6 +160,8 @@ export function createControlActivities(deps: ControlDeps) {
       });
       await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
       await deps.results.put(input.runId, 'report.md', renderMarkdown(result));
+      // Indexed by preset and environment, so later runs can be compared with this one.
+      await new RunHistory(deps.results).record(historyEntry(result));
       return {
         location: deps.results.location(input.runId),
         status: result.status,

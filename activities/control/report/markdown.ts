@@ -1,6 +1,8 @@
 /** report.md: this run and the published reference side by side, then per-cluster figures and the self-checks. */
 import { REFERENCE, REFERENCE_ROLES } from '../../../common/reference';
 import type { ExperimentResult } from '../../../common/result';
+import type { Verdict } from '../verdict';
+import { verdictMarkdown } from './verdict-markdown';
 
 const fmt = (v: number | null | undefined, digits = 1): string =>
   v === null || v === undefined || Number.isNaN(v)
@@ -75,6 +77,8 @@ export function renderMarkdown(result: ExperimentResult): string {
     }
   }
   lines.push('');
+
+  if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
 
   const failed = result.checks.filter((c) => !c.ok);
   lines.push(`## Self-checks (${result.checks.length - failed.length} passed, ${failed.length} failed)`);

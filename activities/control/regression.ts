@@ -1,0 +1,64 @@
+/**
+ * Regression activities (control worker): compare a finished run with the history of its preset and environment,
+ * and record the verdict in result.json, the report and the history index.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ExperimentResult } from '../../common/result';
+import { historyEntry, RunHistory } from './history';
+import { renderMarkdown } from './report/markdown';
+import type { ResultsStore } from './results-store';
+import { formatSpecProblems, FAILURE_TYPES } from '../../common/errors';
+import { verdictOptionProblems, verdictOptions, type VerdictOptions } from '../../common/regression';
+import { decideVerdict, seedFrom, type Verdict } from './verdict';
+
+export interface CompareInput {
+  /** The run (experiment workflow id) to judge; its result.json must be written. */
+  runId: string;
+  options?: Partial<VerdictOptions>;
+}
+
+export function createRegressionActivities(deps: { results: ResultsStore }) {
+  const history = new RunHistory(deps.results);
+  return {
+    /**
+     * Judges a run against its baseline (pinned runs, or the latest comparable ones) and records the verdict:
+     * in result.json (`verdict`), in report.md and in the history index. Idempotent: a retry recomputes the same
+     * verdict (the PRNG is seeded by the run id).
+     */
+    async compareWithHistory(input: CompareInput): Promise<Verdict> {
+      const problems = verdictOptionProblems(input.options);
+      if (problems.length) throw ApplicationFailure.nonRetryable(formatSpecProblems(problems), FAILURE_TYPES.invalidSpec);
+      const options = verdictOptions(input.options);
+      const text = await deps.results.get(input.runId, 'result.json');
+      if (!text)
+        throw ApplicationFailure.nonRetryable(
+          `run ${input.runId} has no result.json in ${deps.results.location(input.runId)}; only a finished run can be compared`,
+          FAILURE_TYPES.verification,
+        );
+      const result = JSON.parse(text) as ExperimentResult;
+      const entry = historyEntry(result);
+      const baseline = await history.baseline(entry, options.maxBaselineRuns);
+      const verdict = decideVerdict({
+        candidate: entry.classes,
+        baseline: baseline.entries.map((e) => ({ runId: e.runId, classes: e.classes })),
+        pinned: baseline.pinned,
+        options,
+        seed: seedFrom(result.runId),
+      });
+      result.verdict = verdict;
+      await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
+      await deps.results.put(input.runId, 'report.md', renderMarkdown(result));
+      await history.record({
+        ...entry,
+        verdict: {
+          verdict: verdict.verdict,
+          summary: verdict.summary,
+          baselineRunIds: verdict.baselineRunIds,
+          pinned: verdict.pinned,
+          effects: Object.fromEntries(verdict.classes.map((c) => [c.className, c.effect])),
+        },
+      });
+      return verdict;
+    },
+  };
+}

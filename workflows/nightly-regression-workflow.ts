@@ -1,0 +1,80 @@
+/**
+ * The nightly regression: run the experiment as a child, then judge it against the history of the same preset
+ * and environment. A regression fails this workflow, with the verdict and its numbers in the failure message.
+ * One object argument with defaults, for schedules and the UI: {} or {"preset":"nightly"}, plus any spec override
+ * and `regression` options ({"minEffect":0.15,...}).
+ */
+import {
+  ApplicationFailure,
+  ParentClosePolicy,
+  executeChild,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Verdict } from '../activities/control/verdict';
+import { FAILURE_TYPES, formatSpecProblems } from '../common/errors';
+import { verdictOptionProblems, type VerdictOptions } from '../common/regression';
+import type { ExperimentInput } from '../common/spec';
+import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
+import { resultCalls } from './proxies';
+import { searchAttributes } from './search-attributes';
+
+export interface NightlyRegressionInput extends ExperimentInput {
+  regression?: Partial<VerdictOptions>;
+}
+
+export interface NightlyRegressionSummary extends ExperimentSummary {
+  verdict: Verdict;
+}
+
+/** The preset a nightly run uses unless its input names another. */
+export const NIGHTLY_PRESET = 'nightly';
+
+export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = {}): Promise<NightlyRegressionSummary> {
+  const given: unknown = input ?? {};
+  // A non-object input fails with the spec's own message ("must be a JSON object").
+  if (typeof given !== 'object' || Array.isArray(given)) validateOrFail(given);
+  const { regression, ...rest } = given as NightlyRegressionInput;
+  const experiment: ExperimentInput = { preset: NIGHTLY_PRESET, ...rest };
+  // Bad input fails here, before the experiment provisions anything.
+  const spec = validateOrFail(experiment);
+  const problems = verdictOptionProblems(regression);
+  if (problems.length)
+    throw ApplicationFailure.create({
+      message: formatSpecProblems(problems),
+      type: FAILURE_TYPES.invalidSpec,
+      nonRetryable: true,
+      details: problems,
+    });
+
+  const runId = `${workflowInfo().workflowId}/experiment`;
+  upsertSearchAttributes(searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', status: 'running' }));
+  details('running the experiment', `Experiment \`${runId}\` (preset ${spec.preset ?? 'custom'}): its own page shows its progress.`);
+  const summary = await executeChild(experimentWorkflow, {
+    workflowId: runId,
+    args: [experiment],
+    // Cancelling or terminating the nightly run cancels the experiment, which tears its hosts down.
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+  });
+
+  details('comparing with the history', `Experiment \`${runId}\` ${summary.status}; comparing it with earlier runs.`);
+  const verdict = await resultCalls.compareWithHistory.executeWithOptions({ summary: `verdict for ${runId}` }, [
+    { runId, options: regression },
+  ]);
+  upsertSearchAttributes(searchAttributes({ status: verdict.verdict }));
+  details(verdict.verdict, `${verdict.summary}\n\nReport: ${summary.location}/report.md`);
+  if (verdict.verdict === 'regressed')
+    throw ApplicationFailure.create({
+      message: `regressed: run ${runId} is slower than its baseline (${verdict.baselineRunIds.length} runs)\n${verdict.summary}`,
+      type: FAILURE_TYPES.regression,
+      nonRetryable: true,
+      details: [verdict],
+    });
+  return { ...summary, verdict };
+}
+
+/** The UI's "current details" of the nightly run. */
+function details(phase: string, text: string): void {
+  setCurrentDetails(`### Nightly regression\n**${phase}**\n\n${text}`);
+}
