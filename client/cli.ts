@@ -36,6 +36,14 @@ program
   .description('progress bars for a run until it ends')
   .action(async (runId: string) => (await import('./commands/status')).watchCommand(runId));
 
+program
+  .command('report <runId>')
+  .description('render report.md and report.html again from the run\'s stored result.json')
+  .option('--results-dir <dir>', 'results folder (default: the lab\'s)')
+  .action(async (runId: string, opts) => {
+    await (await import('./commands/report')).reportCommand(runId, opts);
+  });
+
 const dev = program.command('dev').description('the local Temporal dev server and control worker');
 dev
   .command('up')

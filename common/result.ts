@@ -2,6 +2,7 @@
  * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
  * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
  */
+import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from './diagnostics';
 import type { ExperimentSpec, StorageKind } from './spec';
 
 export const RESULT_SCHEMA_VERSION = 1;
@@ -69,9 +70,25 @@ export interface ClusterResult {
   tpsSeries?: number[];
   failedAttempts: FailedAttempt[];
   /** Later phases (vacuum, backlog, diagnostics) add their own keys. */
-  phases: Record<string, unknown>;
-  diagnostics?: unknown;
+  phases: ClusterPhases;
+  /** What the sampler saw next to the TPS run. */
+  diagnostics?: Diagnostics;
+  /** Mean latency of the TPS run apportioned by wait shares (common/breakdown.ts). */
   breakdownMs?: Record<string, number>;
+}
+
+/** A cluster's measured phases by name. */
+export interface ClusterPhases {
+  vacuum?: VacuumPhaseResult;
+  backlog?: BacklogPhaseResult;
+  [phase: string]: unknown;
+}
+
+/** Medians per class of the measured phases. */
+export interface ClassPhases {
+  vacuum?: { vacuumSeconds: number; deadBytes: number; requestedBytes: number; readMBps: number; writeMBps: number; clusters: number };
+  backlog?: { drainSeconds: number; backlogBytes: number; requestedBytes: number; drainMBps: number; clusters: number };
+  [phase: string]: unknown;
 }
 
 export interface ClassResult {
@@ -82,8 +99,15 @@ export interface ClassResult {
   clusters: ClusterResult[];
   medianTps: number | null;
   medianLatencyMs: number | null;
-  phases: Record<string, unknown>;
+  phases: ClassPhases;
   breakdownMs?: Record<string, number>;
+  /** Median of each latency figure across the class's clusters. */
+  latencyMs?: LatencyMs;
+  /** Median share of active samples per wait event type, and per wait event. */
+  waitClassShares?: Record<string, number>;
+  waitEventShares?: Record<string, number>;
+  /** The resource that bound the class's throughput, in words ("CPU-bound at 2 cores"). */
+  boundBy?: string;
 }
 
 export interface Check {
@@ -91,6 +115,8 @@ export interface Check {
   scope: string;
   ok: boolean;
   detail: string;
+  /** A failed "warning" flags a caveat (a tiny preset's data fits in RAM) rather than a wrong result; default "error". */
+  severity?: 'error' | 'warning';
 }
 
 export interface ExperimentResult {

@@ -1,12 +1,15 @@
 /**
  * One cluster: one Postgres on one host of one storage class.
- * provision → configure → load (checkpointed) → warm-up → TPS run → save results → teardown.
+ * provision → configure → load (checkpointed) → warm-up → TPS run with diagnostics → bloat + VACUUM →
+ * replication backlog + drain → save results → teardown.
  * Teardown is a compensation that always runs (failure, cancel) in a non-cancellable scope, after results are saved.
  */
 import { ApplicationFailure, CancellationScope, isCancellation } from '@temporalio/workflow';
+import { latencyBreakdown } from '../common/breakdown';
 import { FAILURE_TYPES } from '../common/errors';
 import { postgresSettings } from '../common/postgres-settings';
-import type { ClusterResult, FailedAttempt, TpsRun } from '../common/result';
+import type { ClusterResult, FailedAttempt } from '../common/result';
+import type { PgbenchRun } from '../activities/host/pgbench';
 import { volumeBytes, type ExperimentSpec } from '../common/spec';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { failureMessage, isNonRetryable, isScheduleToStartTimeout } from './failures';
@@ -34,6 +37,8 @@ export function hostTimeouts(spec: ExperimentSpec): HostTimeouts {
     // At worst ~20,000 rows/s (a throttled volume), and never under 2 hours.
     loadHours: Math.max(2, Math.ceil(rows / 20_000 / 3600)),
     measureSeconds: Math.max(spec.workload.durationSeconds, spec.workload.warmupSeconds) + 600,
+    // At worst ~1 MB/s made or moved on a throttled volume, plus a pre-VACUUM of the TPS run's dead tuples.
+    phaseSeconds: 1800 + 2 * Math.ceil(Math.max(spec.phases.vacuum.bloatMB, spec.phases.backlog.backlogMB)),
   };
 }
 
@@ -68,7 +73,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     }
   }
 
-  function pgbench(label: string, durationSeconds: number): Promise<TpsRun> {
+  function pgbench(label: string, durationSeconds: number, sampled = false): Promise<PgbenchRun> {
     return measured(label, () =>
       host.measure.runPgbench.executeWithOptions({ summary: `pgbench ${label}: ${spec.workload.clients} clients, ${durationSeconds} s` }, [
         {
@@ -79,6 +84,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
           threads: spec.workload.threads,
           durationSeconds,
           script: spec.workload.script,
+          sampler: sampled && spec.sampler.enabled ? { intervalMs: spec.sampler.intervalMs } : undefined,
         },
       ]),
     );
@@ -136,11 +142,41 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     }
 
     board.enter(hostId, 'tps');
-    const run = await pgbench('tps', spec.workload.durationSeconds);
+    const { diagnostics, ...run } = await pgbench('tps', spec.workload.durationSeconds, true);
     result.tpsRun = run;
     result.tps = run.tps;
     result.latencyMs = run.latencyMs;
     result.tpsSeries = run.tpsSeries;
+    if (diagnostics) {
+      result.diagnostics = diagnostics;
+      result.breakdownMs = latencyBreakdown(run.latencyMs.mean, diagnostics.waitEvents) ?? undefined;
+    }
+
+    if (spec.phases.vacuum.enabled) {
+      board.enter(hostId, 'vacuum');
+      const { bloatMB } = spec.phases.vacuum;
+      result.phases.vacuum = await measured('vacuum', () =>
+        host.phase.runVacuumPhase.executeWithOptions({ summary: `${bloatMB} MB of dead tuples, then VACUUM (VERBOSE)` }, [
+          { hostId, bloatMB },
+        ]),
+      );
+    }
+    if (spec.phases.backlog.enabled) {
+      board.enter(hostId, 'backlog');
+      const { backlogMB } = spec.phases.backlog;
+      result.phases.backlog = await measured('backlog', () =>
+        host.phase.runBacklogPhase.executeWithOptions({ summary: `${backlogMB} MB logical-replication backlog, then drain` }, [
+          {
+            hostId,
+            backlogMB,
+            scale: spec.data.scale,
+            clients: spec.workload.clients,
+            threads: spec.workload.threads,
+            script: spec.workload.script,
+          },
+        ]),
+      );
+    }
     result.status = 'ok';
   } catch (err) {
     failure = err;

@@ -43,6 +43,8 @@ export interface HostTimeouts {
   loadHours: number;
   /** Upper bound of one measured run (pgbench duration plus overrun). */
   measureSeconds: number;
+  /** Upper bound of one measured phase (bloat + VACUUM, backlog + drain), from the sizes it works on. */
+  phaseSeconds: number;
 }
 
 /** Host activities of one host, routed to its agent's own task queue. */
@@ -82,6 +84,17 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
     measure: proxyActivities<HostActivities>({
       taskQueue,
       startToCloseTimeout: `${timeouts.measureSeconds} seconds`,
+      heartbeatTimeout: '1 minute',
+      retry: { maximumAttempts: 1 },
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
+    /**
+     * Measured phases (VACUUM over bloat, backlog drain): one attempt each like the measurements, recorded and
+     * retried by the workflow; their bound grows with the bytes they make and move.
+     */
+    phase: proxyActivities<HostActivities>({
+      taskQueue,
+      startToCloseTimeout: `${timeouts.phaseSeconds} seconds`,
       heartbeatTimeout: '1 minute',
       retry: { maximumAttempts: 1 },
       cancellationType: ActivityCancellationType.TRY_CANCEL,

@@ -14,7 +14,7 @@ import { detectCgroups } from '../../infra/providers/local/cgroups';
 import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
 import { traversableByOthers } from '../../infra/lab-paths';
 import { aggregate, type EnvironmentInfo } from './aggregate';
-import { renderMarkdown } from './report/markdown';
+import { writeReports } from './report';
 import type { ResultsStore } from './results-store';
 import { historyEntry, RunHistory } from './history';
 import { createRegressionActivities } from './regression';
@@ -159,7 +159,7 @@ export function createControlActivities(deps: ControlDeps) {
         cancelled: input.cancelled,
       });
       await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
-      await deps.results.put(input.runId, 'report.md', renderMarkdown(result));
+      await writeReports(deps.results, input.runId, result);
       // Indexed by preset and environment, so later runs can be compared with this one.
       await new RunHistory(deps.results).record(historyEntry(result));
       return {
@@ -167,7 +167,7 @@ export function createControlActivities(deps: ControlDeps) {
         status: result.status,
         medianTps: Object.fromEntries(Object.entries(result.classes).map(([k, v]) => [k, v.medianTps])),
         ratios: result.ratios,
-        failedChecks: result.checks.filter((c) => !c.ok).map((c) => `${c.name} (${c.scope}): ${c.detail}`),
+        failedChecks: result.checks.filter((c) => !c.ok && c.severity !== 'warning').map((c) => `${c.name} (${c.scope}): ${c.detail}`),
       };
     },
   };

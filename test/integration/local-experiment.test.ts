@@ -53,10 +53,27 @@ describe('local experiment (integration)', () => {
       expect(c.tps).toBeGreaterThan(0);
       expect(c.tpsSeries!.length).toBeGreaterThanOrEqual(4);
       expect(c.latencyMs!.p99).toBeGreaterThanOrEqual(c.latencyMs!.p50);
+      // The sampler ran next to the TPS run, and the breakdown sums to the mean latency.
+      expect(c.diagnostics!.samplesPerSecond).toBeGreaterThanOrEqual(10);
+      expect(Object.values(c.breakdownMs!).reduce((s, v) => s + v, 0)).toBeCloseTo(c.latencyMs!.mean, 3);
+      // 8 MB of dead tuples within 10 %, VACUUM timed; a 16 MB backlog reached before the drain.
+      const vacuum = c.phases.vacuum!;
+      expect(Math.abs(vacuum.deadBytes / (8 * 2 ** 20) - 1)).toBeLessThanOrEqual(0.1);
+      expect(vacuum.vacuumSeconds).toBeGreaterThan(0);
+      const backlog = c.phases.backlog!;
+      expect(backlog.reachedBeforeDrain).toBe(true);
+      expect(backlog.retainedBytes).toBeGreaterThanOrEqual(16 * 2 ** 20);
+      expect(backlog.drainSeconds).toBeGreaterThan(0);
+      expect(cls.phases.vacuum!.vacuumSeconds).toBe(vacuum.vacuumSeconds);
     }
     expect(result.classes.gp3.emulated).toBe(true);
     expect(result.classes.gp3.limits.iops).toBe(3000);
     expect(result.ratios.tps).not.toBeNull();
+    expect(result.ratios.vacuum).not.toBeNull();
+    expect(result.ratios.backlog).not.toBeNull();
+    expect(result.checks.filter((c) => c.name === 'backlog reached before the drain').every((c) => c.ok)).toBe(true);
+    const html = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.html'), 'utf8');
+    expect(html.match(/<svg /g)?.length).toBeGreaterThanOrEqual(5);
     const hostIds = ['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0));
     expect(lab.leftovers(hostIds)).toEqual([]);
   });

@@ -1,15 +1,9 @@
 /** report.md: this run and the published reference side by side, then per-cluster figures and the self-checks. */
-import { REFERENCE, REFERENCE_ROLES } from '../../../common/reference';
 import type { ExperimentResult } from '../../../common/result';
 import type { Verdict } from '../verdict';
 import { verdictMarkdown } from './verdict-markdown';
-
-const fmt = (v: number | null | undefined, digits = 1): string =>
-  v === null || v === undefined || Number.isNaN(v)
-    ? '–'
-    : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
-
-const ratio = (v: number | null | undefined): string => (v === null || v === undefined ? '–' : `${fmt(v, 2)}x`);
+import { diagnosticsMarkdown } from './diagnostics-markdown';
+import { checkVerdict, fmt, summaryRows } from './summary';
 
 export function renderMarkdown(result: ExperimentResult): string {
   const lines: string[] = [];
@@ -29,10 +23,6 @@ export function renderMarkdown(result: ExperimentResult): string {
   lines.push('');
 
   if (compare) {
-    const cand = result.classes[compare.candidate];
-    const base = result.classes[compare.baseline];
-    const refC = REFERENCE.results[REFERENCE_ROLES.candidate];
-    const refB = REFERENCE.results[REFERENCE_ROLES.baseline];
     lines.push('## This run next to the reference');
     lines.push('');
     lines.push(
@@ -43,12 +33,8 @@ export function renderMarkdown(result: ExperimentResult): string {
       `| metric | ${compare.baseline} (this run) | ${compare.candidate} (this run) | ratio (this run) | gp3 (reference) | NVMe (reference) | ratio (reference) |`,
     );
     lines.push('|---|---|---|---|---|---|---|');
-    lines.push(
-      `| median throughput (TPS) | ${fmt(base?.medianTps)} | ${fmt(cand?.medianTps)} | ${ratio(result.ratios.tps)} | ${fmt(refB.medianTps)} | ${fmt(refC.medianTps)} | ${ratio(REFERENCE.ratios.tps)} |`,
-    );
-    lines.push(
-      `| median transaction latency (ms) | ${fmt(base?.medianLatencyMs, 2)} | ${fmt(cand?.medianLatencyMs, 2)} | ${ratio(result.ratios.latency)} | ${fmt(refB.medianLatencyMs)} | ${fmt(refC.medianLatencyMs)} | ${ratio(REFERENCE.ratios.latency)} |`,
-    );
+    for (const r of summaryRows(result))
+      lines.push(`| ${r.metric} | ${r.baseline} | ${r.candidate} | ${r.ratio} | ${r.refBaseline} | ${r.refCandidate} | ${r.refRatio} |`);
     lines.push('');
   }
 
@@ -78,12 +64,17 @@ export function renderMarkdown(result: ExperimentResult): string {
   }
   lines.push('');
 
+  lines.push(...diagnosticsMarkdown(result));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
 
-  const failed = result.checks.filter((c) => !c.ok);
-  lines.push(`## Self-checks (${result.checks.length - failed.length} passed, ${failed.length} failed)`);
+  const failed = result.checks.filter((c) => checkVerdict(c) === 'FAIL');
+  const warned = result.checks.filter((c) => checkVerdict(c) === 'WARN');
+  lines.push(`## Self-checks (${result.checks.length - failed.length - warned.length} passed, ${failed.length} failed, ${warned.length} warnings)`);
   lines.push('');
-  for (const c of result.checks) lines.push(`- ${c.ok ? 'PASS' : '**FAIL**'} ${c.name} (${c.scope}): ${c.detail}`);
+  for (const c of result.checks) {
+    const verdict = checkVerdict(c);
+    lines.push(`- ${verdict === 'PASS' ? 'PASS' : `**${verdict}**`} ${c.name} (${c.scope}): ${c.detail}`);
+  }
   lines.push('');
   lines.push(
     'Figures in the "this run" columns were measured by this run; the reference columns are the published figures (common/reference/posette-2026.json).',

@@ -1,0 +1,34 @@
+/** storage-lab report RUN: renders report.md and report.html again from the run's stored result.json. */
+import path from 'node:path';
+import { DirResultsStore, type ResultsStore } from '../../activities/control/results-store';
+import { REPORT_FILES, writeReports } from '../../activities/control/report';
+import type { ExperimentResult } from '../../common/result';
+import { labPaths } from '../../infra/lab-paths';
+import { UserError } from '../errors';
+
+export interface ReportFlags {
+  /** Results folder (default: the lab's, STORAGE_LAB_RESULTS_DIR). */
+  resultsDir?: string;
+}
+
+/** Re-renders a run's reports through the results store; returns where they are. */
+export async function reportCommand(runId: string, flags: ReportFlags = {}, store?: ResultsStore): Promise<string[]> {
+  const results = store ?? new DirResultsStore(path.resolve(flags.resultsDir ?? labPaths().resultsDir));
+  const text = await results.get(runId, 'result.json');
+  if (text === null) {
+    const known = (await results.runs()).slice(-10);
+    throw new UserError(
+      `no result.json for run ${runId} in ${results.location(runId)}; runs with results: ${known.join(', ') || '(none)'}`,
+    );
+  }
+  let result: ExperimentResult;
+  try {
+    result = JSON.parse(text) as ExperimentResult;
+  } catch (err) {
+    throw new UserError(`${results.location(runId)}/result.json is not valid JSON: ${(err as Error).message}`);
+  }
+  await writeReports(results, runId, result);
+  const files = Object.values(REPORT_FILES).map((f) => `${results.location(runId)}/${f}`);
+  for (const f of files) console.log(f);
+  return files;
+}
