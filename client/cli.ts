@@ -44,6 +44,14 @@ program
     await (await import('./commands/report')).reportCommand(runId, opts);
   });
 
+program
+  .command('sweep')
+  .description('remove lab hosts (EC2 instances and volumes, local hosts) whose run is over or expired')
+  .option('--dry-run', 'list what would be removed; remove nothing')
+  .action(async (opts) => {
+    await (await import('./commands/sweep')).sweepCommand(opts);
+  });
+
 const dev = program.command('dev').description('the local Temporal dev server and control worker');
 dev
   .command('up')

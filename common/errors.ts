@@ -10,6 +10,8 @@ export const FAILURE_TYPES = {
   verification: 'VerificationError',
   regression: 'RegressionError',
   hostGone: 'HostGoneError',
+  /** The cloud API refused the request as given (bad parameter, quota, permission): a retry gets the same answer. */
+  cloudRejected: 'CloudRequestRejectedError',
 } as const;
 
 export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
@@ -22,6 +24,7 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.verification,
   FAILURE_TYPES.regression,
   FAILURE_TYPES.hostGone,
+  FAILURE_TYPES.cloudRejected,
 ];
 
 /** One problem with a spec: the dotted path of the field, what is wrong, and how to fix it. */

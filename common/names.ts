@@ -22,6 +22,8 @@ export const RESOURCE_TAGS = {
   hostId: 'storage-lab:host-id',
   experiment: 'storage-lab:experiment',
   expiresAt: 'storage-lab:expires-at',
+  /** The lab (Temporal address/namespace) that made it: the sweeper only judges runs it can look up. */
+  owner: 'storage-lab:owner',
 } as const;
 
 /** Workflow type names as the UI and schedules see them. */

@@ -1,4 +1,5 @@
 /** What a spec will create and run, in words: the dry run prints it before anything exists. Pure. */
+import { dataVolumeGiB } from './aws';
 import { hostIdFor } from './ids';
 import { classLimits, volumeBytes, type ExperimentSpec } from './spec';
 
@@ -20,7 +21,7 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
   const hosts: PlannedHost[] = [];
   for (const [className, cls] of Object.entries(spec.storageClasses)) {
     const limits = classLimits(cls);
-    const gib = cls.sizeGiB ?? Math.ceil(volumeBytes(spec) / 2 ** 30);
+    const gib = cls.kind === 'ebs' ? dataVolumeGiB(volumeBytes(spec), cls) : (cls.sizeGiB ?? Math.ceil(volumeBytes(spec) / 2 ** 30));
     for (let i = 0; i < spec.clustersPerClass; i++) {
       hosts.push({
         hostId: hostIdFor(runId, className, i),

@@ -73,8 +73,25 @@ const AwsSchema = z
     temporalNamespace: z.string().default('default'),
     /** Names (never values) of secrets in SSM Parameter Store that the host bootstrap reads. */
     temporalApiKeyParameter: z.string().optional(),
+    /** mTLS to Temporal instead of an API key: SSM parameter names of the client certificate and its key. */
+    temporalTlsCertParameter: z.string().optional(),
+    temporalTlsKeyParameter: z.string().optional(),
+    /** SSM parameter with the database password; unset: each host generates its own at boot. */
+    databasePasswordParameter: z.string().optional(),
+    /** Root volume of each host (OS, packages, agent, pgbench logs); the data lives on its own device. */
+    rootVolumeGiB: int(8, 1_024, 'GiB').default(20),
     /** On-demand prices (USD per hour) used for the cost estimate; extend for other instance types. */
     hourlyPriceUsd: z.record(z.string(), z.number().nonnegative()).default({ 'm6id.4xlarge': 0.9492 }),
+    /** Storage prices for the cost estimate (us-east-1 list prices; a month is 730 hours). */
+    storagePriceUsd: z
+      .object({
+        gp3GiBMonth: z.number().nonnegative().default(0.08),
+        gp3IopsMonth: z.number().nonnegative().default(0.005),
+        gp3MiBpsMonth: z.number().nonnegative().default(0.04),
+        s3GiBMonth: z.number().nonnegative().default(0.023),
+      })
+      .strict()
+      .default({ gp3GiBMonth: 0.08, gp3IopsMonth: 0.005, gp3MiBpsMonth: 0.04, s3GiBMonth: 0.023 }),
   })
   .strict();
 
@@ -191,6 +208,7 @@ export const ExperimentSpecSchema = z
 export type ExperimentSpec = z.output<typeof ExperimentSpecSchema>;
 export type StorageClassSpec = z.output<typeof StorageClassSchema>;
 export type BackupStoreSpec = z.output<typeof BackupStoreSchema>;
+export type AwsSpec = z.output<typeof AwsSchema>;
 
 /** What a caller passes: a preset name and any overrides, every field optional. */
 export type ExperimentInput = DeepPartial<ExperimentSpec> & { preset?: string };

@@ -2,13 +2,16 @@
  * The control worker: workflows and control-plane activities (provider, results, report) on task queue
  * "storage-lab". Hosts are started by its provider; their agents run host activities elsewhere.
  */
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import path from 'node:path';
 import { createControlActivities } from '../activities/control';
-import { DirResultsStore } from '../activities/control/results-store';
+import { DirResultsStore, type ResultsStore } from '../activities/control/results-store';
 import { CONTROL_TASK_QUEUE } from '../common/names';
 import { labPaths, type LabPaths } from '../infra/lab-paths';
+import type { HostProvider } from '../infra/providers/host-provider';
 import { LocalProvider } from '../infra/providers/local/local-provider';
+import { awsControlSetup, awsEnv } from './aws-setup';
 import { connectionOptions, temporalEnv, type TemporalEnv } from './env';
 
 export interface ControlWorkerOptions {
@@ -18,6 +21,8 @@ export interface ControlWorkerOptions {
   /** A pre-built workflow bundle (tests build it once); otherwise bundled from ../workflows. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   taskQueue?: string;
+  /** The AWS provider and results store; by default from STORAGE_LAB_AWS and friends (worker/aws-setup.ts), null for none. */
+  aws?: { provider: HostProvider; results: ResultsStore } | null;
 }
 
 /** Builds the control worker with real providers and the results folder. */
@@ -27,10 +32,14 @@ export async function createControlWorker(opts: ControlWorkerOptions): Promise<W
     agentEnv: { TEMPORAL_ADDRESS: opts.temporal.address, TEMPORAL_NAMESPACE: opts.temporal.namespace },
     supervisorScript: path.join(__dirname, 'host-supervisor.js'),
   });
+  const awsSettings = opts.aws === undefined ? awsEnv() : null;
+  const aws = opts.aws === undefined ? awsSettings && awsControlSetup(awsSettings, opts.temporal) : opts.aws;
   const activities = createControlActivities({
-    providers: { local },
-    results: new DirResultsStore(opts.paths.resultsDir),
+    providers: { local, ...(aws ? { aws: aws.provider } : {}) },
+    // On AWS results go to S3, where a control worker on another machine (or a person) finds them.
+    results: aws?.results ?? new DirResultsStore(opts.paths.resultsDir),
     hostsDir: opts.paths.hostsDir,
+    client: new Client({ connection: opts.connection, namespace: opts.temporal.namespace }),
   });
   return Worker.create({
     connection: opts.connection,
@@ -46,6 +55,8 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const worker = await createControlWorker({ connection, temporal, paths: labPaths() });
   console.log(`control worker polling "${CONTROL_TASK_QUEUE}" on ${temporal.address} (namespace ${temporal.namespace})`);
+  const aws = awsEnv();
+  console.log(aws ? `  provider aws: ${aws.region}, results in s3://${aws.bucket}/${aws.resultsPrefix}` : '  provider aws: off (STORAGE_LAB_AWS=1 turns it on)');
   try {
     await worker.run();
   } finally {

@@ -106,6 +106,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
         volumeBytes: volumeBytes(spec),
         expiresAt: new Date(Date.now() + spec.expiresAfterHours * 3600_000).toISOString(),
         postgresVersion: spec.postgres.version,
+        aws: spec.aws,
       },
     });
     result.emulated = record.emulated;

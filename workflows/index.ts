@@ -1,4 +1,5 @@
 /** Every workflow the control worker runs. Deterministic code only: side effects live in activities. */
 export { experimentWorkflow } from './experiment-workflow';
 export { clusterWorkflow } from './cluster-workflow';
+export { sweeperWorkflow } from './sweeper-workflow';
 export { nightlyRegressionWorkflow } from './nightly-regression-workflow';

@@ -30,6 +30,15 @@ export const resultCalls = proxyActivities<ControlActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20 },
 });
 
+/**
+ * The sweeper's calls: listing and run lookups are cheap, its teardowns must not hold the sweep for an hour when
+ * one host resists; the next sweep tries that host again.
+ */
+export const sweepCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '30 minutes',
+  retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+});
+
 /** Checks of the spec against this environment: bad input is final, so no retry. */
 export const preflightCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '2 minutes',

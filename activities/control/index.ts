@@ -3,9 +3,12 @@
  * results store, results and report. Built by a factory that receives their dependencies.
  */
 import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import os from 'node:os';
 import path from 'node:path';
 import { statfsSync } from 'node:fs';
+import { awsRunProblems } from '../../common/aws';
+import { runCost } from '../../common/cost';
 import { FAILURE_TYPES } from '../../common/errors';
 import type { ClusterResult, ExperimentResult } from '../../common/result';
 import { volumeBytes, type ExperimentSpec } from '../../common/spec';
@@ -16,6 +19,7 @@ import { traversableByOthers } from '../../infra/lab-paths';
 import { aggregate, type EnvironmentInfo } from './aggregate';
 import { writeReports } from './report';
 import type { ResultsStore } from './results-store';
+import { createSweepActivities } from './sweep';
 import { historyEntry, RunHistory } from './history';
 import { createRegressionActivities } from './regression';
 
@@ -24,6 +28,8 @@ export interface ControlDeps {
   results: ResultsStore;
   /** Folder the local provider puts hosts in (free-space preflight). */
   hostsDir: string;
+  /** Looks runs up for the sweeper. */
+  client?: Client;
 }
 
 export type ProviderName = 'local' | 'aws';
@@ -100,6 +106,11 @@ export function createControlActivities(deps: ControlDeps) {
             `data.scale: ${parallel} hosts at once need about ${(diskNeeded / 2 ** 30).toFixed(1)} GiB but ${deps.hostsDir} has ${(free / 2 ** 30).toFixed(1)} GiB free; lower data.scale or maxParallelClusters`,
           );
       }
+      if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
+      // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
+      const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
+      problems.push(...(checked?.problems ?? []));
+      warnings.push(...(checked?.warnings ?? []));
       if (problems.length)
         throw ApplicationFailure.nonRetryable(
           `This environment cannot run the spec:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
@@ -158,6 +169,7 @@ export function createControlActivities(deps: ControlDeps) {
         environment: environmentInfo(input.spec.provider),
         cancelled: input.cancelled,
       });
+      if (input.spec.provider === 'aws') result.cost = runCost(input.spec, clusters);
       await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
       await writeReports(deps.results, input.runId, result);
       // Indexed by preset and environment, so later runs can be compared with this one.
@@ -170,6 +182,8 @@ export function createControlActivities(deps: ControlDeps) {
         failedChecks: result.checks.filter((c) => !c.ok && c.severity !== 'warning').map((c) => `${c.name} (${c.scope}): ${c.detail}`),
       };
     },
+
+    ...createSweepActivities(deps),
   };
 }
 

@@ -1,6 +1,8 @@
 /** storage-lab run: validate here, start the experiment workflow, optionally watch it and copy its results. */
 import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { awsRunProblems } from '../../common/aws';
+import { estimateCost, formatCost } from '../../common/cost';
 import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
 import { planRun } from '../../common/plan';
 import type { ExperimentSpec } from '../../common/spec';
@@ -8,6 +10,7 @@ import { labPaths } from '../../infra/lab-paths';
 import { runFolderName } from '../../activities/control/results-store';
 import type { ExperimentSummary } from '../../workflows/experiment-workflow';
 import { connectClient, workflowUrl } from '../connection';
+import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
 import { buildInput, validateInput, type SpecFlags } from '../spec-input';
 
@@ -36,11 +39,17 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
   const input = buildInput(flags);
   const spec = validateInput(input);
   const runId = flags.id ?? defaultRunId(spec);
+  const missingAws = awsRunProblems(spec).map((p) => `  - ${p.path}: ${p.message}`);
+  const printCost = () => spec.provider === 'aws' && console.log(formatCost(estimateCost(spec)).join('\n'));
   if (flags.dryRun) {
     printPlan(spec, runId);
+    printCost();
+    if (missingAws.length) console.log(`Before a real run on AWS, set:\n${missingAws.join('\n')}`);
     console.log('Dry run: nothing was created.');
     return runId;
   }
+  if (missingAws.length) throw new UserError(`a run on AWS needs these fields (see infra/aws/README.md):\n${missingAws.join('\n')}`);
+  printCost();
   const lab = await connectClient();
   try {
     const handle = await lab.client.workflow.start(WORKFLOW_TYPES.experiment, {

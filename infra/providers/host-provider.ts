@@ -3,7 +3,7 @@
  * and a host agent. Workflows never know which provider made a host: they route host activities to
  * `host:<hostId>` and call the provider through this interface (local folders and cgroups, or EC2).
  */
-import type { StorageClassSpec, StorageKind } from '../../common/spec';
+import type { AwsSpec, ExperimentSpec, StorageClassSpec, StorageKind } from '../../common/spec';
 
 /** What the workflow asks for: one host of one storage class for one run. */
 export interface HostRequest {
@@ -18,6 +18,8 @@ export interface HostRequest {
   volumeBytes: number;
   expiresAt: string;
   postgresVersion?: number;
+  /** The run's aws section (names of secrets, never their values); set when the spec's provider is aws. */
+  aws?: AwsSpec;
 }
 
 /** I/O and memory limits as enforced on the host (null: none enforced). */
@@ -74,6 +76,8 @@ export interface ManagedHost {
   expiresAt: string | null;
   /** Provider-specific identifiers (instance id, volume ids, loop device, cgroup). */
   resources: string[];
+  /** Made by another lab (another Temporal namespace): its run cannot be checked here, so only expiry removes it. */
+  foreign?: boolean;
 }
 
 export interface HostProvider {
@@ -88,4 +92,6 @@ export interface HostProvider {
   list(): Promise<ManagedHost[]>;
   /** What a person needs when the host's agent never showed up (console output, agent log). */
   diagnose(hostId: string): Promise<string>;
+  /** Checks a spec against the provider's account (subnet, image, instance type) before anything is created. */
+  preflight?(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }>;
 }

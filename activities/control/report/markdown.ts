@@ -1,5 +1,6 @@
 /** report.md: this run and the published reference side by side, then per-cluster figures and the self-checks. */
 import type { ExperimentResult } from '../../../common/result';
+import { costMarkdown, type RunCost } from '../../../common/cost';
 import type { Verdict } from '../verdict';
 import { verdictMarkdown } from './verdict-markdown';
 import { diagnosticsMarkdown } from './diagnostics-markdown';
@@ -66,6 +67,7 @@ export function renderMarkdown(result: ExperimentResult): string {
 
   lines.push(...diagnosticsMarkdown(result));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
+  if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
 
   const failed = result.checks.filter((c) => checkVerdict(c) === 'FAIL');
   const warned = result.checks.filter((c) => checkVerdict(c) === 'WARN');

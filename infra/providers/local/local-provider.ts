@@ -63,6 +63,11 @@ export class LocalProvider implements HostProvider {
     }
     ensureDir(this.opts.hostsDir);
     ensureDir(hostDir);
+    // Labels first: from now on the sweeper knows whose host this is, while the rest is still being made.
+    writeFileAtomic(
+      path.join(hostDir, 'labels.json'),
+      JSON.stringify({ runId: req.runId, experiment: req.experiment, expiresAt: req.expiresAt }),
+    );
     const osUser = postgresOsUser();
     const pgBinDir = findPostgresBinDir(req.postgresVersion);
     if (!pgBinDir)
@@ -127,10 +132,6 @@ export class LocalProvider implements HostProvider {
       pgBinDir,
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
     };
-    writeFileSync(
-      path.join(hostDir, 'labels.json'),
-      JSON.stringify({ runId: req.runId, experiment: req.experiment, expiresAt: req.expiresAt }),
-    );
     writeFileAtomic(configFile, JSON.stringify(config, null, 2));
     this.startAgent(config);
     return toRecord(config);
@@ -180,9 +181,12 @@ export class LocalProvider implements HostProvider {
     const support = detectCgroups();
     if (support.kind) {
       for (const hostId of listHostCgroups(support.kind)) {
-        const entry = hosts.get(hostId) ?? { hostId, runId: '', expiresAt: null, resources: [] };
-        entry.resources.push(`cgroup:${hostId}`);
-        hosts.set(hostId, entry);
+        const entry = hosts.get(hostId);
+        if (entry) entry.resources.push(`cgroup:${hostId}`);
+        // Every lab on this machine shares the cgroup parent: claim a cgroup without a host folder here only when
+        // a process in it runs from this lab's hosts folder, so a sweep never kills another lab's hosts.
+        else if (this.runsFromHere(hostCgroupPaths(support.kind, hostId)))
+          hosts.set(hostId, { hostId, runId: '', expiresAt: null, resources: [`cgroup:${hostId}`] });
       }
     }
     return [...hosts.values()];
@@ -197,6 +201,18 @@ export class LocalProvider implements HostProvider {
 
   private hostDir(hostId: string): string {
     return path.join(this.opts.hostsDir, hostId);
+  }
+
+  /** Whether a process in the cgroup was started from this lab's hosts folder (agent, supervisor, postmaster). */
+  private runsFromHere(cg: HostCgroup): boolean {
+    const mark = this.opts.hostsDir + path.sep;
+    return pidsIn(cg).some((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(mark);
+      } catch {
+        return false; // Exited while we looked.
+      }
+    });
   }
 
   private cgroupOf(hostId: string): HostCgroup | null {

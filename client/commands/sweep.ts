@@ -1,0 +1,41 @@
+/** storage-lab sweep: runs the sweeper workflow on the control worker and prints what it removed (or would). */
+import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
+import type { SweepDecision } from '../../common/sweep';
+import type { SweepReport } from '../../workflows/sweeper-workflow';
+import { connectClient, workflowUrl } from '../connection';
+
+export interface SweepFlags {
+  dryRun?: boolean;
+}
+
+export async function sweepCommand(flags: SweepFlags): Promise<SweepReport> {
+  const lab = await connectClient();
+  try {
+    const workflowId = `sweep-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+    const handle = await lab.client.workflow.start(WORKFLOW_TYPES.sweeper, {
+      taskQueue: CONTROL_TASK_QUEUE,
+      workflowId,
+      args: [{ dryRun: Boolean(flags.dryRun) }],
+      workflowExecutionTimeout: '2 hours',
+    });
+    console.log(`Started ${workflowId} (waits for the control worker)\n  UI: ${workflowUrl(lab.namespace, workflowId)}`);
+    const report = (await handle.result()) as SweepReport;
+    printSweepReport(report);
+    if (report.failed.length) process.exitCode = 1;
+    return report;
+  } finally {
+    await lab.close();
+  }
+}
+
+export function printSweepReport(report: SweepReport): void {
+  const row = (h: SweepDecision) => `  ${h.provider.padEnd(5)} ${h.hostId.padEnd(28)} ${h.reason} [${h.resources.join(', ')}]`;
+  console.log(report.dryRun ? `\nWould remove ${report.removed.length} hosts (dry run):` : `\nRemoved ${report.removed.length} hosts:`);
+  for (const h of report.removed) console.log(row(h));
+  if (report.failed.length) {
+    console.log(`Failed to remove ${report.failed.length} (the next sweep tries again):`);
+    for (const h of report.failed) console.log(`${row(h)}\n    ${h.error.split('\n')[0]}`);
+  }
+  console.log(`Kept ${report.kept.length}:`);
+  for (const h of report.kept) console.log(row(h));
+}

@@ -1,0 +1,57 @@
+/**
+ * The sweeper's judgement, pure: which lab resources to remove. A host goes when its expiry has passed, or when
+ * the run that made it is closed or unknown here; a host whose run is running and not expired is never removed.
+ */
+
+/** A run as the sweeper sees it on this Temporal namespace. */
+export type RunState = 'running' | 'closed' | 'unknown';
+
+/** A host some provider manages (see HostProvider.list). */
+export interface SweepCandidate {
+  provider: 'local' | 'aws';
+  hostId: string;
+  runId: string;
+  expiresAt: string | null;
+  resources: string[];
+  foreign?: boolean;
+}
+
+export interface SweepDecision extends SweepCandidate {
+  reason: string;
+}
+
+export interface SweepPlan {
+  remove: SweepDecision[];
+  keep: SweepDecision[];
+}
+
+function expired(c: SweepCandidate, now: string): boolean {
+  if (!c.expiresAt) return false;
+  const at = Date.parse(c.expiresAt);
+  return Number.isFinite(at) && at <= Date.parse(now);
+}
+
+/** Runs whose state decides a host's fate (the others are decided by expiry or ownership alone). */
+export function runsToCheck(candidates: SweepCandidate[], now: string): string[] {
+  const ids = candidates.filter((c) => !expired(c, now) && !c.foreign && c.runId).map((c) => c.runId);
+  return [...new Set(ids)].sort();
+}
+
+/** Decides every candidate. A run missing from `runs` keeps its hosts: the sweeper only removes what it checked. */
+export function planSweep(candidates: SweepCandidate[], runs: Record<string, RunState>, now: string): SweepPlan {
+  const plan: SweepPlan = { remove: [], keep: [] };
+  for (const c of candidates) {
+    if (expired(c, now)) plan.remove.push({ ...c, reason: `expired at ${c.expiresAt}` });
+    else if (c.foreign)
+      plan.keep.push({ ...c, reason: `made by another lab; removed once it expires${c.expiresAt ? ` (${c.expiresAt})` : ''}` });
+    else if (!c.runId) plan.remove.push({ ...c, reason: 'no run label: left behind by a crashed teardown' });
+    else {
+      const state = runs[c.runId];
+      if (state === 'closed') plan.remove.push({ ...c, reason: `run ${c.runId} has closed` });
+      else if (state === 'unknown') plan.remove.push({ ...c, reason: `run ${c.runId} is unknown to this Temporal namespace` });
+      else if (state === 'running') plan.keep.push({ ...c, reason: `run ${c.runId} is running` });
+      else plan.keep.push({ ...c, reason: `run ${c.runId} was not checked` });
+    }
+  }
+  return plan;
+}

@@ -1,0 +1,52 @@
+/**
+ * Writes an EC2 host's host.json at boot (called by user-data.sh): the part the provider knew at launch plus
+ * what only the instance knows: its private address, instance id, the block device under the data folder and
+ * the PostgreSQL binaries the bootstrap installed.
+ *   node host-config.js <base.json> <out host.json> <private-ip> <instance-id> [postgres major]
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { findPostgresBinDir } from '../postgres-binaries';
+import type { HostConfig } from '../providers/host-provider';
+import { deviceOfPath } from '../providers/local/block-devices';
+
+/** Facts about the instance, found at boot. */
+export interface InstanceFacts {
+  privateIp: string;
+  instanceId: string;
+  device: string | null;
+  pgBinDir: string;
+}
+
+/** The full host config from the launch-time part and the boot-time facts. */
+export function completeHostConfig(base: HostConfig, facts: InstanceFacts): HostConfig {
+  if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(facts.privateIp)) throw new Error(`not an IPv4 address: "${facts.privateIp}"`);
+  return {
+    ...base,
+    instanceId: facts.instanceId,
+    postgres: { ...base.postgres, host: facts.privateIp },
+    device: facts.device,
+    pgBinDir: facts.pgBinDir,
+  };
+}
+
+function main(argv: string[]): void {
+  const [baseFile, outFile, privateIp, instanceId, major] = argv;
+  if (!baseFile || !outFile || !privateIp || !instanceId)
+    throw new Error('usage: host-config <base.json> <out host.json> <private-ip> <instance-id> [postgres major]');
+  const base = JSON.parse(readFileSync(baseFile, 'utf8')) as HostConfig;
+  const pgBinDir = findPostgresBinDir(major ? Number(major) : undefined);
+  if (!pgBinDir) throw new Error(`PostgreSQL ${major ?? ''} server binaries not found under /usr/lib/postgresql`);
+  const config = completeHostConfig(base, {
+    privateIp,
+    instanceId,
+    device: deviceOfPath(path.dirname(base.dataDir)),
+    pgBinDir,
+  });
+  const tmp = `${outFile}.tmp`;
+  writeFileSync(tmp, JSON.stringify(config, null, 2));
+  renameSync(tmp, outFile);
+  console.log(`host.json: ${config.hostId} at ${privateIp}:${config.postgres.port}, data on ${config.device ?? '?'}`);
+}
+
+if (require.main === module) main(process.argv.slice(2));

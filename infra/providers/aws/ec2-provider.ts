@@ -1,0 +1,528 @@
+/**
+ * Hosts on EC2. A host is one instance, tagged with its run and host ids, whose user-data (infra/aws/user-data.sh)
+ * installs PostgreSQL and the host agent and mounts the storage under test: the instance-store NVMe that comes
+ * with the instance type, or a gp3 volume this provider creates with the class's IOPS and throughput and attaches.
+ * Every step is idempotent: a retried provision finds the host by its tags (and EC2 deduplicates RunInstances by
+ * its ClientToken), a retried teardown finds what is left.
+ */
+import {
+  AttachVolumeCommand,
+  CreateVolumeCommand,
+  DeleteVolumeCommand,
+  DescribeImagesCommand,
+  DescribeInstanceTypeOfferingsCommand,
+  DescribeInstanceTypesCommand,
+  DescribeSecurityGroupsCommand,
+  DescribeSubnetsCommand,
+  GetConsoleOutputCommand,
+  ModifyInstanceAttributeCommand,
+  RunInstancesCommand,
+  StopInstancesCommand,
+  TerminateInstancesCommand,
+  paginateDescribeInstances,
+  paginateDescribeVolumes,
+  type Filter,
+  type Instance,
+  type _InstanceType,
+  type Tag,
+  type Volume,
+} from '@aws-sdk/client-ec2';
+import { GetParameterCommand } from '@aws-sdk/client-ssm';
+import { ApplicationFailure } from '@temporalio/common';
+import { createHash } from 'node:crypto';
+import { dataVolumeGiB } from '../../../common/aws';
+import { FAILURE_TYPES } from '../../../common/errors';
+import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/names';
+import { classLimits, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
+import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
+import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
+import type { AgentPackageSource } from './agent-package';
+import { awsErrorCode, callAws, type AwsClients } from './aws-clients';
+
+/** Instance states of a host that exists (terminated and shutting-down ones are gone, or going). */
+const LIVE_INSTANCE_STATES = ['pending', 'running', 'stopping', 'stopped'];
+/** Where the gp3 data volume is attached (Nitro instances show it as an NVMe device; the bootstrap finds it by model). */
+const DATA_DEVICE = '/dev/sdf';
+/** Paths on the host, as user-data.sh makes them. */
+const HOST_DIR = '/var/lib/storage-lab/host';
+const STORAGE_ROOT = '/srv/storage-lab';
+const POSTGRES_PORT = 5432;
+const CONSOLE_LINES = 60;
+
+export interface Ec2ProviderOptions {
+  clients: AwsClients;
+  region: string;
+  /** API endpoint override (moto); passed to the hosts' AWS CLI too. */
+  endpoint?: string;
+  /** This lab: the Temporal address/namespace of the control worker, tagged on everything it creates. */
+  owner: string;
+  /** The namespace the control worker runs workflows in; host agents must poll the same. */
+  temporalNamespace: string;
+  /** Bucket and key prefix of results (the control worker's STORAGE_LAB_AWS_BUCKET); the agent package goes there too. */
+  bucket: string;
+  resultsPrefix: string;
+  agentPackage: AgentPackageSource;
+  /** Node version the hosts install (default: this process's, so hosts run what the control worker runs). */
+  nodeVersion?: string;
+  /** Poll interval and bounds of the waits for EC2 state changes. */
+  waits?: { pollMs?: number; instanceMinutes?: number; volumeMinutes?: number };
+}
+
+/** ClientToken of a host's RunInstances (or its data volume's CreateVolume): stable per (run, host), <= 64 chars. */
+export function clientToken(runId: string, hostId: string, purpose: 'instance' | 'data-volume' = 'instance'): string {
+  return `sl-${createHash('sha256').update(`${runId}\0${hostId}\0${purpose}`).digest('hex').slice(0, 48)}`;
+}
+
+export class Ec2Provider implements HostProvider {
+  readonly name = 'aws' as const;
+  private template: string | null = null;
+
+  constructor(private readonly opts: Ec2ProviderOptions) {}
+
+  private get ec2() {
+    return this.opts.clients.ec2;
+  }
+
+  async provision(req: HostRequest): Promise<HostRecord> {
+    const aws = this.settingsOf(req);
+    const instance = (await this.findInstance(req.hostId, req.runId)) ?? (await this.converge(req, await this.launch(req, aws)));
+    const state = instance.State?.Name ?? '';
+    if (!['pending', 'running'].includes(state))
+      throw ApplicationFailure.nonRetryable(
+        `host ${req.hostId}: instance ${instance.InstanceId} is ${state}${instance.StateReason?.Message ? ` (${instance.StateReason.Message})` : ''}; a stopped or terminated host is not reused: start a new run`,
+        FAILURE_TYPES.hostGone,
+      );
+    const running = await this.waitForInstance(instance.InstanceId!, 'running');
+    if (req.storageClass.kind === 'ebs') await this.ensureDataVolume(req, running);
+    const limits = classLimits(req.storageClass);
+    return {
+      hostId: req.hostId,
+      runId: req.runId,
+      provider: 'aws',
+      className: req.className,
+      kind: req.storageClass.kind,
+      taskQueue: hostTaskQueue(req.hostId),
+      // Real devices: gp3 enforces its provisioned limits itself; instance-store has none.
+      emulated: true,
+      limits: { iops: limits?.iops ?? null, throughputMiBps: limits?.throughputMiBps ?? null, memoryLimitMiB: null },
+      postgres: { host: running.PrivateIpAddress ?? '', port: POSTGRES_PORT },
+      instanceId: running.InstanceId,
+    };
+  }
+
+  async teardown(hostId: string): Promise<void> {
+    const instances = await this.instancesOf(hostId, [...LIVE_INSTANCE_STATES, 'shutting-down']);
+    const ids = instances.map((i) => i.InstanceId!);
+    if (ids.length) {
+      await callAws(`terminate ${ids.join(' ')}`, 'the control worker needs ec2:TerminateInstances on lab-tagged instances', () =>
+        this.ec2.send(new TerminateInstancesCommand({ InstanceIds: ids })),
+      );
+      for (const id of ids) await this.waitForInstance(id, 'terminated');
+    }
+    // Termination detaches (or, with DeleteOnTermination, deletes) the data volume; delete what is left.
+    await this.poll(`volumes of ${hostId} deleted`, this.opts.waits?.volumeMinutes ?? 10, async () => {
+      const volumes = await this.volumesOf(hostId);
+      for (const v of volumes) {
+        if (v.State === 'available') await this.deleteVolume(v.VolumeId!);
+      }
+      return volumes.length === 0 ? true : null;
+    });
+  }
+
+  /**
+   * A forced stop: the instance powers off without shutting down (no flush, every process dies), as in a crash.
+   * Unlike terminate it keeps the instance and its gp3 volume for inspection (console output, the volume's data)
+   * until teardown or the sweeper removes them; a stopped instance costs only its volumes.
+   */
+  async kill(hostId: string): Promise<void> {
+    const ids = (await this.instancesOf(hostId, ['pending', 'running'])).map((i) => i.InstanceId!);
+    if (ids.length)
+      await callAws(`stop ${ids.join(' ')}`, 'the control worker needs ec2:StopInstances on lab-tagged instances', () =>
+        this.ec2.send(new StopInstancesCommand({ InstanceIds: ids, Force: true })),
+      );
+  }
+
+  async list(): Promise<ManagedHost[]> {
+    const hosts = new Map<string, ManagedHost>();
+    const add = (tags: Tag[] | undefined, resource: string) => {
+      const tag = (key: string) => tags?.find((t) => t.Key === key)?.Value;
+      const hostId = tag(RESOURCE_TAGS.hostId);
+      if (!hostId) return;
+      const entry = hosts.get(hostId) ?? {
+        hostId,
+        runId: tag(RESOURCE_TAGS.runId) ?? '',
+        expiresAt: tag(RESOURCE_TAGS.expiresAt) ?? null,
+        resources: [],
+        foreign: (tag(RESOURCE_TAGS.owner) ?? this.opts.owner) !== this.opts.owner,
+      };
+      entry.resources.push(resource);
+      hosts.set(hostId, entry);
+    };
+    const labTagged: Filter = { Name: 'tag-key', Values: [RESOURCE_TAGS.hostId] };
+    for (const i of await this.describeInstances([labTagged, stateFilter([...LIVE_INSTANCE_STATES, 'shutting-down'])]))
+      add(i.Tags, i.InstanceId!);
+    for (const v of await this.describeVolumes([labTagged])) add(v.Tags, v.VolumeId!);
+    return [...hosts.values()];
+  }
+
+  async diagnose(hostId: string): Promise<string> {
+    const all = await this.instancesOf(hostId, null);
+    const instance = all.sort((a, b) => (b.LaunchTime?.getTime() ?? 0) - (a.LaunchTime?.getTime() ?? 0))[0];
+    if (!instance) return `host ${hostId}: no EC2 instance tagged ${RESOURCE_TAGS.hostId}=${hostId} in ${this.opts.region}`;
+    const id = instance.InstanceId!;
+    const header =
+      `host ${hostId}: instance ${id} (${instance.InstanceType}, ${instance.Placement?.AvailabilityZone}) is ${instance.State?.Name}` +
+      `${instance.StateReason?.Message ? ` (${instance.StateReason.Message})` : ''}, launched ${instance.LaunchTime?.toISOString() ?? '?'}`;
+    const output = await this.consoleOutput(id);
+    const text = output
+      ? `last ${CONSOLE_LINES} lines of its console output:\n${output.split('\n').slice(-CONSOLE_LINES).join('\n')}`
+      : 'no console output yet (EC2 publishes it a few minutes after boot); the bootstrap logs to /var/log/storage-lab-bootstrap.log';
+    return `${header}\n${text}`;
+  }
+
+  async preflight(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }> {
+    const aws = spec.aws!;
+    const problems: string[] = [];
+    const warnings: string[] = [];
+    if (aws.region !== this.opts.region)
+      problems.push(`aws.region: this control worker manages ${this.opts.region} (AWS_REGION); set aws.region to ${this.opts.region}, or run the spec on a control worker for ${aws.region}`);
+    if (aws.temporalNamespace !== this.opts.temporalNamespace)
+      problems.push(`aws.temporalNamespace: the host agents must poll the namespace this control worker runs in; set it to "${this.opts.temporalNamespace}"`);
+    if (aws.resultsBucket && aws.resultsBucket !== this.opts.bucket)
+      problems.push(`aws.resultsBucket: this control worker writes results to s3://${this.opts.bucket} (STORAGE_LAB_AWS_BUCKET); set aws.resultsBucket to ${this.opts.bucket} or remove it`);
+    if (aws.resultsPrefix !== this.opts.resultsPrefix)
+      problems.push(`aws.resultsPrefix: this control worker writes results below ${this.opts.resultsPrefix} (STORAGE_LAB_RESULTS_PREFIX); set aws.resultsPrefix to it`);
+    if (problems.length) return { problems, warnings };
+
+    const check = async (field: string, fix: string, fn: () => Promise<string | null>) => {
+      try {
+        const problem = await fn();
+        if (problem) problems.push(`${field}: ${problem}`);
+      } catch (err) {
+        problems.push(`${field}: ${awsErrorCode(err) || 'error'}: ${(err as Error).message}; ${fix}`);
+      }
+    };
+    let zone: string | undefined;
+    await check('aws.subnetId', 'name a subnet of this region', async () => {
+      const out = await this.ec2.send(new DescribeSubnetsCommand({ SubnetIds: [aws.subnetId!] }));
+      zone = out.Subnets?.[0]?.AvailabilityZone;
+      return zone ? null : `subnet ${aws.subnetId} not found in ${this.opts.region}`;
+    });
+    if (aws.securityGroupIds.length)
+      await check('aws.securityGroupIds', 'name security groups of the subnet\'s VPC', async () => {
+        await this.ec2.send(new DescribeSecurityGroupsCommand({ GroupIds: aws.securityGroupIds }));
+        return null;
+      });
+    await check(aws.imageId ? 'aws.imageId' : 'aws.imageSsmParameter', 'name an AMI of this region (Debian 12 or newer)', async () => {
+      const imageId = await this.imageId(aws);
+      const out = await this.ec2.send(new DescribeImagesCommand({ ImageIds: [imageId] }));
+      return out.Images?.length ? null : `image ${imageId} not found`;
+    });
+    const type = spec.host.instanceType;
+    if (zone)
+      await check('host.instanceType', 'choose an instance type this zone offers', async () => {
+        const out = await this.ec2.send(
+          new DescribeInstanceTypeOfferingsCommand({
+            LocationType: 'availability-zone',
+            Filters: [{ Name: 'instance-type', Values: [type] }, { Name: 'location', Values: [zone!] }],
+          }),
+        );
+        return out.InstanceTypeOfferings?.length ? null : `${type} is not offered in ${zone} (subnet ${aws.subnetId}); choose a subnet in another zone or another type`;
+      });
+    const nvmeClasses = Object.entries(spec.storageClasses).filter(([, c]) => c.kind === 'instance-store');
+    if (nvmeClasses.length)
+      await check(`storageClasses.${nvmeClasses[0][0]}.kind`, 'choose an instance type with local NVMe', async () => {
+        const out = await this.ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type as _InstanceType] }));
+        return out.InstanceTypes?.[0]?.InstanceStorageInfo?.TotalSizeInGB
+          ? null
+          : `instance type ${type} has no instance store; use one with local NVMe (m6id, c6id, i4i, ...) or kind "ebs"`;
+      });
+    if (aws.hourlyPriceUsd[type] === undefined)
+      warnings.push(`no price for ${type}: the cost estimate is incomplete; add aws.hourlyPriceUsd.${type}`);
+    return { problems, warnings };
+  }
+
+  /** The run's aws section, checked against this provider. */
+  private settingsOf(req: HostRequest): AwsSpec {
+    const aws = req.aws;
+    if (!aws?.subnetId || !aws.temporalAddress || !aws.instanceProfileName)
+      throw ApplicationFailure.nonRetryable(
+        `host ${req.hostId}: the request lacks aws.subnetId, aws.temporalAddress or aws.instanceProfileName (preflight checks them)`,
+        FAILURE_TYPES.invalidSpec,
+      );
+    if (aws.region !== this.opts.region)
+      throw ApplicationFailure.nonRetryable(
+        `aws.region: ${aws.region}, but this control worker manages ${this.opts.region}`,
+        FAILURE_TYPES.invalidSpec,
+      );
+    return aws;
+  }
+
+  private async launch(req: HostRequest, aws: AwsSpec): Promise<Instance> {
+    const [imageId, agent] = await Promise.all([this.imageId(aws), this.opts.agentPackage.publish()]);
+    const image = await callAws(`describe image ${imageId}`, 'set aws.imageId to an AMI of this region', () =>
+      this.ec2.send(new DescribeImagesCommand({ ImageIds: [imageId] })),
+    );
+    const rootDevice = image.Images?.[0]?.RootDeviceName;
+    if (!rootDevice)
+      throw ApplicationFailure.nonRetryable(`aws.imageId: image ${imageId} not found in ${this.opts.region}`, FAILURE_TYPES.invalidSpec);
+    this.template ??= readUserDataTemplate();
+    const userData = renderUserData(this.template, {
+      HOST_ID: req.hostId,
+      STORAGE_KIND: req.storageClass.kind === 'ebs' ? 'ebs' : 'instance-store',
+      POSTGRES_VERSION: req.postgresVersion ? String(req.postgresVersion) : '',
+      NODE_VERSION: this.opts.nodeVersion ?? process.versions.node,
+      AGENT_S3_URI: `s3://${agent.bucket}/${agent.key}`,
+      AGENT_SHA256: agent.sha256,
+      AWS_REGION: this.opts.region,
+      AWS_ENDPOINT_URL: this.opts.endpoint ?? '',
+      TEMPORAL_ADDRESS: aws.temporalAddress!,
+      TEMPORAL_NAMESPACE: aws.temporalNamespace,
+      TEMPORAL_API_KEY_PARAMETER: aws.temporalApiKeyParameter ?? '',
+      TEMPORAL_TLS_CERT_PARAMETER: aws.temporalTlsCertParameter ?? '',
+      TEMPORAL_TLS_KEY_PARAMETER: aws.temporalTlsKeyParameter ?? '',
+      DATABASE_PASSWORD_PARAMETER: aws.databasePasswordParameter ?? '',
+      HOST_BASE_JSON: JSON.stringify(hostBase(req)),
+    });
+    const tags = this.tagsOf(req);
+    const out = await callAws(
+      `start instance for ${req.hostId}`,
+      'check host.instanceType, aws.subnetId, aws.securityGroupIds, aws.instanceProfileName and the account\'s vCPU quota',
+      () =>
+        this.ec2.send(
+          new RunInstancesCommand({
+            ClientToken: clientToken(req.runId, req.hostId),
+            ImageId: imageId,
+            InstanceType: req.instanceType as _InstanceType,
+            MinCount: 1,
+            MaxCount: 1,
+            SubnetId: aws.subnetId,
+            ...(aws.securityGroupIds.length ? { SecurityGroupIds: aws.securityGroupIds } : {}),
+            IamInstanceProfile: { Name: aws.instanceProfileName },
+            UserData: Buffer.from(userData).toString('base64'),
+            // A shutdown on the host ends the bill instead of leaving a stopped instance behind.
+            InstanceInitiatedShutdownBehavior: 'terminate',
+            MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled' },
+            BlockDeviceMappings: [
+              { DeviceName: rootDevice, Ebs: { VolumeSize: aws.rootVolumeGiB, VolumeType: 'gp3', DeleteOnTermination: true } },
+            ],
+            TagSpecifications: [{ ResourceType: 'instance', Tags: tags }],
+          }),
+        ),
+    );
+    const instance = out.Instances?.[0];
+    if (!instance?.InstanceId) throw new Error(`RunInstances for ${req.hostId} returned no instance`);
+    return instance;
+  }
+
+  /** Creates (or finds) the host's gp3 volume in the instance's zone, attaches it and waits until it is in use. */
+  private async ensureDataVolume(req: HostRequest, instance: Instance): Promise<string> {
+    const limits = classLimits(req.storageClass)!;
+    const instanceId = instance.InstanceId!;
+    let volume = (await this.volumesOf(req.hostId, req.runId)).find((v) => v.State !== 'deleting');
+    volume ??= await callAws(
+      `create the gp3 volume of ${req.hostId}`,
+      `check storageClasses.${req.className} (iops, throughputMiBps, sizeGiB) against gp3's limits`,
+      () =>
+        this.ec2.send(
+          new CreateVolumeCommand({
+            ClientToken: clientToken(req.runId, req.hostId, 'data-volume'),
+            AvailabilityZone: instance.Placement?.AvailabilityZone,
+            VolumeType: 'gp3',
+            Size: dataVolumeGiB(req.volumeBytes, req.storageClass),
+            Iops: limits.iops,
+            Throughput: limits.throughputMiBps,
+            TagSpecifications: [{ ResourceType: 'volume', Tags: this.tagsOf(req) }],
+          }),
+        ),
+    );
+    const volumeId = volume.VolumeId!;
+    const attachedHere = volume.Attachments?.some((a) => a.InstanceId === instanceId);
+    if (!attachedHere) {
+      await this.waitForVolume(volumeId, 'available');
+      await callAws(`attach ${volumeId} to ${instanceId}`, 'the volume and the instance must share a zone', () =>
+        this.ec2.send(new AttachVolumeCommand({ VolumeId: volumeId, InstanceId: instanceId, Device: DATA_DEVICE })),
+      );
+    }
+    // Whoever terminates the instance (teardown, the sweeper, a person) takes the volume with it.
+    await callAws(`mark ${volumeId} delete-on-termination`, 'the control worker needs ec2:ModifyInstanceAttribute', () =>
+      this.ec2.send(
+        new ModifyInstanceAttributeCommand({
+          InstanceId: instanceId,
+          BlockDeviceMappings: [{ DeviceName: DATA_DEVICE, Ebs: { DeleteOnTermination: true } }],
+        }),
+      ),
+    );
+    await this.waitForVolume(volumeId, 'in-use');
+    return volumeId;
+  }
+
+  private tagsOf(req: HostRequest): Tag[] {
+    return [
+      { Key: 'Name', Value: `storage-lab ${req.hostId}` },
+      { Key: RESOURCE_TAGS.runId, Value: req.runId },
+      { Key: RESOURCE_TAGS.hostId, Value: req.hostId },
+      { Key: RESOURCE_TAGS.experiment, Value: req.experiment },
+      { Key: RESOURCE_TAGS.expiresAt, Value: req.expiresAt },
+      { Key: RESOURCE_TAGS.owner, Value: this.opts.owner },
+    ];
+  }
+
+  /** The AMI: the spec's id, or the one a (public) SSM parameter names. */
+  private async imageId(aws: AwsSpec): Promise<string> {
+    if (aws.imageId) return aws.imageId;
+    const out = await callAws(`read SSM parameter ${aws.imageSsmParameter}`, 'set aws.imageSsmParameter to an existing parameter or aws.imageId to an AMI', () =>
+      this.opts.clients.ssm.send(new GetParameterCommand({ Name: aws.imageSsmParameter })),
+    );
+    const value = out.Parameter?.Value;
+    if (!value) throw ApplicationFailure.nonRetryable(`aws.imageSsmParameter: ${aws.imageSsmParameter} has no value`, FAILURE_TYPES.invalidSpec);
+    return value;
+  }
+
+  /** The host's live instance of this run: the first launched, if two attempts ever both launched one. */
+  private async findInstance(hostId: string, runId: string): Promise<Instance | undefined> {
+    return firstLaunched(await this.liveInstances(hostId, runId));
+  }
+
+  private liveInstances(hostId: string, runId: string): Promise<Instance[]> {
+    return this.describeInstances([
+      { Name: `tag:${RESOURCE_TAGS.hostId}`, Values: [hostId] },
+      { Name: `tag:${RESOURCE_TAGS.runId}`, Values: [runId] },
+      stateFilter(LIVE_INSTANCE_STATES),
+    ]);
+  }
+
+  /**
+   * After a launch: when two attempts both launched (EC2 honours the ClientToken, an emulator may not; or a retry
+   * overlapped the attempt it replaced), every attempt keeps the first launched and terminates the others.
+   */
+  private async converge(req: HostRequest, launched: Instance): Promise<Instance> {
+    const live = await this.liveInstances(req.hostId, req.runId);
+    if (!live.some((i) => i.InstanceId === launched.InstanceId)) live.push(launched); // Describe lags a launch.
+    const keep = firstLaunched(live)!;
+    const extra = live.filter((i) => i.InstanceId !== keep.InstanceId).map((i) => i.InstanceId!);
+    if (extra.length) await this.ec2.send(new TerminateInstancesCommand({ InstanceIds: extra }));
+    return keep;
+  }
+
+  /** Instances tagged with the host id, in the given states (null: any). */
+  private instancesOf(hostId: string, states: string[] | null): Promise<Instance[]> {
+    return this.describeInstances([
+      { Name: `tag:${RESOURCE_TAGS.hostId}`, Values: [hostId] },
+      ...(states ? [stateFilter(states)] : []),
+    ]);
+  }
+
+  /** Volumes tagged with the host id (and run), whatever their state; deleted ones are not listed. */
+  private volumesOf(hostId: string, runId?: string): Promise<Volume[]> {
+    return this.describeVolumes([
+      { Name: `tag:${RESOURCE_TAGS.hostId}`, Values: [hostId] },
+      ...(runId ? [{ Name: `tag:${RESOURCE_TAGS.runId}`, Values: [runId] }] : []),
+    ]);
+  }
+
+  private async describeInstances(filters: Filter[]): Promise<Instance[]> {
+    const out: Instance[] = [];
+    for await (const page of paginateDescribeInstances({ client: this.ec2 }, { Filters: filters }))
+      for (const r of page.Reservations ?? []) out.push(...(r.Instances ?? []));
+    return out;
+  }
+
+  private async describeVolumes(filters: Filter[]): Promise<Volume[]> {
+    const out: Volume[] = [];
+    for await (const page of paginateDescribeVolumes({ client: this.ec2 }, { Filters: filters }))
+      out.push(...(page.Volumes ?? []).filter((v) => v.State !== 'deleted'));
+    return out;
+  }
+
+  private async deleteVolume(volumeId: string): Promise<void> {
+    try {
+      await this.ec2.send(new DeleteVolumeCommand({ VolumeId: volumeId }));
+    } catch (err) {
+      // Gone already, or still detaching: the next poll sees which.
+      if (!['InvalidVolume.NotFound', 'IncorrectState', 'VolumeInUse'].includes(awsErrorCode(err))) throw err;
+    }
+  }
+
+  private waitForInstance(instanceId: string, state: 'running' | 'terminated'): Promise<Instance> {
+    return this.poll(`instance ${instanceId} ${state}`, this.opts.waits?.instanceMinutes ?? 10, async () => {
+      const [instance] = await this.describeInstances([{ Name: 'instance-id', Values: [instanceId] }]);
+      const now = instance?.State?.Name;
+      if (state === 'running' && (now === 'terminated' || now === 'shutting-down' || now === 'stopped'))
+        throw ApplicationFailure.nonRetryable(
+          `instance ${instanceId} went ${now} while starting${instance?.StateReason?.Message ? `: ${instance.StateReason.Message}` : ''}`,
+          FAILURE_TYPES.hostGone,
+        );
+      return now === state ? instance : null;
+    });
+  }
+
+  private waitForVolume(volumeId: string, state: 'available' | 'in-use'): Promise<Volume> {
+    return this.poll(`volume ${volumeId} ${state}`, this.opts.waits?.volumeMinutes ?? 10, async () => {
+      const [volume] = await this.describeVolumes([{ Name: 'volume-id', Values: [volumeId] }]);
+      if (!volume || volume.State === 'error')
+        throw ApplicationFailure.nonRetryable(`volume ${volumeId} is ${volume?.State ?? 'gone'}`, FAILURE_TYPES.hostGone);
+      return volume.State === state ? volume : null;
+    });
+  }
+
+  /** Calls `check` until it returns a value; a plain (retryable) error when the bound passes. */
+  private async poll<T>(what: string, minutes: number, check: () => Promise<T | null>): Promise<T> {
+    const deadline = Date.now() + minutes * 60_000;
+    const pollMs = this.opts.waits?.pollMs ?? 5_000;
+    for (;;) {
+      const value = await check();
+      if (value !== null) return value;
+      if (Date.now() > deadline) throw new Error(`timed out after ${minutes} min waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  }
+
+  private async consoleOutput(instanceId: string): Promise<string> {
+    const read = async (latest: boolean) => {
+      const out = await this.ec2.send(new GetConsoleOutputCommand({ InstanceId: instanceId, ...(latest ? { Latest: true } : {}) }));
+      return out.Output ? Buffer.from(out.Output, 'base64').toString('utf8') : '';
+    };
+    try {
+      return await read(true);
+    } catch (err) {
+      // The latest output is a Nitro feature; older types give the buffered one.
+      if (awsErrorCode(err) === 'UnsupportedOperation') return read(false);
+      throw err;
+    }
+  }
+}
+
+/** The earliest launched instance; ties go to the smaller id, so concurrent attempts agree. */
+function firstLaunched(instances: Instance[]): Instance | undefined {
+  const at = (i: Instance) => i.LaunchTime?.getTime() ?? 0;
+  return [...instances].sort((a, b) => at(a) - at(b) || (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''))[0];
+}
+
+function stateFilter(states: string[]): Filter {
+  return { Name: 'instance-state-name', Values: states };
+}
+
+/** The host.json of an EC2 host as far as it is known before launch (host-config.ts adds the rest at boot). */
+export function hostBase(req: HostRequest): HostConfig {
+  const limits = classLimits(req.storageClass);
+  return {
+    hostId: req.hostId,
+    runId: req.runId,
+    provider: 'aws',
+    className: req.className,
+    kind: req.storageClass.kind,
+    taskQueue: hostTaskQueue(req.hostId),
+    emulated: true,
+    limits: { iops: limits?.iops ?? null, throughputMiBps: limits?.throughputMiBps ?? null, memoryLimitMiB: null },
+    postgres: { host: '', port: POSTGRES_PORT },
+    hostDir: HOST_DIR,
+    dataDir: `${STORAGE_ROOT}/pgdata`,
+    socketDir: `${HOST_DIR}/run`,
+    device: null,
+    osUser: 'postgres',
+    passwordFile: `${HOST_DIR}/secrets/db-password`,
+    pgBinDir: '',
+    cgroup: null,
+  };
+}

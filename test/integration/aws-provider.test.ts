@@ -1,0 +1,276 @@
+/**
+ * The EC2 provider and the S3 results store against moto's server (a real AWS API endpoint on 127.0.0.1):
+ * provisioning a two-class experiment, teardown, a retry after a timeout, throttling, console output, S3 with SSE.
+ */
+import {
+  DescribeInstanceAttributeCommand,
+  DescribeInstancesCommand,
+  DescribeVolumesCommand,
+  type EC2Client,
+  type Instance,
+} from '@aws-sdk/client-ec2';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import { dataVolumeGiB } from '../../common/aws';
+import { RESOURCE_TAGS } from '../../common/names';
+import { volumeBytes } from '../../common/spec';
+import { S3ResultsStore } from '../../activities/control/s3-results-store';
+import { clientToken } from '../../infra/providers/aws/ec2-provider';
+import { awsSpec, hostRequests, NVME_ONLY, startAwsTestbed, TEST_BUCKET, TEST_PROFILE, type AwsTestbed } from '../helpers/aws-lab';
+import { uniqueId } from '../helpers/temporal';
+
+async function instancesOfRun(ec2: EC2Client, runId: string): Promise<Instance[]> {
+  const out = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${RESOURCE_TAGS.runId}`, Values: [runId] }] }));
+  return (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+}
+
+const live = (instances: Instance[]) => instances.filter((i) => i.State?.Name !== 'terminated');
+const tagsOf = (i: { Tags?: { Key?: string; Value?: string }[] }) => Object.fromEntries((i.Tags ?? []).map((t) => [t.Key, t.Value]));
+
+/** An EC2 error response as the API sends it, so the SDK's own deserializer and retry strategy handle it. */
+function throttleResponse() {
+  const xml =
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>test</RequestID></Response>';
+  return { statusCode: 503, headers: { 'content-type': 'text/xml;charset=UTF-8' }, body: Readable.from([Buffer.from(xml)]) };
+}
+
+describe('Ec2Provider and S3 on moto', () => {
+  let bed: AwsTestbed;
+  const runs: string[] = [];
+  const newRun = () => {
+    const id = uniqueId('aws-run');
+    runs.push(id);
+    return id;
+  };
+
+  beforeAll(async () => {
+    bed = await startAwsTestbed();
+  });
+  afterAll(async () => {
+    if (!bed) return;
+    try {
+      // Whatever a test did, nothing of its runs may be left in moto.
+      const { provider } = bed.setup();
+      for (const runId of runs) for (const h of (await provider.list()).filter((x) => x.runId === runId)) await provider.teardown(h.hostId);
+      for (const runId of runs) expect(await bed.moto.leftovers(runId)).toEqual([]);
+    } finally {
+      await bed.moto.stop();
+    }
+  });
+
+  it('provisions the hosts of a two-class experiment, tagged, with the gp3 volume attached, and tears them down', async () => {
+    const { provider } = bed.setup();
+    const spec = awsSpec(bed.network);
+    const runId = newRun();
+    const requests = hostRequests(spec, runId);
+    expect(requests.map((r) => r.className).sort()).toEqual(['gp3', 'nvme']);
+
+    const records = await Promise.all(requests.map((r) => provider.provision(r)));
+    const instances = live(await instancesOfRun(bed.moto.clients.ec2, runId));
+    expect(instances).toHaveLength(2);
+    for (const req of requests) {
+      const record = records.find((r) => r.hostId === req.hostId)!;
+      const instance = instances.find((i) => i.InstanceId === record.instanceId)!;
+      expect(instance.State?.Name).toBe('running');
+      expect(instance.InstanceType).toBe('m6id.4xlarge');
+      expect(instance.SubnetId).toBe(bed.network.subnetId);
+      expect(instance.IamInstanceProfile?.Arn).toContain(TEST_PROFILE);
+      expect(instance.ClientToken).toBe(clientToken(runId, req.hostId));
+      expect(tagsOf(instance)).toMatchObject({
+        [RESOURCE_TAGS.runId]: runId,
+        [RESOURCE_TAGS.hostId]: req.hostId,
+        [RESOURCE_TAGS.experiment]: 'aws-test',
+        [RESOURCE_TAGS.expiresAt]: req.expiresAt,
+      });
+      expect(record).toMatchObject({ provider: 'aws', kind: req.storageClass.kind, postgres: { host: instance.PrivateIpAddress, port: 5432 } });
+      // The user-data names the host, the agent package and the Temporal endpoint; it holds no secret.
+      const attr = await bed.moto.clients.ec2.send(new DescribeInstanceAttributeCommand({ InstanceId: instance.InstanceId, Attribute: 'userData' }));
+      const userData = Buffer.from(attr.UserData?.Value ?? '', 'base64').toString();
+      expect(userData).toContain(`HOST_ID='${req.hostId}'`);
+      expect(userData).toMatch(new RegExp(`AGENT_S3_URI='s3://${TEST_BUCKET}/storage-lab/agent/storage-lab-agent-[0-9a-f]+\\.tgz'`));
+      expect(userData).toContain(`STORAGE_KIND='${req.storageClass.kind}'`);
+    }
+
+    const volumes = (await bed.moto.clients.ec2.send(new DescribeVolumesCommand({ Filters: [{ Name: `tag:${RESOURCE_TAGS.runId}`, Values: [runId] }] })))
+      .Volumes!;
+    expect(volumes).toHaveLength(1);
+    const gp3 = requests.find((r) => r.className === 'gp3')!;
+    const gp3Instance = instances.find((i) => tagsOf(i)[RESOURCE_TAGS.hostId] === gp3.hostId)!;
+    expect(volumes[0]).toMatchObject({
+      VolumeType: 'gp3',
+      Iops: 4000,
+      Throughput: 250,
+      Size: dataVolumeGiB(volumeBytes(spec), spec.storageClasses.gp3),
+      State: 'in-use',
+      AvailabilityZone: gp3Instance.Placement?.AvailabilityZone,
+    });
+    // 4,000 IOPS need at least 8 GiB on gp3 (500 IOPS per GiB), more than the tiny data set asks for.
+    expect(volumes[0].Size).toBe(8);
+    expect(volumes[0].Attachments?.[0]).toMatchObject({ InstanceId: gp3Instance.InstanceId, Device: '/dev/sdf', State: 'attached' });
+    expect(tagsOf(volumes[0])[RESOURCE_TAGS.hostId]).toBe(gp3.hostId);
+
+    // A second provision of the same hosts (a retried activity) finds them: nothing new.
+    const again = await Promise.all(requests.map((r) => provider.provision(r)));
+    expect(again.map((r) => r.instanceId).sort()).toEqual(records.map((r) => r.instanceId).sort());
+    expect(live(await instancesOfRun(bed.moto.clients.ec2, runId))).toHaveLength(2);
+
+    const listed = (await provider.list()).filter((h) => h.runId === runId);
+    expect(listed.map((h) => h.hostId).sort()).toEqual(requests.map((r) => r.hostId).sort());
+    expect(listed.find((h) => h.hostId === gp3.hostId)?.resources).toEqual(expect.arrayContaining([gp3Instance.InstanceId, volumes[0].VolumeId]));
+
+    for (const r of requests) await provider.teardown(r.hostId);
+    expect(await bed.moto.leftovers(runId)).toEqual([]);
+    // Idempotent: a second teardown finds nothing and succeeds.
+    for (const r of requests) await provider.teardown(r.hostId);
+  });
+
+  it('creates no duplicate when a retry follows a timed-out RunInstances that did launch', async () => {
+    const clients = bed.moto.newClients();
+    const tokens: string[] = [];
+    let timeouts = 0;
+    // Outside the SDK's retries: the call reaches moto and launches, then the caller sees a timeout (an activity
+    // attempt that timed out); the test then retries the activity the way Temporal would.
+    clients.ec2.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'RunInstancesCommand') return next(args);
+        tokens.push((args.input as { ClientToken: string }).ClientToken);
+        const out = await next(args);
+        if (timeouts++ === 0) throw Object.assign(new Error('socket timed out after the request was sent'), { name: 'TimeoutError' });
+        return out;
+      },
+      { step: 'initialize', name: 'timeoutAfterLaunch' },
+    );
+    const { provider } = bed.setup({ clients });
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    await expect(provider.provision(req)).rejects.toThrow(/timed out/);
+    const record = await provider.provision(req);
+    const instances = live(await instancesOfRun(bed.moto.clients.ec2, runId));
+    expect(instances.map((i) => i.InstanceId)).toEqual([record.instanceId]);
+    expect(instances[0].ClientToken).toBe(clientToken(runId, req.hostId));
+    // The retry found the host by its tags; had it called again, it would have sent the same token.
+    expect(tokens).toEqual([clientToken(runId, req.hostId)]);
+    await provider.teardown(req.hostId);
+    expect(await bed.moto.leftovers(runId)).toEqual([]);
+  });
+
+  it('keeps one instance when the SDK itself resends RunInstances after a timeout (same ClientToken)', async () => {
+    const clients = bed.moto.newClients();
+    const tokens: string[] = [];
+    let timeouts = 0;
+    // Inside the SDK's retry loop: the first attempt launches, its response is lost, the SDK resends.
+    clients.ec2.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'RunInstancesCommand') return next(args);
+        const out = await next(args);
+        if (timeouts++ === 0) throw Object.assign(new Error('response lost'), { name: 'TimeoutError', $metadata: {} });
+        return out;
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'loseFirstResponse' },
+    );
+    clients.ec2.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'RunInstancesCommand') tokens.push((args.input as { ClientToken: string }).ClientToken);
+        return next(args);
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'recordTokens' },
+    );
+    const { provider } = bed.setup({ clients });
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    const record = await provider.provision(req);
+    expect(tokens).toEqual([clientToken(runId, req.hostId), clientToken(runId, req.hostId)]);
+    // Real EC2 returns the first instance for the repeated token; moto launches a second, which the provider ends.
+    const instances = await instancesOfRun(bed.moto.clients.ec2, runId);
+    expect(instances).toHaveLength(2);
+    expect(live(instances).map((i) => i.InstanceId)).toEqual([record.instanceId]);
+    await provider.teardown(req.hostId);
+    expect(await bed.moto.leftovers(runId)).toEqual([]);
+  });
+
+  it('rides out API throttling (RequestLimitExceeded) with the SDK retries, and gives up retryably past them', async () => {
+    const throttled = (maxAttempts: number, throttles: number) => {
+      const clients = bed.moto.newClients({ maxAttempts });
+      const seen = { throttles: 0 };
+      clients.ec2.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'DescribeInstancesCommand' && seen.throttles < throttles) {
+            seen.throttles++;
+            return { response: throttleResponse(), output: {} } as never;
+          }
+          return next(args);
+        },
+        { step: 'deserialize', priority: 'low', name: 'throttle' },
+      );
+      return { clients, seen };
+    };
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+
+    const ok = throttled(3, 2);
+    const record = await bed.setup({ clients: ok.clients }).provider.provision(req);
+    expect(ok.seen.throttles).toBe(2);
+    expect(record.instanceId).toMatch(/^i-/);
+
+    // One attempt only: the throttle reaches the caller, as a retryable error (not a rejection of the request).
+    const short = throttled(1, 1);
+    const err = await bed.setup({ clients: short.clients }).provider.teardown(req.hostId).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'RequestLimitExceeded' });
+    await bed.setup().provider.teardown(req.hostId);
+    expect(await bed.moto.leftovers(runId)).toEqual([]);
+  });
+
+  it('diagnoses a host with its state and console output, and kills it with a forced stop', async () => {
+    const { provider } = bed.setup();
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    const record = await provider.provision(req);
+    const text = await provider.diagnose(req.hostId);
+    expect(text).toContain(`instance ${record.instanceId} (m6id.4xlarge, ${bed.network.zone}) is running`);
+    // moto's canned console text: a Linux boot log.
+    expect(text).toMatch(/console output:\n[\s\S]*Linux version/);
+    await provider.kill(req.hostId);
+    const [stopped] = await instancesOfRun(bed.moto.clients.ec2, runId);
+    expect(['stopping', 'stopped']).toContain(stopped.State?.Name);
+    // A killed host is not reused.
+    await expect(provider.provision(req)).rejects.toThrow(/is (stopping|stopped)/);
+    await provider.teardown(req.hostId);
+    expect(await bed.moto.leftovers(runId)).toEqual([]);
+    expect(await provider.diagnose('no-such-host')).toContain('no EC2 instance tagged');
+  });
+
+  it('preflight names what the account lacks', async () => {
+    const { provider } = bed.setup();
+    expect(await provider.preflight(awsSpec(bed.network))).toEqual({ problems: [], warnings: [] });
+    const mismatch = await provider.preflight(awsSpec(bed.network, { aws: { resultsBucket: 'elsewhere', temporalNamespace: 'other' } }));
+    expect(mismatch.problems.join('\n')).toMatch(/aws\.temporalNamespace: [\s\S]*aws\.resultsBucket: .*s3:\/\/storage-lab-test/);
+    const wrongSubnet = await provider.preflight(awsSpec(bed.network, { aws: { subnetId: 'subnet-0000000000000000f' } }));
+    expect(wrongSubnet.problems.join('\n')).toMatch(/aws\.subnetId: .*subnet-0000000000000000f/);
+    const noNvme = await provider.preflight(awsSpec(bed.network, { host: { instanceType: 'm6i.4xlarge' } }));
+    expect(noNvme.problems.join('\n')).toMatch(/storageClasses\.nvme\.kind: instance type m6i\.4xlarge has no instance store/);
+    expect(noNvme.warnings.join('\n')).toContain('aws.hourlyPriceUsd.m6i.4xlarge');
+  });
+
+  it('stores results in S3 under the run prefix with server-side encryption', async () => {
+    const s3 = bed.moto.clients.s3;
+    const store = new S3ResultsStore(s3, { bucket: TEST_BUCKET, prefix: 'storage-lab/results' });
+    const runId = 'exp-s3/round trip';
+    await store.put(runId, 'result.json', '{"ok":true}');
+    await store.put(runId, 'clusters/h-1.json', '{"h":1}');
+    await store.put(runId, 'clusters/h-2.json', '{"h":2}');
+    await store.put(runId, 'report.md', '# report');
+    expect(store.location(runId)).toBe(`s3://${TEST_BUCKET}/storage-lab/results/exp-s3_round_trip`);
+    expect(await store.get(runId, 'result.json')).toBe('{"ok":true}');
+    expect(await store.get(runId, 'missing.json')).toBeNull();
+    expect(await store.list(runId, 'clusters')).toEqual(['clusters/h-1.json', 'clusters/h-2.json']);
+    expect(await store.runs()).toContain('exp-s3_round_trip');
+    const head = await s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: 'storage-lab/results/exp-s3_round_trip/result.json' }));
+    expect(head.ServerSideEncryption).toBe('AES256');
+    expect(head.ContentType).toBe('application/json');
+
+    const kms = new S3ResultsStore(s3, { bucket: TEST_BUCKET, prefix: 'kms', kmsKeyId: 'alias/storage-lab' });
+    await kms.put(runId, 'result.json', '{}');
+    const kmsHead = await s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: 'kms/exp-s3_round_trip/result.json' }));
+    expect(kmsHead).toMatchObject({ ServerSideEncryption: 'aws:kms', SSEKMSKeyId: 'alias/storage-lab' });
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * The control worker's AWS side, from its environment (validated at start): STORAGE_LAB_AWS=1 turns it on.
+ *   AWS_REGION                 region of the hosts (default us-east-1); credentials from the SDK's default chain
+ *   STORAGE_LAB_AWS_BUCKET     S3 bucket for results and the host agent package (required)
+ *   STORAGE_LAB_RESULTS_PREFIX key prefix of results (default storage-lab/results)
+ *   STORAGE_LAB_S3_KMS_KEY_ID  SSE-KMS key for what the lab writes to S3 (default: SSE-S3, AES256)
+ *   STORAGE_LAB_AWS_ENDPOINT   API endpoint override, for emulators (moto); unset on AWS
+ */
+import { Ec2Provider } from '../infra/providers/aws/ec2-provider';
+import { S3AgentPackage } from '../infra/providers/aws/agent-package';
+import { awsClients, type AwsClients } from '../infra/providers/aws/aws-clients';
+import { S3ResultsStore } from '../activities/control/s3-results-store';
+import type { TemporalEnv } from './env';
+
+export interface AwsEnv {
+  region: string;
+  endpoint?: string;
+  bucket: string;
+  resultsPrefix: string;
+  kmsKeyId?: string;
+}
+
+/** Key prefix of the host agent packages in the bucket (the host instance profile may read only this). */
+export const AGENT_PREFIX = 'storage-lab/agent';
+
+/** The AWS settings, or null when STORAGE_LAB_AWS is not set. */
+export function awsEnv(env: NodeJS.ProcessEnv = process.env): AwsEnv | null {
+  const on = env.STORAGE_LAB_AWS;
+  if (!on || on === '0') return null;
+  if (on !== '1') throw new Error(`STORAGE_LAB_AWS must be 1 (AWS provider on) or unset (got "${on}")`);
+  const bucket = env.STORAGE_LAB_AWS_BUCKET;
+  if (!bucket)
+    throw new Error('STORAGE_LAB_AWS=1 needs STORAGE_LAB_AWS_BUCKET: the S3 bucket for results and the host agent package (see infra/aws/README.md)');
+  const endpoint = env.STORAGE_LAB_AWS_ENDPOINT || undefined;
+  if (endpoint && !/^https?:\/\/[^/]+/.test(endpoint))
+    throw new Error(`STORAGE_LAB_AWS_ENDPOINT must be a URL such as http://127.0.0.1:5000 (got "${endpoint}")`);
+  return {
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    endpoint,
+    bucket,
+    resultsPrefix: (env.STORAGE_LAB_RESULTS_PREFIX || 'storage-lab/results').replace(/^\/+|\/+$/g, ''),
+    kmsKeyId: env.STORAGE_LAB_S3_KMS_KEY_ID || undefined,
+  };
+}
+
+/** The EC2 provider and the S3 results store of a control worker. */
+export function awsControlSetup(
+  e: AwsEnv,
+  temporal: TemporalEnv,
+  clients: AwsClients = awsClients({ region: e.region, endpoint: e.endpoint }),
+  waits?: ConstructorParameters<typeof Ec2Provider>[0]['waits'],
+): { provider: Ec2Provider; results: S3ResultsStore } {
+  const provider = new Ec2Provider({
+    clients,
+    region: e.region,
+    endpoint: e.endpoint,
+    owner: `${temporal.address}/${temporal.namespace}`,
+    temporalNamespace: temporal.namespace,
+    bucket: e.bucket,
+    resultsPrefix: e.resultsPrefix,
+    agentPackage: new S3AgentPackage(clients.s3, { bucket: e.bucket, prefix: AGENT_PREFIX, kmsKeyId: e.kmsKeyId }),
+    waits,
+  });
+  const results = new S3ResultsStore(clients.s3, { bucket: e.bucket, prefix: e.resultsPrefix, kmsKeyId: e.kmsKeyId });
+  return { provider, results };
+}
