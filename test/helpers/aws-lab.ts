@@ -7,7 +7,10 @@
 import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/spec';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
 import type { HostProvider, HostRecord, HostRequest, ManagedHost } from '../../infra/providers/host-provider';
-import type { LocalProvider } from '../../infra/providers/local/local-provider';
+import { LocalProvider } from '../../infra/providers/local/local-provider';
+import { PROJECT_ROOT, type LabPaths } from '../../infra/lab-paths';
+import path from 'node:path';
+import { serverAddress } from './temporal';
 import { planClusters } from '../../workflows/experiment-workflow';
 import { awsControlSetup, type AwsEnv } from '../../worker/aws-setup';
 import type { AwsClients } from '../../infra/providers/aws/aws-clients';
@@ -101,6 +104,15 @@ export function hostRequests(spec: ExperimentSpec, runId: string, expiresAt = ne
 /** Resolves an AWS input into a spec. */
 export function awsSpec(network: MotoNetwork, overrides: Record<string, unknown> = {}): ExperimentSpec {
   return resolveSpec(awsInput(network, overrides));
+}
+
+/** A local provider on a lab's hosts folder, as the control worker makes it, for hosts a test makes itself. */
+export function localProviderFor(paths: LabPaths): LocalProvider {
+  return new LocalProvider({
+    hostsDir: paths.hostsDir,
+    agentEnv: { TEMPORAL_ADDRESS: serverAddress(), TEMPORAL_NAMESPACE: 'default' },
+    supervisorScript: path.join(PROJECT_ROOT, 'dist', 'worker', 'host-supervisor.js'),
+  });
 }
 
 /**

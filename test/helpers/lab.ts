@@ -10,7 +10,7 @@ import path from 'node:path';
 import { WORKFLOW_TYPES } from '../../common/names';
 import { labPaths, type LabPaths } from '../../infra/lab-paths';
 import { detectCgroups, hostCgroupPaths } from '../../infra/providers/local/cgroups';
-import { createControlWorker } from '../../worker/control-worker';
+import { createControlWorker, type ControlWorkerOptions } from '../../worker/control-worker';
 import { connect, serverAddress, uniqueId, workflowBundle } from './temporal';
 
 export interface TestLab {
@@ -29,7 +29,12 @@ export interface TestLab {
   close(): Promise<void>;
 }
 
-export async function startTestLab(name: string): Promise<TestLab> {
+/** A lab's control worker options beyond the defaults: an AWS side made from the lab's paths (moto tests). */
+export interface TestLabOptions {
+  aws?: (paths: LabPaths) => ControlWorkerOptions['aws'];
+}
+
+export async function startTestLab(name: string, opts: TestLabOptions = {}): Promise<TestLab> {
   const base = process.env.STORAGE_LAB_TEST_DIR;
   if (!base) throw new Error('run through jest: global setup makes the suite folder');
   const home = mkdtempSync(path.join(base, `${name}-`));
@@ -42,7 +47,7 @@ export async function startTestLab(name: string): Promise<TestLab> {
   let worker: Worker;
   let running: Promise<void>;
   const startWorker = async () => {
-    worker = await createControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle() });
+    worker = await createControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle(), aws: opts.aws?.(paths) });
     running = worker.run();
   };
   await startWorker();

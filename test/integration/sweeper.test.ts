@@ -1,0 +1,117 @@
+/**
+ * The sweeper on the real control worker: EC2 hosts on moto and local hosts (real agent processes), made by runs
+ * that are running, terminated or unknown, some expired, one made by another lab. A dry run lists what would go;
+ * the real sweep removes exactly that and never a host whose run is running and not expired.
+ */
+import type { Client } from '@temporalio/client';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { hostIdFor } from '../../common/ids';
+import { WORKFLOW_TYPES } from '../../common/names';
+import type { HostProvider, HostRequest } from '../../infra/providers/host-provider';
+import type { LocalProvider } from '../../infra/providers/local/local-provider';
+import type { SweepReport } from '../../workflows/sweeper-workflow';
+import { awsSpec, hostRequests, localProviderFor, NVME_ONLY, startAwsTestbed, type AwsTestbed } from '../helpers/aws-lab';
+import { startTestLab, type TestLab } from '../helpers/lab';
+import { uniqueId } from '../helpers/temporal';
+
+describe('sweeperWorkflow', () => {
+  let bed: AwsTestbed;
+  let lab: TestLab;
+  let client: Client;
+  let local: LocalProvider;
+  const runs: string[] = [];
+
+  beforeAll(async () => {
+    bed = await startAwsTestbed();
+    lab = await startTestLab('sweep', { aws: () => bed.setup() });
+    client = lab.client;
+    local = localProviderFor(lab.paths);
+  });
+  afterAll(async () => {
+    try {
+      await lab?.close();
+      if (bed) for (const runId of runs) expect(await bed.moto.leftovers(runId)).toEqual([]);
+    } finally {
+      await bed?.moto.stop();
+    }
+  });
+
+  /** A run whose workflow stays running: nothing polls its task queue. */
+  async function startIdleRun(): Promise<string> {
+    const runId = uniqueId('sweep-run');
+    runs.push(runId);
+    await client.workflow.start('storageLabIdleTestWorkflow', { taskQueue: uniqueId('nobody-polls'), workflowId: runId });
+    return runId;
+  }
+
+  /** One host of a run (an NVMe-only spec, so no volume), expiring at `expiresAt`. */
+  function request(runId: string, expiresAt: string, className = 'nvme'): HostRequest {
+    const spec = awsSpec(bed.network, className === 'nvme' ? NVME_ONLY : {});
+    return hostRequests(spec, runId, expiresAt).find((r) => r.className === className)!;
+  }
+
+  const sweep = (dryRun: boolean) =>
+    client.workflow.execute(WORKFLOW_TYPES.sweeper, {
+      taskQueue: lab.taskQueue,
+      workflowId: uniqueId('sweep'),
+      args: [{ dryRun }],
+    }) as Promise<SweepReport>;
+
+  it('removes hosts of terminated, unknown and expired runs, and keeps live and foreign ones', async () => {
+    const future = new Date(Date.now() + 3600_000).toISOString();
+    const past = new Date(Date.now() - 60_000).toISOString();
+    const live = await startIdleRun();
+    const terminated = await startIdleRun();
+    await client.workflow.getHandle(terminated).terminate('test: a run killed without compensation');
+    const unknown = uniqueId('never-started');
+    const foreignRun = uniqueId('other-lab-run');
+    runs.push(unknown, foreignRun);
+
+    const ec2 = bed.setup().provider;
+    const foreignLab = bed.setup({ owner: { address: 'elsewhere:7233', namespace: 'other' } }).provider;
+    const made: Record<string, { provider: HostProvider; req: HostRequest }> = {
+      terminatedGp3: { provider: ec2, req: request(terminated, future, 'gp3') },
+      unknown: { provider: ec2, req: request(unknown, future) },
+      live: { provider: ec2, req: request(live, future) },
+      liveExpired: { provider: ec2, req: { ...request(live, past), hostId: `${request(live, past).hostId}-x` } },
+      foreign: { provider: foreignLab, req: request(foreignRun, future) },
+      localTerminated: { provider: local, req: { ...request(terminated, future), hostId: hostIdFor(terminated, 'local', 0) } },
+      localLive: { provider: local, req: { ...request(live, future), hostId: hostIdFor(live, 'local', 0) } },
+    };
+    for (const m of Object.values(made)) await m.provider.provision(m.req);
+    const id = (k: string) => made[k].req.hostId;
+    const expectRemoved = ['terminatedGp3', 'unknown', 'liveExpired', 'localTerminated'].map(id).sort();
+
+    const dry = await sweep(true);
+    expect(dry.dryRun).toBe(true);
+    expect(dry.removed.map((h) => h.hostId).sort()).toEqual(expectRemoved);
+    expect(dry.kept.map((h) => h.hostId)).toEqual(expect.arrayContaining(['live', 'foreign', 'localLive'].map(id)));
+    const reason = (r: SweepReport, k: string) => r.removed.find((h) => h.hostId === id(k))?.reason;
+    expect(reason(dry, 'terminatedGp3')).toContain('has closed');
+    expect(reason(dry, 'unknown')).toContain('unknown to this Temporal namespace');
+    expect(reason(dry, 'liveExpired')).toContain('expired at');
+    // A dry run removes nothing.
+    expect(await bed.moto.leftovers(terminated)).toHaveLength(2); // The gp3 host's instance and volume.
+    expect(existsSync(path.join(lab.paths.hostsDir, id('localTerminated')))).toBe(true);
+
+    const real = await sweep(false);
+    expect(real.failed).toEqual([]);
+    expect(real.removed.map((h) => h.hostId).sort()).toEqual(expectRemoved);
+    expect(await bed.moto.leftovers(terminated)).toEqual([]);
+    expect(await bed.moto.leftovers(unknown)).toEqual([]);
+    expect(lab.leftovers([id('localTerminated')]).filter((l) => l.includes(id('localTerminated')))).toEqual([]);
+    // What stays, stays: the live run's unexpired hosts and the other lab's host.
+    expect((await bed.moto.leftovers(live)).length).toBe(1);
+    expect(await bed.moto.leftovers(foreignRun)).toHaveLength(1);
+    expect(existsSync(path.join(lab.paths.hostsDir, id('localLive')))).toBe(true);
+
+    // Once the live run ends, its hosts go too; the other lab's host stays until it expires.
+    await client.workflow.getHandle(live).terminate('test done');
+    const after = await sweep(false);
+    expect(after.removed.map((h) => h.hostId).sort()).toEqual(['live', 'localLive'].map(id).sort());
+    expect(after.kept.map((h) => h.hostId)).toEqual([id('foreign')]);
+    await foreignLab.teardown(id('foreign'));
+    expect(lab.leftovers([id('localLive'), id('localTerminated')])).toEqual([]);
+  });
+});
