@@ -12,6 +12,8 @@ export const CLUSTER_PHASES: { name: string; weight: number }[] = [
   { name: 'backlog', weight: 8 },
   { name: 'teardown', weight: 5 },
   { name: 'done', weight: 0 },
+  // A cluster that failed is finished too: it counts as complete in the run's percentage.
+  { name: 'failed', weight: 0 },
 ];
 
 const TOTAL_WEIGHT = CLUSTER_PHASES.reduce((s, p) => s + p.weight, 0);

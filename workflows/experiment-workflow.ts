@@ -95,9 +95,12 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
           // A child outlives a terminated parent only long enough to tear its host down; the sweeper covers the rest.
           parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
         });
+        // The child's own last progress signal may not arrive before it closes: its end is known here for sure.
+        board.enter(cluster.hostId, 'done');
       } catch (err) {
         if (isCancellation(err)) throw err;
         // One cluster's failure is recorded (its result is saved); the others still run.
+        board.enter(cluster.hostId, 'failed');
         board.fail(`${cluster.hostId}: ${failureMessage(err)}`);
       }
     });

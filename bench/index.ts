@@ -1,0 +1,19 @@
+/**
+ * `npm run bench`: every benchmark, one after the other (never in parallel: each compares two things side by side
+ * on this machine, and a neighbour would skew one side). Extra arguments go to each benchmark.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+const BENCHMARKS = ['loader-vs-pgbench', 'sampler-overhead'];
+
+let failed = 0;
+for (const name of BENCHMARKS) {
+  const script = path.join(__dirname, `${name}.js`);
+  if (!existsSync(script)) continue;
+  console.log(`\n=== ${name}`);
+  const r = spawnSync(process.execPath, [script, ...process.argv.slice(2)], { stdio: 'inherit' });
+  if (r.status !== 0) failed++;
+}
+process.exit(failed ? 1 : 0);
