@@ -102,6 +102,8 @@ export interface Diagnostics {
   /** pg_stat_io deltas by backend type; null before PostgreSQL 16 (see notes). */
   io: Record<string, IoDeltas> | null;
   cpu: CpuUsage | null;
+  /** CPU seconds the sampler's own backend used: its cost next to cpu.seconds (null where not visible). */
+  samplerCpuSeconds: number | null;
   /** The host's data device over the window; null when the host's device is not known. */
   device: (DeviceRates & { name: string }) | null;
   series: DiagnosticsSecond[];

@@ -25,7 +25,8 @@ function localPreset(name: string, sizes: Record<string, unknown>): Record<strin
     compare: localCompare,
     clustersPerClass: 1,
     maxParallelClusters: 1,
-    sampler: { enabled: true, intervalMs: 100 },
+    // 20 samples a second: at 100 ms one late sample would drop the rate below the 10 a second asked for.
+    sampler: { enabled: true, intervalMs: 50 },
     durability: { enabled: false, archiveTimeoutSeconds: 60, backupStore: { kind: 'folder' } },
     expiresAfterHours: 6,
     ...sizes,
@@ -82,7 +83,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     data: { scale: 33_000, chunkRows: 5_000_000, loadWriters: 16, verifyRows: false },
     workload: { clients: 64, threads: 16, durationSeconds: 300, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
     phases: { vacuum: { enabled: true, bloatMB: 10_240 }, backlog: { enabled: true, backlogMB: 10_240 } },
-    sampler: { enabled: true, intervalMs: 100 },
+    sampler: { enabled: true, intervalMs: 50 },
     durability: { enabled: false, archiveTimeoutSeconds: 60, backupStore: { kind: 'folder' } },
     aws: { region: 'us-east-1' },
     expiresAfterHours: 24,

@@ -12,6 +12,8 @@ export const BREAKDOWN_TOLERANCE = 0.1;
 export const BLOAT_TOLERANCE = 0.1;
 /** The sampler must take at least this many samples a second. */
 export const MIN_SAMPLES_PER_SECOND = 10;
+/** The sampler's own CPU may be at most this share of the host's (the overhead target of the bench). */
+export const SAMPLER_COST = 0.03;
 /** A throttled device counts as "at its cap" above this share of it. */
 export const AT_CAP = 0.8;
 /** A wait share above this names what bound the cluster. */
@@ -154,6 +156,14 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
       ok: d.samplesPerSecond >= MIN_SAMPLES_PER_SECOND,
       detail: `${d.samples} wait-event samples in ${d.seconds.toFixed(1)} s = ${d.samplesPerSecond.toFixed(1)}/s (at least ${MIN_SAMPLES_PER_SECOND}/s)`,
     });
+    if (d.samplerCpuSeconds !== null && d.cpu && d.cpu.seconds > 0)
+      checks.push({
+        name: 'sampler cost',
+        scope,
+        ok: d.samplerCpuSeconds <= SAMPLER_COST * d.cpu.seconds,
+        severity: 'warning',
+        detail: `the sampler's backend used ${d.samplerCpuSeconds.toFixed(2)} CPU s of the host's ${d.cpu.seconds.toFixed(1)} (${((100 * d.samplerCpuSeconds) / d.cpu.seconds).toFixed(1)} %, target <= ${SAMPLER_COST * 100} %)`,
+      });
     const sum = c.breakdownMs ? breakdownTotal(c.breakdownMs) : null;
     checks.push({
       name: 'latency breakdown sums to the mean latency',

@@ -13,7 +13,7 @@ import type { HostConfig } from '../../infra/providers/host-provider';
 import { cpuSeconds } from '../../infra/providers/local/cgroups';
 import { connectLocal } from '../lib/pg';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatSnapshot } from '../parsers/pg-stats';
-import { diskRates, parseDiskstats, parseProcStat, type DiskCounters } from '../parsers/proc';
+import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat, type DiskCounters } from '../parsers/proc';
 
 /** What the sampler needs to know of its host. */
 export type SamplerHost = Pick<HostConfig, 'socketDir' | 'postgres' | 'device' | 'cgroup'>;
@@ -91,7 +91,17 @@ export async function startSampler(host: SamplerHost, opts: SamplerOptions): Pro
 }
 
 async function begin(client: Client, host: SamplerHost, opts: SamplerOptions): Promise<RunningSampler> {
-  const versionNum = Number((await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0].v);
+  const info = (await client.query<{ v: string; pid: number }>("SELECT current_setting('server_version_num') AS v, pg_backend_pid() AS pid")).rows[0];
+  const versionNum = Number(info.v);
+  // The sampler's own cost: CPU of its backend (null where /proc of the server is not visible, e.g. a remote host).
+  const backendCpu = (): number | null => {
+    try {
+      return parsePidStatCpuSeconds(readFileSync(`/proc/${info.pid}/stat`, 'utf8'));
+    } catch {
+      return null;
+    }
+  };
+  const backendCpuAtStart = backendCpu();
   const snapshot = async (): Promise<StatSnapshot> => (await client.query<StatSnapshot>(snapshotSql(versionNum))).rows[0];
   const counters = new HostCounters(host);
   const notes: string[] = [];
@@ -112,7 +122,8 @@ async function begin(client: Client, host: SamplerHost, opts: SamplerOptions): P
   let inFlight: Promise<void> = Promise.resolve();
   let sampleError: string | null = null;
 
-  // Samples on a fixed grid (start + k × interval); a slow query skips ticks instead of drifting.
+  // Samples on a fixed grid (start + k × interval), so the rate does not drift; a sample that comes late (a slow
+  // query on a saturated host) is caught up at once, and only a backlog of more than one tick is dropped.
   let nextTick = started;
   let timer: NodeJS.Timeout | undefined;
   const sample = async () => {
@@ -134,11 +145,11 @@ async function begin(client: Client, host: SamplerHost, opts: SamplerOptions): P
   const schedule = () => {
     if (stopped) return;
     const now = performance.now();
-    do nextTick += opts.intervalMs;
-    while (nextTick <= now);
+    nextTick += opts.intervalMs;
+    if (now - nextTick > opts.intervalMs) nextTick = now;
     timer = setTimeout(() => {
       inFlight = sample().then(schedule);
-    }, nextTick - now);
+    }, Math.max(0, nextTick - now));
   };
   inFlight = sample().then(schedule);
 
@@ -185,6 +196,7 @@ async function begin(client: Client, host: SamplerHost, opts: SamplerOptions): P
         }
         const lastStats = await snapshot();
         const host = window.end();
+        const backendCpuAtEnd = backendCpu();
         if (sampleError) notes.push(`some wait-event samples failed: ${sampleError}`);
         const active = Object.values(waitEvents).reduce((s, n) => s + n, 0);
         return {
@@ -202,6 +214,7 @@ async function begin(client: Client, host: SamplerHost, opts: SamplerOptions): P
           checkpoints: checkpointDeltas(firstStats, lastStats),
           io: ioDeltas(firstStats.io, lastStats.io),
           cpu: host.cpu,
+          samplerCpuSeconds: backendCpuAtStart !== null && backendCpuAtEnd !== null ? backendCpuAtEnd - backendCpuAtStart : null,
           device: host.device,
           series,
           notes,

@@ -46,6 +46,16 @@ export function diskRates(before: DiskCounters, after: DiskCounters, seconds: nu
   };
 }
 
+/** CPU seconds (user + system) of one process from /proc/<pid>/stat; the name in parentheses may hold spaces. */
+export function parsePidStatCpuSeconds(text: string, ticksPerSecond = 100): number {
+  const rest = text.slice(text.lastIndexOf(')') + 2).trim().split(/\s+/);
+  // After "pid (comm) ": state is field 3, utime and stime are fields 14 and 15 (proc(5)).
+  const utime = Number(rest[11]);
+  const stime = Number(rest[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new Error('/proc/<pid>/stat has no utime/stime fields');
+  return (utime + stime) / ticksPerSecond;
+}
+
 /** CPU time of the whole machine from the first line of /proc/stat, in seconds. */
 export interface MachineCpu {
   /** user + nice + system + irq + softirq + steal (guest time is already inside user). */

@@ -61,6 +61,8 @@ describe('measured phases on a real Postgres (integration)', () => {
     expect(d.io).toBeNull(); // PostgreSQL 15 has no pg_stat_io ...
     expect(d.notes.join(' ')).toMatch(/pg_stat_io needs PostgreSQL 16/); // ... and says so.
     expect(d.cpu!.seconds).toBeGreaterThan(0);
+    expect(d.samplerCpuSeconds).toBeGreaterThanOrEqual(0);
+    expect(d.samplerCpuSeconds!).toBeLessThan(d.cpu!.seconds);
     expect(d.series.length).toBeGreaterThanOrEqual(2);
     const b = latencyBreakdown(run.latencyMs.mean, d.waitEvents)!;
     expect(Object.values(b).reduce((s, v) => s + v, 0)).toBeCloseTo(run.latencyMs.mean, 6);

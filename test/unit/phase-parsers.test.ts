@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatSnapshot } from '../../activities/parsers/pg-stats';
-import { diskRates, parseDiskstats, parseProcStat } from '../../activities/parsers/proc';
+import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat } from '../../activities/parsers/proc';
 import { parseVacuumVerbose } from '../../activities/parsers/vacuum';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
 
@@ -76,6 +76,13 @@ describe('/proc parsers', () => {
     expect(a.idleSeconds).toBeCloseTo(6061.63, 6);
     expect(b.busySeconds).toBeGreaterThanOrEqual(a.busySeconds);
     expect(() => parseProcStat('intr 1 2 3')).toThrow(/no aggregate "cpu" line/);
+  });
+
+  it('reads a process\'s CPU seconds from /proc/<pid>/stat, whatever its name holds', () => {
+    const text = read('linux-6.18', 'pid-stat.txt');
+    expect(parsePidStatCpuSeconds(text)).toBeCloseTo((11 + 18) / 100, 9);
+    expect(parsePidStatCpuSeconds(text.replace('(postgres)', '(postgres: lab bench [local] UPDATE)'))).toBeCloseTo(0.29, 9);
+    expect(() => parsePidStatCpuSeconds('1 (x) S')).toThrow(/utime/);
   });
 });
 

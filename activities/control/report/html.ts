@@ -116,15 +116,17 @@ export function renderCharts(result: ExperimentResult): string[] {
 
   figure(
     lineChart({
-      title: 'Device read IOPS per second during the TPS run',
+      title: 'Device IOPS per second during the TPS run',
       xLabel: 'second',
-      yLabel: 'read IOPS',
-      series: clusters.map((c) => ({
-        name: c.hostId,
-        points: (c.diagnostics?.series ?? []).flatMap((s) => (s.readIops === null ? [] : [{ x: s.second, y: s.readIops }])),
-      })),
+      yLabel: 'IOPS',
+      series: clusters.flatMap((c) =>
+        (['readIops', 'writeIops'] as const).map((key) => ({
+          name: `${c.hostId} ${key === 'readIops' ? 'reads' : 'writes'}`,
+          points: (c.diagnostics?.series ?? []).flatMap((s) => (s[key] === null ? [] : [{ x: s.second, y: s[key]! }])),
+        })),
+      ),
     }),
-    '/proc/diskstats of each host\'s data device; an emulated gp3 volume should sit at its IOPS cap.',
+    '/proc/diskstats of each host\'s data device; an emulated gp3 volume whose reads reach the device should sit at its IOPS cap.',
   );
   return figures;
 }

@@ -43,10 +43,11 @@ export function niceTicks(min: number, max: number, count = 5): number[] {
   if (max <= min) max = min + (min === 0 ? 1 : Math.abs(min));
   const raw = (max - min) / Math.max(1, count);
   const magnitude = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw)!;
+  // A hair of tolerance, so a sum of shares that lands on 100.00000000001 does not jump to the next step.
+  const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw * (1 - 1e-9))!;
   const ticks: number[] = [];
   for (let v = Math.floor(min / step) * step; v <= max + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
-  if (ticks[ticks.length - 1] < max) ticks.push(Number((ticks[ticks.length - 1] + step).toPrecision(12)));
+  if (ticks[ticks.length - 1] < max - step * 1e-9) ticks.push(Number((ticks[ticks.length - 1] + step).toPrecision(12)));
   return ticks;
 }
 
@@ -111,7 +112,9 @@ export function lineChart(frame: Frame & { xLabel: string; series: LineSeries[] 
   const out = open(frame, width, height);
   if (points.length === 0) return [...out, noData(width, height), '</svg>'].join('\n');
   const xs = points.map((p) => p.x);
-  const xTicks = niceTicks(Math.min(...xs), Math.max(...xs), 8);
+  // Whole-number x values (seconds) get whole-number ticks.
+  const whole = xs.every(Number.isInteger);
+  const xTicks = niceTicks(Math.min(...xs), Math.max(...xs), 8).filter((t) => !whole || Number.isInteger(t));
   const yTicks = niceTicks(0, Math.max(...points.map((p) => p.y)), 5);
   const axis = yAxis(yTicks, MARGIN.top, plotBottom, width, frame);
   const x0 = xTicks[0];

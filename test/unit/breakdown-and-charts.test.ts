@@ -1,0 +1,187 @@
+/** The latency breakdown, the diagnosis checks and the SVG charts: pure functions on made-up but plausible figures. */
+import { boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../activities/control/diagnosis';
+import { markdownToHtml, renderHtml } from '../../activities/control/report/html';
+import { barChart, escapeXml, lineChart, niceTicks } from '../../activities/control/report/svg-charts';
+import { aggregate } from '../../activities/control/aggregate';
+import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/breakdown';
+import type { Diagnostics } from '../../common/diagnostics';
+import type { ClassResult, ClusterResult } from '../../common/result';
+import { resolveSpec } from '../../common/spec';
+
+function diagnostics(waitEvents: Record<string, number>, over: Partial<Diagnostics> = {}): Diagnostics {
+  const samples = 100;
+  return {
+    serverVersionNum: 150018,
+    startedAt: 't',
+    seconds: 10,
+    intervalMs: 100,
+    samples,
+    samplesPerSecond: 10,
+    waitEvents,
+    waitClassShares: waitClassShares(waitEvents),
+    avgActiveSessions: Object.values(waitEvents).reduce((s, n) => s + n, 0) / samples,
+    database: { xactCommit: 1, xactRollback: 0, blksRead: 0, blksHit: 0, blkReadTimeMs: 0, blkWriteTimeMs: 0, tupUpdated: 0, tempBytes: 0, deadlocks: 0, msPerBlockRead: null, hitRatio: null },
+    wal: null,
+    checkpoints: null,
+    io: null,
+    cpu: { source: 'cgroup', seconds: 19.6, coresBusy: 1.96, cores: 2 },
+    samplerCpuSeconds: 0.1,
+    device: null,
+    series: [],
+    notes: [],
+    ...over,
+  };
+}
+
+function cluster(className: string, tps: number, meanMs: number, d?: Diagnostics): ClusterResult {
+  return {
+    hostId: `h-${className}`,
+    className,
+    index: 0,
+    status: 'ok',
+    emulated: true,
+    startedAt: 'a',
+    finishedAt: 'b',
+    tpsRun: {
+      tps,
+      transactions: tps * 10,
+      failedTransactions: 0,
+      durationSeconds: 10,
+      clients: 64,
+      threads: 2,
+      latencyMs: { mean: meanMs, p50: meanMs * 0.9, p95: meanMs * 2, p99: meanMs * 3 },
+      tpsSeries: [tps, tps * 1.1, tps * 0.9],
+      pgbenchVersion: '15.18',
+    },
+    diagnostics: d,
+    breakdownMs: d ? latencyBreakdown(meanMs, d.waitEvents) ?? undefined : undefined,
+    failedAttempts: [],
+    phases: {},
+  };
+}
+
+describe('latency breakdown', () => {
+  it('puts wait events into the reference parts', () => {
+    expect(breakdownKeyOf('CPU')).toBe('cpu');
+    expect(breakdownKeyOf('IO:DataFileRead')).toBe('pageReads');
+    expect(breakdownKeyOf('IO:WALSync')).toBe('walFsync');
+    expect(breakdownKeyOf('IO:WALWrite')).toBe('walFsync');
+    expect(breakdownKeyOf('LWLock:WALWrite')).toBe('walFsync');
+    expect(breakdownKeyOf('LWLock:BufferMapping')).toBe('lockAndScheduler');
+    expect(breakdownKeyOf('Lock:transactionid')).toBe('lockAndScheduler');
+    expect(breakdownKeyOf('IO:DataFileExtend')).toBe('other');
+    expect(breakdownKeyOf('Client:ClientRead')).toBe('other');
+  });
+
+  it('apportions the mean latency by wait shares and sums to it', () => {
+    // The reference's gp3 shape: about half page reads, a third WAL.
+    const b = latencyBreakdown(36.9, { 'IO:DataFileRead': 51, 'IO:WALSync': 20, 'LWLock:WALWrite': 10, 'Lock:tuple': 13, CPU: 6 })!;
+    expect(b.pageReads).toBeCloseTo(36.9 * 0.51, 9);
+    expect(b.walFsync).toBeCloseTo(36.9 * 0.3, 9);
+    expect(b.lockAndScheduler).toBeCloseTo(36.9 * 0.13, 9);
+    expect(b.cpu).toBeCloseTo(36.9 * 0.06, 9);
+    expect(b.other).toBe(0);
+    expect(Object.values(b).reduce((s, v) => s + v, 0)).toBeCloseTo(36.9, 9);
+    expect(latencyBreakdown(4, {})).toBeNull();
+    expect(waitClassShares({ 'IO:DataFileRead': 3, 'IO:WALSync': 1, CPU: 4 })).toEqual({ IO: 0.5, CPU: 0.5 });
+  });
+});
+
+describe('diagnosis', () => {
+  const limits = { iops: 3000, throughputMiBps: 125 };
+  const second = (readIops: number) => ({ second: 1, activeSessions: 60, dataFileRead: 30, cpuCores: 0.5, readIops, writeIops: 500, readMBps: readIops / 128, writeMBps: 10 });
+
+  it('names the resource that bound a cluster', () => {
+    const cpuBound = cluster('local-disk', 2500, 25.6, diagnostics({ CPU: 5000, 'IO:DataFileRead': 800, 'IO:WALSync': 200 }));
+    expect(boundBy(cpuBound)?.resource).toBe('CPU-bound at 2 cores');
+    const ioBound = cluster('gp3', 1770, 36.1, diagnostics({ 'IO:DataFileRead': 3200, CPU: 1000, 'IO:WALSync': 1800 }, { cpu: { source: 'cgroup', seconds: 8, coresBusy: 0.8, cores: 2 } }));
+    expect(boundBy(ioBound, limits)?.resource).toBe('IO-bound (page reads)');
+    expect(boundBy(cluster('x', 1, 1))).toBeNull();
+  });
+
+  it('sees the throttle engaged from per-second device figures near the cap', () => {
+    const d = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => second(2900)) });
+    const t = throttleUse(cluster('gp3', 1, 1, d), limits)!;
+    expect(t.ratio).toBeCloseTo(2900 / 3000, 6);
+    expect(t.detail).toMatch(/read IOPS 2900 of the 3000 cap/);
+    const cold = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => second(300)) });
+    const cls = { emulated: true, limits: { ...limits, memoryLimitMiB: 384 } } as ClassResult;
+    const checks = diagnosticChecks(cluster('gp3', 100, 640, cold), cls, false);
+    const throttle = checks.find((c) => c.name === 'throttle engaged')!;
+    expect(throttle.ok).toBe(false);
+    expect(throttle.severity).toBe('warning'); // The data fits in memory: a caveat, not an error.
+    expect(diagnosticChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'throttle engaged')!.severity).toBe('error');
+  });
+
+  it('checks the breakdown sum, the sampler rate and the server-side time per transaction', () => {
+    const cls = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
+    // 64 clients at 2500 TPS: 25.6 ms mean; 60 active backends / 2500 TPS = 24 ms in the server.
+    const d = diagnostics({ CPU: 5000, 'IO:DataFileRead': 1000 }, { avgActiveSessions: 60, samplesPerSecond: 9 });
+    const checks = diagnosticChecks(cluster('local-disk', 2500, 25.6, d), cls, true);
+    const by = (name: string) => checks.find((c) => c.name === name)!;
+    expect(by('latency breakdown sums to the mean latency').ok).toBe(true);
+    expect(by('sampler rate').ok).toBe(false);
+    expect(by('sampled server time covers the latency').ok).toBe(true);
+    const slowClient = diagnostics({ CPU: 10 }, { avgActiveSessions: 30 });
+    expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, slowClient), cls, true).find((c) => c.name === 'sampled server time covers the latency')!.ok).toBe(false);
+    const idle = diagnosticChecks(cluster('local-disk', 2500, 25.6, diagnostics({})), cls, true);
+    expect(idle.find((c) => c.name === 'latency breakdown sums to the mean latency')!.ok).toBe(false);
+  });
+
+  it('takes medians per class and ratios of VACUUM and drain seconds', () => {
+    const spec = resolveSpec({ preset: 'ci' });
+    const vacuum = (s: number) => ({ vacuumSeconds: s, deadBytes: 8 << 20, requestedBytes: 8 << 20, deadBytesDeviation: 0, verbose: { avgReadMBps: 1, avgWriteMBps: 2, tuples: { removed: 10 }, pages: { scanned: 1 } } });
+    const backlog = (s: number) => ({ drainSeconds: s, backlogBytes: 16 << 20, requestedBytes: 16 << 20, drainMBps: 16 / s, retainedBytes: 16 << 20, reachedBeforeDrain: true });
+    const a = cluster('local-disk', 2500, 25.6, diagnostics({ CPU: 9, 'IO:DataFileRead': 1 }));
+    const b = cluster('gp3', 1700, 37.6, diagnostics({ CPU: 5, 'IO:DataFileRead': 5 }));
+    a.phases = { vacuum: vacuum(2) as never, backlog: backlog(1) as never };
+    b.phases = { vacuum: vacuum(5) as never, backlog: backlog(1.7) as never };
+    const result = aggregate({ runId: 'r', spec, clusters: [a, b], startedAt: 's', finishedAt: 'f', environment: { cpus: 2, memoryMiB: 1, kernel: 'k', provider: 'local' }, cancelled: false });
+    expect(result.ratios.vacuum).toBe(2.5);
+    expect(result.ratios.backlog).toBe(1.7);
+    expect(result.classes.gp3.phases.vacuum?.vacuumSeconds).toBe(5);
+    expect(result.classes.gp3.breakdownMs!.pageReads).toBeCloseTo(37.6 / 2, 6);
+    expect(result.classes.gp3.latencyMs!.p99).toBeCloseTo(37.6 * 3, 6);
+    expect(result.status).toBe('completed');
+    expect(classDiagnostics([a], { iops: null, throughputMiBps: null }).waitEventShares).toEqual({ CPU: 0.9, 'IO:DataFileRead': 0.1 });
+    // A class without its VACUUM figure did not measure everything the spec asked for.
+    b.phases = {};
+    expect(aggregate({ runId: 'r', spec, clusters: [a, b], startedAt: 's', finishedAt: 'f', environment: { cpus: 2, memoryMiB: 1, kernel: 'k', provider: 'local' }, cancelled: false }).status).toBe('failed');
+
+    const html = renderHtml(result);
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    expect(html.match(/<svg /g)?.length).toBe(6);
+    expect(html).toContain('VACUUM over 8 MB of bloat');
+    expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/); // Self-contained: nothing to run or fetch.
+  });
+});
+
+describe('SVG charts', () => {
+  it('chooses round ticks', () => {
+    expect(niceTicks(0, 17)).toEqual([0, 5, 10, 15, 20]);
+    expect(niceTicks(0, 1734)).toEqual([0, 500, 1000, 1500, 2000]);
+    expect(niceTicks(0, 0.37)).toEqual([0, 0.1, 0.2, 0.3, 0.4]);
+    expect(niceTicks(0, 0)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+  });
+
+  it('draws a line per series and bars per value, with escaped labels', () => {
+    const line = lineChart({ title: 'TPS <per second>', xLabel: 's', series: [{ name: 'a&b', points: [{ x: 1, y: 10 }, { x: 2, y: 20 }] }, { name: 'c', points: [{ x: 1, y: 5 }] }] });
+    expect(line.match(/<path /g)?.length).toBe(2);
+    expect(line).toContain('TPS &lt;per second&gt;');
+    expect(line).toContain('a&amp;b');
+    const grouped = barChart({ title: 'lat', categories: ['p50', 'p99'], series: [{ name: 'x', values: [1, 2] }, { name: 'y', values: [3, null] }] });
+    expect(grouped.match(/<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="[\d.]+" fill="#/g)?.length).toBe(3 + 2); // 3 bars + 2 legend keys
+    const stacked = barChart({ title: 'b', categories: ['run'], series: [{ name: 'x', values: [19] }, { name: 'y', values: [11] }], stacked: true });
+    expect(stacked).toContain('>30<'); // The stack's total above it.
+    expect(barChart({ title: 'none', categories: ['a'], series: [{ name: 'x', values: [null] }] })).toContain('no data measured');
+    expect(escapeXml('"<&>"')).toBe('&quot;&lt;&amp;&gt;&quot;');
+  });
+
+  it('turns the report Markdown into HTML tables and lists', () => {
+    const html = markdownToHtml('# T\n\n| a | b |\n|---|---|\n| 1 | `x` |\n\n- PASS ok\n- **FAIL** bad');
+    expect(html).toContain('<h1>T</h1>');
+    expect(html).toContain('<th>a</th><th>b</th>');
+    expect(html).toContain('<td>1</td><td><code>x</code></td>');
+    expect(html).toContain('<li class="FAIL"><strong>FAIL</strong> bad</li>');
+  });
+});
