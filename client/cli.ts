@@ -52,6 +52,66 @@ program
     await (await import('./commands/sweep')).sweepCommand(opts);
   });
 
+const schedule = program.command('schedule').description('Temporal Schedules that start nightly regressions, experiments and drills');
+schedule
+  .command('create <name>')
+  .description('create a schedule (cron in UTC; overlap policy SKIP)')
+  .requiredOption('--cron <expr>', "cron expression, e.g. '0 2 * * *' (02:00 UTC every day)")
+  .option('--workflow <name>', 'what it starts: nightly, experiment, restore-drill, failover-drill, sweep', 'nightly')
+  .option('-p, --preset <name>', 'preset of the run (nightly: default nightly)')
+  .option('-s, --spec <file>', 'JSON input file (fields override the preset)')
+  .option('--set <path=value>', 'override one field, e.g. --set regression.minEffect=0.2 (repeatable)', collect, [])
+  .option('--note <text>', 'a note shown with the schedule')
+  .option('--paused', 'create it paused')
+  .action(async (name: string, opts) => (await import('./commands/schedule')).scheduleCreateCommand(name, opts));
+schedule
+  .command('list')
+  .description('schedules with their next and last runs')
+  .action(async () => (await import('./commands/schedule')).scheduleListCommand());
+schedule
+  .command('pause <name>')
+  .option('--note <text>', 'why')
+  .description('stop starting runs until unpaused')
+  .action(async (name: string, opts) => (await import('./commands/schedule')).schedulePauseCommand(name, opts));
+schedule
+  .command('unpause <name>')
+  .option('--note <text>', 'why')
+  .description('start runs on the calendar again')
+  .action(async (name: string, opts) => (await import('./commands/schedule')).scheduleUnpauseCommand(name, opts));
+schedule
+  .command('trigger <name>')
+  .description('start a run now (skipped while the previous one still runs)')
+  .action(async (name: string) => {
+    await (await import('./commands/schedule')).scheduleTriggerCommand(name);
+  });
+schedule
+  .command('delete <name>')
+  .description('delete a schedule (its runs are not touched)')
+  .action(async (name: string) => (await import('./commands/schedule')).scheduleDeleteCommand(name));
+
+const history = program
+  .command('history')
+  .description('runs of a preset by environment: median TPS per class and the regression verdict')
+  .option('-p, --preset <name>', 'only this preset')
+  .option('--env <key>', 'only this environment key')
+  .option('--limit <n>', 'latest runs per preset', '20')
+  .option('--json', 'the index entries as JSON')
+  .action(async (opts) => {
+    await (await import('./commands/history')).historyCommand(opts);
+  });
+history
+  .command('pin <runs...>')
+  .description("pin runs as the baseline of their preset and environment (instead of the latest runs)")
+  .action(async (runs: string[]) => {
+    await (await import('./commands/history')).pinCommand(runs);
+  });
+history
+  .command('unpin <runs...>')
+  .description('remove runs from the pinned baseline')
+  .action(async (runs: string[]) => {
+    await (await import('./commands/history')).unpinCommand(runs);
+  });
+
 const dev = program.command('dev').description('the local Temporal dev server and control worker');
 dev
   .command('up')

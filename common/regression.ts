@@ -4,6 +4,9 @@
  */
 import type { SpecProblem } from './errors';
 
+/** The preset a nightly regression run uses unless its input names another. */
+export const NIGHTLY_PRESET = 'nightly';
+
 export interface VerdictOptions {
   /** Smallest relative change of median TPS that counts as a change (0.15 = 15 %). */
   minEffect: number;

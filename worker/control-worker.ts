@@ -12,7 +12,7 @@ import { labPaths, type LabPaths } from '../infra/lab-paths';
 import type { HostProvider } from '../infra/providers/host-provider';
 import { LocalProvider } from '../infra/providers/local/local-provider';
 import { awsControlSetup, awsEnv } from './aws-setup';
-import { connectionOptions, temporalEnv, type TemporalEnv } from './env';
+import { connectionOptions, controlTaskQueue, temporalEnv, type TemporalEnv } from './env';
 
 export interface ControlWorkerOptions {
   connection: NativeConnection;
@@ -53,8 +53,9 @@ export async function createControlWorker(opts: ControlWorkerOptions): Promise<W
 async function main(): Promise<void> {
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
-  const worker = await createControlWorker({ connection, temporal, paths: labPaths() });
-  console.log(`control worker polling "${CONTROL_TASK_QUEUE}" on ${temporal.address} (namespace ${temporal.namespace})`);
+  const taskQueue = controlTaskQueue();
+  const worker = await createControlWorker({ connection, temporal, paths: labPaths(), taskQueue });
+  console.log(`control worker polling "${taskQueue}" on ${temporal.address} (namespace ${temporal.namespace})`);
   const aws = awsEnv();
   console.log(aws ? `  provider aws: ${aws.region}, results in s3://${aws.bucket}/${aws.resultsPrefix}` : '  provider aws: off (STORAGE_LAB_AWS=1 turns it on)');
   try {

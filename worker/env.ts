@@ -1,6 +1,7 @@
 /** Worker environment, validated at start so a typo fails loudly before any task is taken. */
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
+import { CONTROL_TASK_QUEUE } from '../common/names';
 
 export interface TemporalEnv {
   address: string;
@@ -33,4 +34,9 @@ export function temporalEnv(env: NodeJS.ProcessEnv = process.env): TemporalEnv {
 /** Connection options for a worker or client from the validated environment. */
 export function connectionOptions(t: TemporalEnv): NativeConnectionOptions {
   return { address: t.address, tls: t.tls, apiKey: t.apiKey };
+}
+
+/** The control worker's task queue: "storage-lab", or STORAGE_LAB_CONTROL_QUEUE for a second lab on one server. */
+export function controlTaskQueue(env: NodeJS.ProcessEnv = process.env): string {
+  return env.STORAGE_LAB_CONTROL_QUEUE || CONTROL_TASK_QUEUE;
 }

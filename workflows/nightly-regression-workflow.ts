@@ -14,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { Verdict } from '../activities/control/verdict';
 import { FAILURE_TYPES, formatSpecProblems } from '../common/errors';
-import { verdictOptionProblems, type VerdictOptions } from '../common/regression';
+import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/regression';
 import type { ExperimentInput } from '../common/spec';
 import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
 import { resultCalls } from './proxies';
@@ -27,9 +27,6 @@ export interface NightlyRegressionInput extends ExperimentInput {
 export interface NightlyRegressionSummary extends ExperimentSummary {
   verdict: Verdict;
 }
-
-/** The preset a nightly run uses unless its input names another. */
-export const NIGHTLY_PRESET = 'nightly';
 
 export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = {}): Promise<NightlyRegressionSummary> {
   const given: unknown = input ?? {};

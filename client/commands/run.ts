@@ -3,12 +3,13 @@ import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { awsRunProblems } from '../../common/aws';
 import { estimateCost, formatCost } from '../../common/cost';
-import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
+import { WORKFLOW_TYPES } from '../../common/names';
 import { planRun } from '../../common/plan';
 import type { ExperimentSpec } from '../../common/spec';
 import { labPaths } from '../../infra/lab-paths';
 import { runFolderName } from '../../activities/control/results-store';
 import type { ExperimentSummary } from '../../workflows/experiment-workflow';
+import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
@@ -53,7 +54,7 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
   const lab = await connectClient();
   try {
     const handle = await lab.client.workflow.start(WORKFLOW_TYPES.experiment, {
-      taskQueue: CONTROL_TASK_QUEUE,
+      taskQueue: controlTaskQueue(),
       workflowId: runId,
       args: [input],
     });
