@@ -10,7 +10,7 @@ import { FAILURE_TYPES } from '../common/errors';
 import { postgresSettings } from '../common/postgres-settings';
 import type { ClusterResult, FailedAttempt } from '../common/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
-import { volumeBytes, type ExperimentSpec } from '../common/spec';
+import { accountRows, classLimits, volumeBytes, type ExperimentSpec } from '../common/spec';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { failureMessage, isNonRetryable, isScheduleToStartTimeout } from './failures';
 import { ProgressBoard } from './progress';
@@ -93,39 +93,45 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
   let failure: unknown;
   try {
     board.enter(hostId, 'provision');
-    const record = await providerCalls.provisionHost({
-      provider,
-      request: {
-        runId,
-        hostId,
-        experiment: spec.name,
-        className,
-        storageClass: spec.storageClasses[className],
-        memoryLimitMiB: spec.host.memoryLimitMiB,
-        instanceType: spec.host.instanceType,
-        volumeBytes: volumeBytes(spec),
-        expiresAt: new Date(Date.now() + spec.expiresAfterHours * 3600_000).toISOString(),
-        postgresVersion: spec.postgres.version,
-        aws: spec.aws,
+    const cls = spec.storageClasses[className];
+    const limits = classLimits(cls);
+    const summary = `provision ${hostId}: ${cls.kind}${limits ? ` at ${limits.iops} IOPS, ${limits.throughputMiBps} MiB/s` : ''}, ${spec.host.memoryLimitMiB} MiB`;
+    const record = await providerCalls.provisionHost.executeWithOptions({ summary }, [
+      {
+        provider,
+        request: {
+          runId,
+          hostId,
+          experiment: spec.name,
+          className,
+          storageClass: spec.storageClasses[className],
+          memoryLimitMiB: spec.host.memoryLimitMiB,
+          instanceType: spec.host.instanceType,
+          volumeBytes: volumeBytes(spec),
+          expiresAt: new Date(Date.now() + spec.expiresAfterHours * 3600_000).toISOString(),
+          postgresVersion: spec.postgres.version,
+          aws: spec.aws,
+        },
       },
-    });
+    ]);
     result.emulated = record.emulated;
     result.emulationNote = record.emulationNote;
     await waitForAgent(record);
 
     board.enter(hostId, 'configure');
-    const pg = await host.setup.configurePostgres({ hostId, settings: postgresSettings(spec) });
+    const pg = await host.setup.configurePostgres.executeWithOptions(
+      { summary: `configure PostgreSQL: shared_buffers ${spec.postgres.sharedBuffersMiB} MiB, max_wal_size ${spec.postgres.maxWalSizeMiB} MiB` },
+      [{ hostId, settings: postgresSettings(spec) }],
+    );
     result.postgresVersion = pg.postgresVersion;
 
     board.enter(hostId, 'load');
-    const load = await host.load.loadData({
-      hostId,
-      scale: spec.data.scale,
-      chunkRows: spec.data.chunkRows,
-      writers: spec.data.loadWriters,
-    });
+    const load = await host.load.loadData.executeWithOptions(
+      { summary: `load scale ${spec.data.scale}: ${accountRows(spec.data.scale).toLocaleString('en-US')} rows in chunks of ${spec.data.chunkRows.toLocaleString('en-US')}, ${spec.data.loadWriters} writers` },
+      [{ hostId, scale: spec.data.scale, chunkRows: spec.data.chunkRows, writers: spec.data.loadWriters }],
+    );
     if (spec.data.verifyRows) {
-      const counted = await host.setup.verifyAccounts({ hostId });
+      const counted = await host.setup.verifyAccounts.executeWithOptions({ summary: 'verify: count(*) and count(distinct aid)' }, [{ hostId }]);
       load.verified = { rows: counted.rows, distinctAids: counted.distinctAids };
       if (counted.rows !== load.rows || counted.distinctAids !== load.rows)
         throw ApplicationFailure.nonRetryable(
@@ -190,13 +196,13 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
   await CancellationScope.nonCancellable(async () => {
     result.finishedAt = new Date().toISOString();
     try {
-      await resultCalls.saveClusterResult({ runId, result });
+      await resultCalls.saveClusterResult.executeWithOptions({ summary: `save the results of ${hostId} (${result.status})` }, [{ runId, result }]);
     } catch (err) {
       failure ??= err;
       board.fail(`${hostId}: saving results failed: ${failureMessage(err)}`);
     }
     board.enter(hostId, 'teardown');
-    await teardownCalls.teardownHost({ provider, hostId });
+    await teardownCalls.teardownHost.executeWithOptions({ summary: `tear down ${hostId}` }, [{ provider, hostId }]);
     board.enter(hostId, 'done');
   });
   if (failure) throw failure;
