@@ -54,7 +54,8 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
     await dropSlotAndPublication(db);
     // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
     // on a table far larger than memory; a tiny table then yields the same kind of WAL.
-    await db.query('CHECKPOINT');
+    const stopBeat = every(2_000, () => report({ percent: 0, detail: { step: 'checkpoint' } }));
+    await db.query('CHECKPOINT').finally(stopBeat);
     await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR ALL TABLES`);
     await db.query('SELECT pg_create_logical_replication_slot($1, $2)', [SLOT, PLUGIN]);
     const startLsn = (await slotState(db)).confirmedFlushLsn;

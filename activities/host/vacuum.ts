@@ -57,7 +57,7 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
     // Untimed: dead tuples of the TPS run (and of an earlier attempt) go first, so the timed VACUUM sees only ours.
     report({ percent: 0, detail: { step: 'clearing earlier dead tuples' } });
     const preVacuumSeconds = await vacuum(deps, db, `VACUUM ${TABLE}`, report, 'clearing earlier dead tuples').then((r) => r.seconds);
-    const before = await tupleStats(db);
+    const before = await tupleStats(db, report);
     if (before.liveTuples === 0) throw new Error(`${TABLE} is empty: load the data before the vacuum phase`);
 
     const bloatStarted = Date.now();
@@ -122,11 +122,16 @@ async function restoreAutovacuum(db: Client): Promise<void> {
   await db.query('DELETE FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
 }
 
-async function tupleStats(db: Client): Promise<TupleStats> {
-  const r = await db.query<{ table_len: string; approx_free_space: string; approx_tuple_count: string; approx_tuple_len: string; dead_tuple_count: string; dead_tuple_len: string }>(
-    'SELECT table_len, approx_free_space, approx_tuple_count, approx_tuple_len, dead_tuple_count, dead_tuple_len FROM pgstattuple_approx($1::regclass)',
-    [TABLE],
-  );
+/** pgstattuple_approx reads every page not all-visible (the bloat itself): minutes at 10 GB, so it heartbeats. */
+async function tupleStats(db: Client, report: ReportProgress): Promise<TupleStats> {
+  const stop = every(PROGRESS_MS, () => report({ detail: { step: 'measuring dead tuples (pgstattuple_approx)' } }));
+  type Row = Record<'table_len' | 'approx_free_space' | 'approx_tuple_count' | 'approx_tuple_len' | 'dead_tuple_count' | 'dead_tuple_len', string>;
+  const r = await db
+    .query<Row>(
+      'SELECT table_len, approx_free_space, approx_tuple_count, approx_tuple_len, dead_tuple_count, dead_tuple_len FROM pgstattuple_approx($1::regclass)',
+      [TABLE],
+    )
+    .finally(stop);
   const row = r.rows[0];
   return {
     tableBytes: Number(row.table_len),
@@ -182,7 +187,7 @@ async function makeBloat(
           detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated },
         });
       }
-      after = await tupleStats(db);
+      after = await tupleStats(db, report);
       rowsMeasured = rowsUpdated;
     }
     return { rowsUpdated, after };

@@ -11,9 +11,20 @@ export interface ReportFlags {
   resultsDir?: string;
 }
 
+/** The store the control worker writes to: S3 when it runs with STORAGE_LAB_AWS=1, else the lab's results folder. */
+async function resultsStore(flags: ReportFlags): Promise<ResultsStore> {
+  // The AWS modules load only when asked for: the SDK is slow to require.
+  const aws = flags.resultsDir || !process.env.STORAGE_LAB_AWS ? null : (await import('../../worker/aws-setup')).awsEnv();
+  if (!aws) return new DirResultsStore(path.resolve(flags.resultsDir ?? labPaths().resultsDir));
+  const { awsClients } = await import('../../infra/providers/aws/aws-clients');
+  const { S3ResultsStore } = await import('../../activities/control/s3-results-store');
+  const { s3 } = awsClients({ region: aws.region, endpoint: aws.endpoint });
+  return new S3ResultsStore(s3, { bucket: aws.bucket, prefix: aws.resultsPrefix, kmsKeyId: aws.kmsKeyId });
+}
+
 /** Re-renders a run's reports through the results store; returns where they are. */
 export async function reportCommand(runId: string, flags: ReportFlags = {}, store?: ResultsStore): Promise<string[]> {
-  const results = store ?? new DirResultsStore(path.resolve(flags.resultsDir ?? labPaths().resultsDir));
+  const results = store ?? (await resultsStore(flags));
   const text = await results.get(runId, 'result.json');
   if (text === null) {
     const known = (await results.runs()).slice(-10);
