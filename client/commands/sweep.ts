@@ -1,7 +1,8 @@
 /** storage-lab sweep: runs the sweeper workflow on the control worker and prints what it removed (or would). */
-import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
+import { WORKFLOW_TYPES } from '../../common/names';
 import type { SweepDecision } from '../../common/sweep';
 import type { SweepReport } from '../../workflows/sweeper-workflow';
+import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
 
 export interface SweepFlags {
@@ -13,7 +14,7 @@ export async function sweepCommand(flags: SweepFlags): Promise<SweepReport> {
   try {
     const workflowId = `sweep-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
     const handle = await lab.client.workflow.start(WORKFLOW_TYPES.sweeper, {
-      taskQueue: CONTROL_TASK_QUEUE,
+      taskQueue: controlTaskQueue(),
       workflowId,
       args: [{ dryRun: Boolean(flags.dryRun) }],
       workflowExecutionTimeout: '2 hours',
