@@ -67,7 +67,10 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
       ? await watchWorkflow<ExperimentSummary>(handle)
       : ((await handle.result()) as ExperimentSummary);
     printSummary(summary);
-    if (flags.out) {
+    // Results of a control worker on AWS are in S3, not in this machine's results folder.
+    if (flags.out && summary.location.startsWith('s3://'))
+      console.log(`  results are in S3; copy them with: aws s3 cp --recursive ${summary.location} ${flags.out}`);
+    else if (flags.out) {
       await copyResults(runId, flags.out);
       console.log(`  copied results to ${flags.out}`);
     }
@@ -83,7 +86,7 @@ export function printSummary(summary: ExperimentSummary): void {
   for (const [k, v] of Object.entries(summary.ratios)) console.log(`  speedup (${k}) ${v ?? '–'}x`);
   if (summary.failedChecks.length) console.log(`  failed checks:\n    ${summary.failedChecks.join('\n    ')}`);
   console.log(`  results: ${summary.location}`);
-  console.log(`  report:  ${path.join(summary.location, 'report.md')}`);
+  console.log(`  report:  ${summary.location}/report.md`);
 }
 
 async function copyResults(runId: string, out: string): Promise<void> {
