@@ -1,0 +1,121 @@
+/**
+ * A person in the Temporal UI: Chromium opens the suite's dev-server UI, starts a `ci` experiment with the Start
+ * Workflow form ({"preset":"ci"} on this lab's task queue), watches the run's "current details" change on its
+ * User Metadata tab, sees the activity summaries on a cluster's page and the run completed, and leaves a
+ * screenshot in test-artifacts/.
+ */
+import { existsSync, statSync } from 'node:fs';
+import type { Page } from 'playwright-core';
+import { hostIdFor } from '../../common/ids';
+import { WORKFLOW_TYPES } from '../../common/names';
+import { clusterWorkflowId } from '../../workflows/cluster-workflow';
+import { artifactPath, launchChromium, type Browser } from '../helpers/browser';
+import { startTestLab, type TestLab } from '../helpers/lab';
+import { uniqueId } from '../helpers/temporal';
+
+const PHASES = ['provision', 'configure', 'load', 'warmup', 'tps', 'vacuum', 'backlog', 'teardown', 'done'];
+
+describe('start from the Temporal UI (browser, e2e)', () => {
+  let lab: TestLab;
+  let browser: Browser;
+  const ui = process.env.STORAGE_LAB_TEST_UI;
+
+  beforeAll(async () => {
+    if (!ui) throw new Error('STORAGE_LAB_TEST_UI is not set: run through jest (global setup starts the UI)');
+    lab = await startTestLab('ui');
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await lab?.close();
+  });
+
+  const workflowPage = (id: string) => `${ui}/namespaces/default/workflows/${encodeURIComponent(id)}`;
+
+  /** The Markdown the UI shows as the workflow's current details (the iframe it renders them in). */
+  async function currentDetails(page: Page, id: string): Promise<string> {
+    await page.goto(workflowPage(id), { waitUntil: 'domcontentloaded' });
+    await page.getByTestId('user-metadata-tab').click();
+    const frame = page.locator('iframe[title="output"]');
+    await frame.waitFor({ timeout: 15_000 });
+    const src = (await frame.getAttribute('src')) ?? '';
+    return new URL(src, ui).searchParams.get('content') ?? '';
+  }
+
+  it('starts a ci experiment from the Start Workflow form and shows its progress until it completes', async () => {
+    const { page } = browser;
+    const workflowId = uniqueId('ui-exp');
+    await page.goto(`${ui}/namespaces/default/workflows/start-workflow`, { waitUntil: 'networkidle' });
+    // Each field is left with Tab: the form copies it into the URL on blur.
+    for (const [field, value] of [
+      ['workflowId', workflowId],
+      ['taskQueue', lab.taskQueue],
+      ['workflowType', WORKFLOW_TYPES.experiment],
+    ]) {
+      await page.getByTestId(field).fill(value);
+      await page.getByTestId(field).press('Tab');
+    }
+    // The form looks the queue up: this lab's control worker polls it.
+    await page.getByText('Task Queue is Active').waitFor({ timeout: 15_000 });
+    await page.locator('.cm-content[data-language="json"]').click();
+    await page.keyboard.insertText('{"preset":"ci"}');
+    // Leave the editor first: its blur re-renders the button, which would swallow a click that caused it.
+    await page.getByRole('heading', { name: 'Start a Workflow' }).click();
+    await page.getByTestId('start-workflow-button').click();
+    await page.getByText('Workflow started successfully').waitFor({ timeout: 15_000 });
+
+    const handle = lab.client.workflow.getHandle(workflowId);
+    const started = Date.now();
+    for (;;) {
+      const d = await handle.describe().catch(() => null);
+      if (d) {
+        expect(d.type).toBe(WORKFLOW_TYPES.experiment);
+        expect(d.taskQueue).toBe(lab.taskQueue);
+        break;
+      }
+      if (Date.now() - started > 20_000) throw new Error('the Start Workflow form did not start the workflow within 20 s');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+
+    // Watch the current details while it runs, as a person pressing refresh would.
+    const seen: string[] = [];
+    let progressShot = '';
+    let closed = false;
+    const done = handle.result().finally(() => (closed = true));
+    while (!closed) {
+      const details = await currentDetails(page, workflowId).catch(() => '');
+      if (details && details !== seen.at(-1)) {
+        seen.push(details);
+        // One picture of the progress as the UI shows it, mid-run.
+        if (/\| tps \|/.test(details) && !progressShot)
+          await page.screenshot({ path: (progressShot = artifactPath(`ui-progress-${workflowId}.png`)), fullPage: true });
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    const summary = (await done) as { status: string };
+    expect(summary.status).toBe('completed');
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen[0]).toMatch(new RegExp(`^### Experiment ${workflowId}`));
+    const phasesSeen = new Set(
+      seen.flatMap((d) => [...d.matchAll(/^\| \S+ \| (\w+) \|/gm)].map((m) => m[1]).filter((p) => PHASES.includes(p))),
+    );
+    expect(phasesSeen.size).toBeGreaterThanOrEqual(2);
+    expect(seen.some((d) => /\d+(\.\d+)? % overall/.test(d))).toBe(true);
+
+    // A cluster's page lists its activities with their summaries.
+    await page.goto(workflowPage(clusterWorkflowId(workflowId, 'gp3', 0)), { waitUntil: 'domcontentloaded' });
+    await page.getByTestId('user-metadata-tab').click();
+    await page.getByText(/^provision \S+-gp3-0: emulated-ebs at 3000 IOPS, 125 MiB\/s, 384 MiB$/).waitFor({ timeout: 15_000 });
+    await page.getByText(/^load scale 2: 200,000 rows in chunks of 20,000, 2 writers$/).waitFor();
+    await page.getByText(/^tear down \S+-gp3-0$/).waitFor();
+
+    await page.goto(workflowPage(workflowId), { waitUntil: 'networkidle' });
+    await page.getByText('Completed', { exact: true }).first().waitFor({ timeout: 15_000 });
+    const screenshot = artifactPath(`ui-start-${workflowId}.png`);
+    await page.screenshot({ path: screenshot, fullPage: true });
+    expect(existsSync(screenshot) && statSync(screenshot).size > 10_000).toBe(true);
+    console.log(`UI run ${workflowId}: ${seen.length} distinct current details, phases seen ${[...phasesSeen].join(', ')}; screenshots ${screenshot} ${progressShot}`);
+
+    expect(lab.leftovers(['gp3', 'local-disk'].map((c) => hostIdFor(workflowId, c, 0)))).toEqual([]);
+  });
+});
