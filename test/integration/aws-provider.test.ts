@@ -241,7 +241,12 @@ describe('Ec2Provider and S3 on moto', () => {
 
   it('preflight names what the account lacks', async () => {
     const { provider } = bed.setup();
-    expect(await provider.preflight(awsSpec(bed.network))).toEqual({ problems: [], warnings: [] });
+    const good = await provider.preflight(awsSpec(bed.network));
+    expect(good.problems).toEqual([]);
+    // The ci sizes' 384 MiB memory limit is no limit on an m6id.4xlarge: the warning says what ran.
+    expect(good.warnings).toEqual([expect.stringMatching(/^host\.memoryLimitMiB: 384 MiB is not enforced on AWS, each host has the m6id\.4xlarge's 65536 MiB/)]);
+    const tooBig = await provider.preflight(awsSpec(bed.network, { host: { instanceType: 'm6id.xlarge' }, data: { scale: 33_000 } }));
+    expect(tooBig.problems.join('\n')).toMatch(/data\.scale: the data needs about \d+ GB but m6id\.xlarge has 237 GB of instance store/);
     const mismatch = await provider.preflight(awsSpec(bed.network, { aws: { resultsBucket: 'elsewhere', temporalNamespace: 'other' } }));
     expect(mismatch.problems.join('\n')).toMatch(/aws\.temporalNamespace: [\s\S]*aws\.resultsBucket: .*s3:\/\/storage-lab-test/);
     const wrongSubnet = await provider.preflight(awsSpec(bed.network, { aws: { subnetId: 'subnet-0000000000000000f' } }));

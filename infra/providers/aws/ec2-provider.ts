@@ -23,6 +23,7 @@ import {
   paginateDescribeVolumes,
   type Filter,
   type Instance,
+  type InstanceTypeInfo,
   type _InstanceType,
   type Tag,
   type Volume,
@@ -33,7 +34,7 @@ import { createHash } from 'node:crypto';
 import { dataVolumeGiB } from '../../../common/aws';
 import { FAILURE_TYPES } from '../../../common/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/names';
-import { classLimits, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
+import { classLimits, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
 import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
@@ -229,14 +230,20 @@ export class Ec2Provider implements HostProvider {
         );
         return out.InstanceTypeOfferings?.length ? null : `${type} is not offered in ${zone} (subnet ${aws.subnetId}); choose a subnet in another zone or another type`;
       });
-    const nvmeClasses = Object.entries(spec.storageClasses).filter(([, c]) => c.kind === 'instance-store');
-    if (nvmeClasses.length)
-      await check(`storageClasses.${nvmeClasses[0][0]}.kind`, 'choose an instance type with local NVMe', async () => {
-        const out = await this.ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type as _InstanceType] }));
-        return out.InstanceTypes?.[0]?.InstanceStorageInfo?.TotalSizeInGB
-          ? null
-          : `instance type ${type} has no instance store; use one with local NVMe (m6id, c6id, i4i, ...) or kind "ebs"`;
-      });
+    let typeInfo: InstanceTypeInfo | undefined;
+    await check('host.instanceType', 'use an EC2 instance type name such as m6id.4xlarge', async () => {
+      typeInfo = (await this.ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type as _InstanceType] }))).InstanceTypes?.[0];
+      return typeInfo ? null : `unknown instance type ${type}`;
+    });
+    const nvme = Object.keys(spec.storageClasses).find((name) => spec.storageClasses[name].kind === 'instance-store');
+    const localGB = typeInfo?.InstanceStorageInfo?.TotalSizeInGB ?? 0;
+    if (typeInfo && nvme && !localGB)
+      problems.push(`storageClasses.${nvme}.kind: instance type ${type} has no instance store; use one with local NVMe (m6id, c6id, i4i, ...) or kind "ebs"`);
+    else if (typeInfo && nvme && volumeBytes(spec) > localGB * 1e9)
+      problems.push(`data.scale: the data needs about ${Math.ceil(volumeBytes(spec) / 1e9)} GB but ${type} has ${localGB} GB of instance store; lower data.scale or choose a larger type`);
+    const memoryMiB = typeInfo?.MemoryInfo?.SizeInMiB;
+    if (memoryMiB && memoryMiB !== spec.host.memoryLimitMiB)
+      warnings.push(`host.memoryLimitMiB: ${spec.host.memoryLimitMiB} MiB is not enforced on AWS, each host has the ${type}'s ${memoryMiB} MiB; set it to ${memoryMiB} so the result says what ran`);
     if (aws.hourlyPriceUsd[type] === undefined)
       warnings.push(`no price for ${type}: the cost estimate is incomplete; add aws.hourlyPriceUsd.${type}`);
     return { problems, warnings };
