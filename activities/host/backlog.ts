@@ -51,6 +51,8 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
         `the backlog phase needs wal_level = logical, the server has ${walLevel}; remove postgres.settings.wal_level from the spec (the lab sets it when phases.backlog.enabled)`,
         FAILURE_TYPES.invalidSpec,
       );
+    // A retry after the agent died may find the earlier attempt's workload still writing: end it first.
+    await waitForBackendsGone(db, workloadAppName('backlog'), 0);
     await dropSlotAndPublication(db);
     // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
     // on a table far larger than memory; a tiny table then yields the same kind of WAL.
@@ -224,12 +226,12 @@ async function fillBacklog(
   }
 }
 
-/** pgbench's backends end once they notice their client is gone; terminate stragglers after a few seconds. */
-async function waitForBackendsGone(db: Client, appName: string): Promise<void> {
+/** pgbench's backends end once they notice their client is gone; stragglers are terminated after `graceTicks`. */
+async function waitForBackendsGone(db: Client, appName: string, graceTicks = 25): Promise<void> {
   for (let i = 0; ; i++) {
     const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]);
     if (r.rows[0].n === 0) return;
-    if (i === 25) await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    if (i === graceTicks) await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [appName]);
     if (i > 100) throw new Error(`backends of ${appName} did not go away`);
     await new Promise((r) => setTimeout(r, 200));
   }
