@@ -122,6 +122,9 @@ describe('diagnosis', () => {
     expect(by('latency breakdown sums to the mean latency').ok).toBe(true);
     expect(by('sampler rate').ok).toBe(false);
     expect(by('sampled server time covers the latency').ok).toBe(true);
+    expect(by('sampler cost').ok).toBe(true); // 0.1 CPU s of the host's 19.6
+    const costly = diagnostics({ CPU: 10 }, { samplerCpuSeconds: 1 });
+    expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, costly), cls, true).find((c) => c.name === 'sampler cost')!.ok).toBe(false);
     const slowClient = diagnostics({ CPU: 10 }, { avgActiveSessions: 30 });
     expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, slowClient), cls, true).find((c) => c.name === 'sampled server time covers the latency')!.ok).toBe(false);
     const idle = diagnosticChecks(cluster('local-disk', 2500, 25.6, diagnostics({})), cls, true);
