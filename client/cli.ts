@@ -112,6 +112,20 @@ history
     await (await import('./commands/history')).unpinCommand(runs);
   });
 
+const drill = program.command('drill').description('durability drills: point-in-time restore onto a fresh host, quorum failover');
+for (const [kind, what] of [['restore', 'restore a backup to a target between marker rows; RTO split, RPO, verification'], ['failover', 'kill -9 the primary of a quorum cluster; write downtime and lost acknowledged commits']] as const)
+  drill
+    .command(kind)
+    .description(what)
+    .option('-p, --preset <name>', 'preset: ci, local-quick')
+    .option('-s, --spec <file>', 'JSON drill input file (fields override the preset)')
+    .option('--set <path=value>', 'override one field, e.g. --set rounds=5 (repeatable)', collect, [])
+    .option('-w, --watch', 'show progress until the drill ends, then its figures')
+    .option('--id <workflowId>', 'workflow id (default: drill-<kind>-<time>)')
+    .action(async (opts) => {
+      await (await import('./commands/drill')).drillCommand(kind, opts);
+    });
+
 const dev = program.command('dev').description('the local Temporal dev server and control worker');
 dev
   .command('up')

@@ -34,7 +34,7 @@ export interface SpecProblem {
 }
 
 /** Renders spec problems as the one message users see, every problem at once. */
-export function formatSpecProblems(problems: SpecProblem[]): string {
+export function formatSpecProblems(problems: SpecProblem[], subject = 'experiment spec'): string {
   const lines = problems.map((p) => `  - ${p.path || '(spec)'}: ${p.message}`);
-  return `Invalid experiment spec (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines.join('\n')}`;
+  return `Invalid ${subject} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines.join('\n')}`;
 }

@@ -13,7 +13,8 @@ const ClassName = z
   .string()
   .regex(classNamePattern, { error: 'must be lower-case letters, digits and dashes, starting with a letter (max 20)' });
 
-const int = (min: number, max: number, what: string) =>
+/** A whole-number field whose errors name its bounds and unit. */
+export const int = (min: number, max: number, what: string) =>
   z
     .number({ error: `must be a whole number (${what})` })
     .int({ error: `must be a whole number (${what})` })
@@ -23,10 +24,10 @@ const int = (min: number, max: number, what: string) =>
 /** Where a storage class's data lives. Local kinds run on this machine; the others on AWS. */
 export const STORAGE_KINDS = ['local-disk', 'emulated-ebs', 'instance-store', 'ebs'] as const;
 export type StorageKind = (typeof STORAGE_KINDS)[number];
-const LOCAL_KINDS: readonly StorageKind[] = ['local-disk', 'emulated-ebs'];
-const AWS_KINDS: readonly StorageKind[] = ['instance-store', 'ebs'];
+export const LOCAL_KINDS: readonly StorageKind[] = ['local-disk', 'emulated-ebs'];
+export const AWS_KINDS: readonly StorageKind[] = ['instance-store', 'ebs'];
 
-const StorageClassSchema = z
+export const StorageClassSchema = z
   .object({
     kind: z.enum(STORAGE_KINDS, { error: `must be one of ${STORAGE_KINDS.join(', ')}` }),
     /** Provisioned IOPS of an EBS (or emulated EBS) volume; gp3's baseline is 3,000. */
@@ -43,7 +44,7 @@ const StorageClassSchema = z
   })
   .strict();
 
-const BackupStoreSchema = z.discriminatedUnion('kind', [
+export const BackupStoreSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('folder'), path: z.string().min(1).optional() }).strict(),
   z
     .object({
@@ -56,7 +57,7 @@ const BackupStoreSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
-const AwsSchema = z
+export const AwsSchema = z
   .object({
     region: z.string().default('us-east-1'),
     /** For S3-compatible stores and API emulators (moto); unset on real AWS. */
@@ -247,8 +248,11 @@ export function accountRows(scale: number): number {
 /** Thrown for a spec that cannot run; carries every problem at once. */
 export class InvalidSpecError extends Error {
   readonly type = FAILURE_TYPES.invalidSpec;
-  constructor(readonly problems: SpecProblem[]) {
-    super(formatSpecProblems(problems));
+  constructor(
+    readonly problems: SpecProblem[],
+    subject?: string,
+  ) {
+    super(formatSpecProblems(problems, subject));
     this.name = 'InvalidSpecError';
   }
 }
@@ -292,7 +296,8 @@ export function resolveSpec(input: unknown): ExperimentSpec {
   return spec;
 }
 
-function toProblem(issue: z.core.$ZodIssue): SpecProblem {
+/** A zod issue as a spec problem: the dotted path and a message that says how to fix it. */
+export function toProblem(issue: z.core.$ZodIssue): SpecProblem {
   const path = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys')
     return {

@@ -3,3 +3,5 @@ export { experimentWorkflow } from './experiment-workflow';
 export { clusterWorkflow } from './cluster-workflow';
 export { sweeperWorkflow } from './sweeper-workflow';
 export { nightlyRegressionWorkflow } from './nightly-regression-workflow';
+export { restoreDrillWorkflow } from './restore-drill-workflow';
+export { failoverDrillWorkflow } from './failover-drill-workflow';

@@ -10,6 +10,7 @@ export class ProgressBoard {
   private readonly clusters: Record<string, PhaseProgress> = {};
   private phase = 'starting';
   private readonly failures: string[] = [];
+  private percentOverride: number | undefined;
 
   /**
    * @param totalClusters clusters the run will have, so the percentage counts the ones not started yet
@@ -38,6 +39,12 @@ export class ProgressBoard {
   /** A cluster entered a phase; its percentage starts again at 0. */
   enter(hostId: string, phase: string): void {
     this.update({ hostId, phase, percent: 0, at: new Date().toISOString() });
+  }
+
+  /** The run's percentage when its own steps measure it better than its hosts' phases (a drill's). */
+  setPercent(percent: number): void {
+    this.percentOverride = Math.round(percent * 10) / 10;
+    this.publish();
   }
 
   fail(message: string): void {
@@ -69,7 +76,7 @@ export class ProgressBoard {
     return {
       runId: this.runId,
       phase: this.phase,
-      percent: runPercent(clusters, this.totalClusters),
+      percent: this.percentOverride ?? runPercent(clusters, this.totalClusters),
       etaSeconds: etas.length ? Math.max(...etas) : undefined,
       clusters: { ...this.clusters },
       failures: [...this.failures],

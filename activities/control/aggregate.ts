@@ -3,6 +3,7 @@
  * self-checks that flag a run whose figures disagree with themselves. Pure, so it is unit-tested directly.
  */
 import { classLimits, type ExperimentSpec } from '../../common/spec';
+import { median } from '../../common/stats';
 import {
   RESULT_SCHEMA_VERSION,
   type Check,
@@ -32,12 +33,7 @@ export interface AggregateInput {
 /** Little's law in a closed loop: TPS ≈ clients / mean latency. */
 export const LITTLE_TOLERANCE = 0.05;
 
-export function median(values: number[]): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
+export { median };
 
 /** Speedup of `fast` over `slow` where bigger is better (TPS), or null when either is missing. */
 export function speedup(fast: number | null, slow: number | null): number | null {

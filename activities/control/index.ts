@@ -20,6 +20,7 @@ import { aggregate, type EnvironmentInfo } from './aggregate';
 import { writeReports } from './report';
 import type { ResultsStore } from './results-store';
 import { createSweepActivities } from './sweep';
+import { createDrillControlActivities } from './drills';
 import { historyEntry, RunHistory } from './history';
 import { createRegressionActivities } from './regression';
 
@@ -184,6 +185,7 @@ export function createControlActivities(deps: ControlDeps) {
     },
 
     ...createSweepActivities(deps),
+    ...createDrillControlActivities(deps),
   };
 }
 

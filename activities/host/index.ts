@@ -9,6 +9,7 @@ import { loadData, verifyAccounts, type LoadInput } from './load';
 import { runPgbench, type PgbenchInput } from './pgbench';
 import { runVacuumPhase, type VacuumPhaseInput } from './vacuum';
 import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
+import { createDrillHostActivities } from './drill-activities';
 
 export function createHostActivities(deps: HostDeps) {
   return {
@@ -24,6 +25,7 @@ export function createHostActivities(deps: HostDeps) {
     runPgbench: (input: PgbenchInput) => runPgbench(deps, input),
     runVacuumPhase: (input: VacuumPhaseInput) => runVacuumPhase(deps, input),
     runBacklogPhase: (input: BacklogPhaseInput) => runBacklogPhase(deps, input),
+    ...createDrillHostActivities(deps),
   };
 }
 

@@ -34,20 +34,7 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
   assertHost(deps, input);
   const { config } = deps;
   await initCluster(deps);
-  const settings = {
-    ...input.settings,
-    listen_addresses: config.postgres.host,
-    port: String(config.postgres.port),
-    unix_socket_directories: config.socketDir,
-  };
-  const confText = renderConf(settings);
-  const confFile = path.join(config.dataDir, LAB_CONF);
-  const hbaText = renderHba(input.hbaLines ?? []);
-  const fingerprint = createHash('sha256').update(confText).update(hbaText).digest('hex');
-  const fingerprintFile = path.join(config.dataDir, `${LAB_CONF}.applied`);
-  const applied = existsSync(fingerprintFile) ? readFileSync(fingerprintFile, 'utf8') : '';
-  writeOwned(deps, confFile, confText);
-  writeOwned(deps, path.join(config.dataDir, 'pg_hba.conf'), hbaText);
+  const { fingerprint, applied, fingerprintFile } = writeLabConfig(deps, input);
 
   const running = await isRunning(deps);
   let restarted = false;
@@ -76,16 +63,45 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
   return withConnection(
     config,
     async (c) => {
-      await c.query(`ALTER ROLE ${quoteIdent(LAB_ROLE)} PASSWORD ${quoteLiteral(password)}`);
-      const exists = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [LAB_DATABASE]);
-      if (exists.rowCount === 0) await c.query(`CREATE DATABASE ${quoteIdent(LAB_DATABASE)}`);
+      // A standby has its primary's roles and databases, and cannot write them.
+      const standby = (await c.query<{ r: boolean }>('SELECT pg_is_in_recovery() AS r')).rows[0].r;
       const v = await c.query<{ server_version: string; num: string }>(
         "SELECT current_setting('server_version') AS server_version, current_setting('server_version_num') AS num",
       );
+      if (!standby) {
+        await c.query(`ALTER ROLE ${quoteIdent(LAB_ROLE)} PASSWORD ${quoteLiteral(password)}`);
+        const exists = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [LAB_DATABASE]);
+        if (exists.rowCount === 0) await c.query(`CREATE DATABASE ${quoteIdent(LAB_DATABASE)}`);
+      }
       return { postgresVersion: v.rows[0].server_version, serverVersionNum: Number(v.rows[0].num), restarted };
     },
     { database: 'postgres' },
   );
+}
+
+/**
+ * Writes the lab's settings (the host's own address, port and socket added) and pg_hba.conf into PGDATA.
+ * Returns the fingerprint of what was written and of what the running server last applied.
+ */
+export function writeLabConfig(
+  deps: HostDeps,
+  input: Pick<ConfigurePostgresInput, 'settings' | 'hbaLines'>,
+): { fingerprint: string; applied: string; fingerprintFile: string } {
+  const { config } = deps;
+  const settings = {
+    ...input.settings,
+    listen_addresses: config.postgres.host,
+    port: String(config.postgres.port),
+    unix_socket_directories: config.socketDir,
+  };
+  const confText = renderConf(settings);
+  const hbaText = renderHba(input.hbaLines ?? []);
+  const fingerprint = createHash('sha256').update(confText).update(hbaText).digest('hex');
+  const fingerprintFile = path.join(config.dataDir, `${LAB_CONF}.applied`);
+  const applied = existsSync(fingerprintFile) ? readFileSync(fingerprintFile, 'utf8') : '';
+  writeOwned(deps, path.join(config.dataDir, LAB_CONF), confText);
+  writeOwned(deps, path.join(config.dataDir, 'pg_hba.conf'), hbaText);
+  return { fingerprint, applied, fingerprintFile };
 }
 
 /** initdb once; the lab's role is the bootstrap superuser, trusted on the host's own socket only. */
@@ -105,7 +121,8 @@ export function serverLog(deps: HostDeps): string {
   return path.join(deps.config.hostDir, 'logs', 'postgres.log');
 }
 
-function tail(file: string, lines: number): string {
+/** The last lines of a file, for failure messages. */
+export function tail(file: string, lines: number): string {
   return existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '(no log)';
 }
 
@@ -119,7 +136,7 @@ export async function isRunning(deps: HostDeps): Promise<boolean> {
 }
 
 /** Runs pg_ctl as the Postgres user, heartbeating while it waits (crash recovery can take a while). */
-async function pgCtl(deps: HostDeps, args: string[]): Promise<void> {
+export async function pgCtl(deps: HostDeps, args: string[]): Promise<void> {
   const ctx = Context.current();
   const stop = every(5_000, () => ctx.heartbeat({ phase: `pg_ctl ${args[0]}` }));
   try {
@@ -158,7 +175,7 @@ function renderHba(extra: string[]): string {
 }
 
 /** Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it). */
-function writeOwned(deps: HostDeps, file: string, text: string): void {
+export function writeOwned(deps: HostDeps, file: string, text: string): void {
   writeFileSync(file, text, { mode: 0o600 });
   if (deps.osUser) chownSync(file, deps.osUser.uid, deps.osUser.gid);
 }

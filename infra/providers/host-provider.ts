@@ -20,6 +20,11 @@ export interface HostRequest {
   postgresVersion?: number;
   /** The run's aws section (names of secrets, never their values); set when the spec's provider is aws. */
   aws?: AwsSpec;
+  /**
+   * Hosts asked for with the same scope share one generated database password (a drill's primary and standbys
+   * replicate with it); without one each host gets its own. The password itself never leaves the hosts.
+   */
+  passwordScope?: string;
 }
 
 /** I/O and memory limits as enforced on the host (null: none enforced). */

@@ -5,11 +5,12 @@
  * are marked "not emulated".
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import {
   chownSync,
   closeSync,
   existsSync,
+  linkSync,
   openSync,
   readFileSync,
   readdirSync,
@@ -106,7 +107,7 @@ export class LocalProvider implements HostProvider {
 
     const secretsDir = ensureDir(path.join(hostDir, 'secrets'), 0o700);
     const passwordFile = path.join(secretsDir, 'db-password');
-    writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
+    writeFileSync(passwordFile, this.password(req.passwordScope), { mode: 0o600 });
 
     const config: HostConfig = {
       hostId: req.hostId,
@@ -199,6 +200,25 @@ export class LocalProvider implements HostProvider {
     return `host ${hostId}: last lines of ${logFile}:\n${tail}`;
   }
 
+  /** A new random password, or the one every host of a scope shares: derived from the lab's key, never stored per scope. */
+  private password(scope: string | undefined): string {
+    if (!scope) return randomBytes(24).toString('base64url');
+    const keyFile = `${this.opts.hostsDir}.key`;
+    if (!existsSync(keyFile)) {
+      // Written aside and linked into place: two hosts provisioned at once both end up with the first key.
+      const tmp = `${keyFile}.${process.pid}-${randomBytes(4).toString('hex')}`;
+      writeFileSync(tmp, randomBytes(32), { mode: 0o600 });
+      try {
+        linkSync(tmp, keyFile);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      } finally {
+        rmSync(tmp, { force: true });
+      }
+    }
+    return createHmac('sha256', readFileSync(keyFile)).update(scope).digest('base64url').slice(0, 32);
+  }
+
   private hostDir(hostId: string): string {
     return path.join(this.opts.hostsDir, hostId);
   }
@@ -218,7 +238,20 @@ export class LocalProvider implements HostProvider {
   private cgroupOf(hostId: string): HostCgroup | null {
     const support = detectCgroups();
     if (!support.kind) return null;
-    const cg = hostCgroupPaths(support.kind, hostId);
+    // The cgroups recorded at provisioning first: a control worker restarted in another cgroup of its own (the
+    // host parent sits below the worker's cgroup) must still find, kill and remove the hosts it made before.
+    const configFile = path.join(this.hostDir(hostId), 'host.json');
+    const recorded = existsSync(configFile) ? readConfig(configFile).cgroup : null;
+    const cg =
+      recorded?.memoryDir && recorded.ioDir && recorded.cpuDir
+        ? {
+            kind: recorded.kind,
+            dirs: [...new Set([recorded.memoryDir, recorded.ioDir, recorded.cpuDir])],
+            memoryDir: recorded.memoryDir,
+            ioDir: recorded.ioDir,
+            cpuDir: recorded.cpuDir,
+          }
+        : hostCgroupPaths(support.kind, hostId);
     return cg.dirs.some((d) => existsSync(d)) ? cg : null;
   }
 

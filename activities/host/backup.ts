@@ -1,0 +1,219 @@
+/**
+ * Backups on a host, through the BackupTool interface (pgBackRest here): configure the tool and WAL archiving,
+ * create the repository, take a base backup, restore one into an empty data folder, replay to the recovery target
+ * and promote (timed by the server's own log), and look at the archive (continuity, repository check).
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { ResolvedBackupStore } from '../../common/backup-store';
+import type { BackupInfo } from '../../common/drill-result';
+import { FAILURE_TYPES } from '../../common/errors';
+import { compareLsn, DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
+import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../lib/backup-tool';
+import { PgBackRest } from '../lib/pgbackrest';
+import { every } from '../lib/progress';
+import { parseRecoveryLog } from '../parsers/recovery-log';
+import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { isRunning, pgCtl, stopPostgres, tail, writeLabConfig } from './postgres';
+
+export interface BackupStoreInput extends HostInput {
+  store: ResolvedBackupStore;
+}
+
+/** The backup tool of this host for a store. */
+export function backupTool(deps: HostDeps, store: ResolvedBackupStore): BackupTool {
+  const { config } = deps;
+  return new PgBackRest(
+    { hostDir: config.hostDir, dataDir: config.dataDir, socketDir: config.socketDir, port: config.postgres.port, runAs: asPostgresUser(deps) },
+    store,
+  );
+}
+
+/** Runs fn with a heartbeat every few seconds (backup and restore run as long as the data is large). */
+async function heartbeating<T>(what: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const stop = every(5_000, () => ctx.heartbeat({ phase: what }));
+  try {
+    return await fn(ctx.cancellationSignal);
+  } finally {
+    stop();
+  }
+}
+
+/** Writes the tool's config on this host; returns the server settings that archive WAL with it. */
+export async function configureBackups(
+  deps: HostDeps,
+  input: BackupStoreInput & { archiveTimeoutSeconds: number },
+): Promise<{ tool: string; version: string; settings: Record<string, string> }> {
+  assertHost(deps, input);
+  const tool = backupTool(deps, input.store);
+  await tool.configure();
+  return { tool: tool.name, version: await tool.version(), settings: tool.archiveSettings(input.archiveTimeoutSeconds) };
+}
+
+/** Creates the repository for this cluster and checks that archiving reaches it (the server must be running). */
+export async function initBackupRepository(deps: HostDeps, input: BackupStoreInput): Promise<void> {
+  assertHost(deps, input);
+  await heartbeating('backup repository', (signal) => backupTool(deps, input.store).initRepository(signal));
+}
+
+/** A full base backup of this host's running server. */
+export async function takeBackup(deps: HostDeps, input: BackupStoreInput): Promise<BackupInfo> {
+  assertHost(deps, input);
+  return heartbeating('base backup', (signal) => backupTool(deps, input.store).backup(signal));
+}
+
+/** Fetch: restores the newest backup into this host's empty data folder, with recovery settings for the target. */
+export async function restoreBackup(
+  deps: HostDeps,
+  input: BackupStoreInput & { target: RecoveryTarget },
+): Promise<{ backupLabel: string; fetchSeconds: number }> {
+  assertHost(deps, input);
+  if (existsSync(path.join(deps.config.dataDir, 'PG_VERSION')))
+    throw ApplicationFailure.nonRetryable(
+      `host ${deps.config.hostId} already has a data folder; a restore drill restores onto a fresh host only`,
+      FAILURE_TYPES.verification,
+    );
+  const { backupLabel, seconds } = await heartbeating('restore (fetch)', (signal) => backupTool(deps, input.store).restore(input.target, signal));
+  return { backupLabel, fetchSeconds: seconds };
+}
+
+/** How a recovery went, timed by the server's log: replay from start to "redo done", promote from there to ready. */
+export interface RecoveryOutcome {
+  ok: boolean;
+  detail: string;
+  replaySeconds: number | null;
+  promoteSeconds: number | null;
+  stoppedAt: string | null;
+  lastTransactionAt: string | null;
+  restoredSegments: number;
+}
+
+const POLL_MS = 100;
+
+/**
+ * Starts the restored server and waits, at most timeoutSeconds, until recovery has reached its target and the
+ * server accepts writes, or until recovery fails (the server exits: a missing WAL segment ends recovery before
+ * its target). Returns the outcome either way; a failed recovery is a verdict, not an error to retry.
+ */
+export async function recoverFromBackup(
+  deps: HostDeps,
+  input: HostInput & { settings: Record<string, string>; timeoutSeconds: number },
+): Promise<RecoveryOutcome> {
+  assertHost(deps, input);
+  const ctx = Context.current();
+  writeLabConfig(deps, { settings: input.settings });
+  const logFile = path.join(deps.config.hostDir, 'logs', 'recovery.log');
+  rmSync(logFile, { force: true });
+  const started = Date.now();
+  await pgCtl(deps, ['start', '-W', '-l', logFile]);
+  const deadline = started + input.timeoutSeconds * 1000;
+  let lastAliveCheck = 0;
+  for (;;) {
+    const log = parseRecoveryLog(existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
+    ctx.heartbeat({ phase: 'recovery', restoredSegments: log.restoredSegments.length });
+    const base = {
+      stoppedAt: log.stopped?.at ?? null,
+      lastTransactionAt: log.lastTransactionAt,
+      restoredSegments: new Set(log.restoredSegments).size,
+    };
+    if (log.readyAt && log.redoDoneAt) {
+      return {
+        ok: true,
+        detail: [log.stopped?.message ?? `replayed the archive to ${log.redoDoneLsn}`, `new timeline ${log.newTimeline ?? '?'}`].join('; '),
+        replaySeconds: (Date.parse(log.redoDoneAt) - started) / 1000,
+        promoteSeconds: (Date.parse(log.readyAt) - Date.parse(log.redoDoneAt)) / 1000,
+        ...base,
+      };
+    }
+    if (log.fatal) {
+      await stopPostgres(deps, { hostId: input.hostId, mode: 'immediate' }).catch(() => undefined);
+      return { ok: false, detail: `recovery failed: ${log.fatal.message}`, replaySeconds: null, promoteSeconds: null, ...base };
+    }
+    if (Date.now() - lastAliveCheck > 1_000) {
+      lastAliveCheck = Date.now();
+      if (Date.now() - started > 2_000 && !(await isRunning(deps)))
+        return {
+          ok: false,
+          detail: `the server exited during recovery:\n${tail(logFile, 10)}`,
+          replaySeconds: null,
+          promoteSeconds: null,
+          ...base,
+        };
+    }
+    if (Date.now() > deadline) {
+      await stopPostgres(deps, { hostId: input.hostId, mode: 'immediate' }).catch(() => undefined);
+      return {
+        ok: false,
+        detail: `recovery did not finish within ${input.timeoutSeconds} s (restoreTimeoutSeconds); last log lines:\n${tail(logFile, 10)}`,
+        replaySeconds: null,
+        promoteSeconds: null,
+        ...base,
+      };
+    }
+    await ctx.sleep(POLL_MS);
+  }
+}
+
+/** Segments expected between two (inclusive) on one timeline that the archive does not hold. */
+export function missingSegments(archived: string[], from: string, to: string, segmentBytes = DEFAULT_WAL_SEGMENT_BYTES): string[] {
+  const a = parseSegmentName(from, segmentBytes);
+  const b = parseSegmentName(to, segmentBytes);
+  if (!a || !b) throw new Error(`not WAL segment names: ${from}, ${to}`);
+  const have = new Set(archived);
+  const missing: string[] = [];
+  for (let s = a.segno; s <= b.segno; s++) {
+    const name = segmentName(a.timeline, s, segmentBytes);
+    if (!have.has(name)) missing.push(name);
+  }
+  return missing;
+}
+
+export interface ArchiveCheck {
+  continuity: { ok: boolean; from: string; to: string; checked: number; missing: string[] };
+  repository: RepositoryCheck;
+}
+
+/**
+ * The archive as a restore needs it: every segment from the backup's first to `to` present (the repository check
+ * reads back the files that exist, not the ones that are missing), and the repository check itself.
+ */
+export async function checkArchive(deps: HostDeps, input: BackupStoreInput & { from: string; to: string }): Promise<ArchiveCheck> {
+  assertHost(deps, input);
+  const tool = backupTool(deps, input.store);
+  return heartbeating('archive check', async (signal) => {
+    const archived = (await tool.archivedWal(signal)).map((w) => w.segment);
+    const missing = missingSegments(archived, input.from, input.to);
+    const checked = Number(parseSegmentName(input.to)!.segno - parseSegmentName(input.from)!.segno + 1n);
+    return {
+      continuity: { ok: missing.length === 0, from: input.from, to: input.to, checked, missing },
+      repository: await tool.checkRepository(signal),
+    };
+  });
+}
+
+/**
+ * Fault injection: removes the first archived segment after `after` (the backup's last) and not past `upTo`,
+ * so a restore to the target needs a segment the archive no longer has.
+ */
+export async function removeArchivedSegment(
+  deps: HostDeps,
+  input: BackupStoreInput & { after: string; upTo: string },
+): Promise<string> {
+  assertHost(deps, input);
+  const tool = backupTool(deps, input.store);
+  const candidates: ArchivedWal[] = (await tool.archivedWal()).filter((w) => w.segment > input.after && w.segment <= input.upTo);
+  if (!candidates.length)
+    throw ApplicationFailure.nonRetryable(
+      `inject.missingWalSegment: no archived segment lies after the backup (${input.after}) and before the target (${input.upTo}); raise workload.beforeSeconds`,
+      FAILURE_TYPES.invalidSpec,
+    );
+  await tool.removeArchivedSegment(candidates[0]);
+  return candidates[0].segment;
+}
+
+/** Whether an LSN lies inside the archived WAL: the end of the newest archived segment is past it. */
+export function archivedPast(archivedThroughLsn: string | null, lsn: string): boolean {
+  return archivedThroughLsn !== null && compareLsn(archivedThroughLsn, lsn) > 0;
+}

@@ -1,0 +1,81 @@
+/**
+ * storage-lab drill restore|failover: validate the drill input here, start the drill workflow, optionally watch
+ * it with progress bars, and print what it measured (RTO split, RPO, lost commits, verification outcomes).
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { runFolderName } from '../../activities/control/results-store';
+import type { DrillResult, DrillSummary } from '../../common/drill-result';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
+import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
+import { InvalidSpecError } from '../../common/spec';
+import { labPaths } from '../../infra/lab-paths';
+import { restoreSection, failoverSection } from '../../activities/control/report/drills-markdown';
+import { connectClient, workflowUrl } from '../connection';
+import { UserError } from '../errors';
+import { watchWorkflow } from '../progress-view';
+import { buildInput, type SpecFlags } from '../spec-input';
+import { failureMessage } from '../../workflows/failures';
+
+export type DrillKind = 'restore' | 'failover';
+
+export interface DrillFlags extends SpecFlags {
+  watch?: boolean;
+  id?: string;
+}
+
+const DRILLS = {
+  restore: { workflowType: WORKFLOW_TYPES.restoreDrill, resolve: resolveRestoreDrill },
+  failover: { workflowType: WORKFLOW_TYPES.failoverDrill, resolve: resolveFailoverDrill },
+} as const;
+
+/** Starts a drill; with --watch waits for it and prints its figures. Returns the workflow id. */
+export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<string> {
+  const drill = DRILLS[kind];
+  const input = buildInput(flags);
+  let name: string;
+  try {
+    name = drill.resolve(input).name;
+  } catch (err) {
+    if (err instanceof InvalidSpecError) throw new UserError(err.message);
+    throw err;
+  }
+  const runId = flags.id ?? `drill-${kind}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+  const lab = await connectClient();
+  try {
+    const handle = await lab.client.workflow.start(drill.workflowType, { taskQueue: CONTROL_TASK_QUEUE, workflowId: runId, args: [input] });
+    console.log(`Started ${kind} drill ${name} as ${runId}\n  UI: ${workflowUrl(lab.namespace, runId)}`);
+    if (!flags.watch) {
+      console.log(`  follow it with: storage-lab watch ${runId}`);
+      return runId;
+    }
+    try {
+      const summary = await watchWorkflow<DrillSummary>(handle);
+      printDrill(runId, summary.location);
+    } catch (err) {
+      if (!(err instanceof WorkflowFailedError)) throw err;
+      const printed = printDrill(runId, null);
+      throw new UserError(`${kind} drill ${runId} failed${printed ? '' : `: ${failureMessage(err)}`}`);
+    }
+    return runId;
+  } finally {
+    await lab.close();
+  }
+}
+
+/** Prints the drill's verdict and figures from its result.json (local results folder); false when there is none. */
+function printDrill(runId: string, location: string | null): boolean {
+  const file = path.join(location ?? path.join(labPaths().resultsDir, runFolderName(runId)), 'result.json');
+  if (!existsSync(file)) {
+    if (location) console.log(`\n  results: ${location}`);
+    return false;
+  }
+  const result = JSON.parse(readFileSync(file, 'utf8')) as DrillResult;
+  console.log(`\n${result.kind} ${result.runId}: ${result.status}`);
+  console.log(`  verdict: ${result.verdict}\n`);
+  const lines = result.kind === 'restore-drill' ? restoreSection(result) : failoverSection(result);
+  for (const line of lines.slice(2)) console.log(`  ${line}`);
+  console.log(`  report: ${path.join(path.dirname(file), 'report.md')}`);
+  return true;
+}

@@ -1,0 +1,192 @@
+/**
+ * What a durability drill measured: the restore drill's RTO split, RPO and verification outcomes, and the failover
+ * drill's write downtime and lost acknowledged commits per round. Saved as the drill's result.json (versioned) and
+ * rendered into its report. Every figure here was measured by the drill.
+ */
+import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
+
+export const DRILL_RESULT_SCHEMA_VERSION = 1;
+
+/** A backup as the backup tool reports it. */
+export interface BackupInfo {
+  tool: string;
+  toolVersion: string;
+  label: string;
+  type: string;
+  startedAt: string;
+  stoppedAt: string;
+  /** Wall time of the backup command on the host. */
+  seconds: number;
+  databaseBytes: number;
+  repositoryBytes: number;
+  startLsn: string;
+  stopLsn: string;
+  /** First and last WAL segment the backup needs. */
+  walStart: string;
+  walStop: string;
+}
+
+/** The archive as seen at the failure point: how far behind the commits it was (the achieved RPO). */
+export interface FailurePoint {
+  at: string;
+  currentLsn: string;
+  lastArchivedWal: string | null;
+  lastArchivedAt: string | null;
+  /** Every WAL byte before this LSN was archived. */
+  archivedThroughLsn: string | null;
+  /** WAL bytes written but not archived. */
+  archiveLagBytes: number;
+  /** Age of the oldest committed marker row not yet archived (0 when every marker was archived). */
+  archiveLagSeconds: number;
+  /** Last marker id written, and the last one whose WAL was archived. */
+  lastMarkerId: number;
+  lastArchivedMarkerId: number;
+  archiveFailures: number;
+}
+
+/** The recovery target: between two marker rows (time, LSN) or the end of the archive (latest). */
+export interface RestoreTarget {
+  type: RestoreDrillSpec['target'];
+  time: string | null;
+  lsn: string | null;
+  /** The last marker row written before the target (every row up to it must be restored, none after). */
+  lastIdBefore: number;
+  /** Checksums of the chosen tables at the target (null for "latest": writes ran up to the failure). */
+  checksums: Record<string, TableChecksum> | null;
+}
+
+export interface TableChecksum {
+  rows: number;
+  /** Order-independent sum of the first 64 bits of each row's md5, as text. */
+  sum: string;
+}
+
+/** Wall-clock recovery time from an empty host: fetch (copy the backup), replay (WAL to the target), promote. */
+export interface RestoreRto {
+  fetchSeconds: number;
+  replaySeconds: number;
+  promoteSeconds: number;
+  totalSeconds: number;
+}
+
+/** One verification of a restore: what was checked and what was found. */
+export interface VerificationOutcome {
+  ok: boolean;
+  detail: string;
+}
+
+export interface RestoreVerification {
+  ledger: VerificationOutcome & { expectedThroughId: number; presentRows: number; maxPresentId: number; missingIds: number[]; idsAfterTarget: number };
+  checksums: VerificationOutcome & { tables: Record<string, { expected: TableChecksum | null; restored: TableChecksum }> };
+  amcheck: VerificationOutcome & { problems: number };
+  backupVerify: VerificationOutcome & { walChecked: number; walInvalid: number; backupFilesChecked: number; backupFilesInvalid: number };
+  archiveContinuity: VerificationOutcome & { from: string; to: string; checked: number; missing: string[] };
+}
+
+export interface RestoreDrillResult {
+  schemaVersion: typeof DRILL_RESULT_SCHEMA_VERSION;
+  kind: 'restore-drill';
+  runId: string;
+  name: string;
+  preset: string | null;
+  status: 'passed' | 'failed' | 'cancelled';
+  /** One line a person reads first: what passed, or what failed and why. */
+  verdict: string;
+  startedAt: string;
+  finishedAt: string;
+  spec: RestoreDrillSpec;
+  postgresVersion: string | null;
+  hosts: { source: string; restore: string };
+  /** Where the backups and archived WAL live (a folder or an s3:// URL). */
+  backupStore: string | null;
+  backup: BackupInfo | null;
+  target: RestoreTarget | null;
+  failurePoint: FailurePoint | null;
+  /** The segment the drill removed from the archive, when asked to (inject.missingWalSegment). */
+  injectedMissingSegment: string | null;
+  rto: RestoreRto | null;
+  /** Achieved RPO: the archive lag at the failure point; for "latest", also the marker rows actually lost. */
+  rpo: { seconds: number; bytes: number; lostMarkers: number | null; lostWindowSeconds: number | null } | null;
+  /** What recovery reported: where it stopped, or the FATAL that ended it. */
+  recovery: { ok: boolean; detail: string; stoppedAt: string | null; lastTransactionAt: string | null } | null;
+  verification: Partial<RestoreVerification>;
+  errors: string[];
+}
+
+/** A standby's WAL position when the primary died: the most advanced one is promoted. */
+export interface StandbyPosition {
+  hostId: string;
+  node: string;
+  receiveLsn: string | null;
+  replayLsn: string | null;
+}
+
+/** The writer's view of one failover: acknowledged commits and the write outage around the kill. */
+export interface WriterOutcome {
+  acknowledged: number;
+  failedWrites: number;
+  /** Writes whose outcome is unknown (the connection died after COMMIT was sent). */
+  inDoubt: number;
+  lastAckBeforeKillAt: string | null;
+  firstAckAfterAt: string | null;
+  /** The node that took the writes after the failover. */
+  newPrimaryNode: string | null;
+  /** Write downtime seen by the client: first ack on the new primary minus last ack on the old one. */
+  outageSeconds: number | null;
+}
+
+export interface FailoverRound {
+  round: number;
+  killedHost: string;
+  killedNode: string;
+  killedAt: string;
+  standbys: StandbyPosition[];
+  promotedHost: string;
+  promotedNode: string;
+  repointedHost: string;
+  promoteSeconds: number;
+  writer: WriterOutcome;
+  /** RTO: write downtime from the last acknowledged commit before the kill to the first one after promotion. */
+  rtoSeconds: number | null;
+  /** Acknowledged ids (this round and every earlier one) missing on the new primary: must be 0 under ANY 1. */
+  lostCommits: number;
+  lostSample: number[];
+  acknowledgedTotal: number;
+  /** In-doubt writes that did land on the new primary. */
+  inDoubtPresent: number;
+  oldPrimary: { action: 'rewound' | 'rebuilt' | 'left down'; seconds: number | null; detail: string };
+  ok: boolean;
+  error?: string;
+}
+
+export interface FailoverDrillResult {
+  schemaVersion: typeof DRILL_RESULT_SCHEMA_VERSION;
+  kind: 'failover-drill';
+  runId: string;
+  name: string;
+  preset: string | null;
+  status: 'passed' | 'failed' | 'cancelled';
+  verdict: string;
+  startedAt: string;
+  finishedAt: string;
+  spec: FailoverDrillSpec;
+  postgresVersion: string | null;
+  mode: FailoverDrillSpec['mode'];
+  synchronousStandbyNames: string | null;
+  hosts: { client: string; nodes: Record<string, string> };
+  rounds: FailoverRound[];
+  summary: { rounds: number; lostCommits: number; rtoSecondsMedian: number | null; rtoSecondsMax: number | null };
+  errors: string[];
+}
+
+export type DrillResult = RestoreDrillResult | FailoverDrillResult;
+
+/** What a drill workflow returns: the verdict and the headline figures (the full result is in result.json). */
+export interface DrillSummary {
+  runId: string;
+  kind: DrillResult['kind'];
+  status: DrillResult['status'];
+  verdict: string;
+  location: string;
+  figures: Record<string, number | string | null>;
+}

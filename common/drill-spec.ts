@@ -1,0 +1,274 @@
+/**
+ * The durability drills' specs: one zod schema each (restore, failover), with defaults, named presets and semantic
+ * rules, resolved like the experiment spec (preset + overrides, every problem named with its dotted path).
+ * Pure and workflow-safe: a drill validates its own input before anything is provisioned.
+ */
+import { z } from 'zod';
+import type { SpecProblem } from './errors';
+import {
+  AWS_KINDS,
+  AwsSchema,
+  BackupStoreSchema,
+  InvalidSpecError,
+  LOCAL_KINDS,
+  StorageClassSchema,
+  int,
+  mergeSpec,
+  toProblem,
+} from './spec';
+
+export const DRILL_SPEC_VERSION = 1;
+export const DRILL_PRESET_NAMES = ['ci', 'local-quick'] as const;
+export type DrillPresetName = (typeof DRILL_PRESET_NAMES)[number];
+
+const seconds = (min: number, max: number) =>
+  z
+    .number({ error: 'must be a number (seconds)' })
+    .min(min, { error: `must be at least ${min} (seconds)` })
+    .max(max, { error: `must be at most ${max} (seconds)` });
+
+const TableName = z
+  .string()
+  .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'must be a plain lower-case table name of the public schema' });
+
+/** What both drills share: where hosts come from and how their Postgres runs. */
+const drillBase = {
+  specVersion: z.literal(DRILL_SPEC_VERSION).default(DRILL_SPEC_VERSION),
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, { error: 'must be lower-case letters, digits and dashes (max 40)' }),
+  preset: z.enum(DRILL_PRESET_NAMES).optional(),
+  provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
+  /** The storage of every host of the drill. */
+  storageClass: StorageClassSchema,
+  host: z
+    .object({
+      memoryLimitMiB: int(128, 1_048_576, 'MiB'),
+      instanceType: z.string().default('m6id.4xlarge'),
+    })
+    .strict(),
+  postgres: z
+    .object({
+      version: int(12, 18, 'PostgreSQL major version').optional(),
+      sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
+      /** Extra server settings, written to postgresql.conf as they are. */
+      settings: z.record(z.string().regex(/^[a-z_.]+$/), z.union([z.string(), z.number(), z.boolean()])).default({}),
+    })
+    .strict(),
+  aws: AwsSchema.optional(),
+  /** Hosts older than this are the sweeper's, whatever their drill's state. */
+  expiresAfterHours: z.number().positive().max(24 * 14),
+  /** Set when the drill runs as a phase of another workflow: progress is passed up to it. */
+  parentWorkflowId: z.string().min(1).optional(),
+};
+
+export const RestoreDrillSpecSchema = z
+  .object({
+    ...drillBase,
+    /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in checkpointed chunks. */
+    data: z.object({ scale: int(1, 100_000, 'pgbench scale'), chunkRows: int(1_000, 100_000_000, 'rows per chunk') }).strict(),
+    /** Writes before and after the target: pgbench (tpcb-like) next to a ledger writer that commits a marker row each interval. */
+    workload: z
+      .object({
+        clients: int(0, 256, 'pgbench clients; 0 for markers only'),
+        beforeSeconds: seconds(1, 86_400),
+        afterSeconds: seconds(1, 86_400),
+        markerIntervalMs: int(10, 60_000, 'ms between marker rows'),
+      })
+      .strict(),
+    /** Where recovery stops: at a time or an LSN between two marker rows, or at the end of the archived WAL. */
+    target: z.enum(['time', 'lsn', 'latest'], { error: 'must be "time", "lsn" or "latest"' }),
+    /** Tables whose checksums at the target must equal the restored ones. */
+    checksumTables: z.array(TableName).min(1, { error: 'must name at least one table' }),
+    backup: z
+      .object({
+        store: BackupStoreSchema.default({ kind: 'folder' }),
+        archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
+        /** Keep the drill's backups and archived WAL after it ends (default: removed with the hosts). */
+        keep: z.boolean().default(false),
+      })
+      .strict(),
+    /** Bound on the restore itself (fetch, replay, promote): a drill never hangs on a broken archive. */
+    restoreTimeoutSeconds: int(10, 86_400, 'seconds'),
+    /** Faults the drill injects to prove they are caught. */
+    inject: z
+      .object({
+        /** Delete one archived WAL segment between the backup and the target before restoring. */
+        missingWalSegment: z.boolean().default(false),
+      })
+      .strict()
+      .default({ missingWalSegment: false }),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    baseRules(spec, ctx);
+    if (spec.provider === 'aws' && spec.backup.store.kind === 'folder')
+      issue(ctx, ['backup', 'store', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+    if (spec.inject.missingWalSegment && spec.backup.store.kind !== 'folder')
+      issue(ctx, ['inject', 'missingWalSegment'], 'removing an archived segment is supported for a folder store only; use backup.store.kind "folder"');
+  });
+
+export const FailoverDrillSpecSchema = z
+  .object({
+    ...drillBase,
+    /**
+     * `sync`: synchronous_commit = on with synchronous_standby_names = 'ANY 1 (<the two standbys>)', so an
+     * acknowledged commit is on at least one standby. `async`: no synchronous standbys, for contrast.
+     */
+    mode: z.enum(['sync', 'async'], { error: 'must be "sync" or "async"' }),
+    /** Failovers in a row: each kills the current primary; the old one rejoins as a standby for the next. */
+    rounds: int(1, 50, 'failovers'),
+    writer: z
+      .object({
+        /** Connections committing ledger rows at once. */
+        connections: int(1, 64, 'connections'),
+        /** Writes before the primary is killed. */
+        killAfterSeconds: seconds(0.5, 3_600),
+        /** Writes on the new primary before the round ends. */
+        afterFailoverSeconds: seconds(0.5, 3_600),
+        /** A round fails when no write is acknowledged this long after the last one before the kill. */
+        maxOutageSeconds: seconds(1, 3_600),
+      })
+      .strict(),
+    /** `rewind`: the old primary rejoins with pg_rewind (rebuilt from a base backup when it cannot); `none`: left down. */
+    rejoin: z.enum(['rewind', 'none'], { error: 'must be "rewind" or "none"' }),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    baseRules(spec, ctx);
+    if (spec.rounds > 1 && spec.rejoin === 'none')
+      issue(ctx, ['rejoin'], `${spec.rounds} rounds need the old primary back as a standby each round; set rejoin to "rewind" or rounds to 1`);
+  });
+
+/** A validated restore drill spec. */
+export type RestoreDrillSpec = z.output<typeof RestoreDrillSpecSchema>;
+/** A validated failover drill spec. */
+export type FailoverDrillSpec = z.output<typeof FailoverDrillSpecSchema>;
+/** What either drill's caller passes: a preset and overrides (the UI's pasted JSON object, the CLI's --set). */
+export type DrillInput = Record<string, unknown> & { preset?: string };
+
+type BaseSpec = RestoreDrillSpec | FailoverDrillSpec;
+
+function issue(ctx: z.RefinementCtx, path: (string | number)[], message: string): void {
+  ctx.addIssue({ code: 'custom', path, message });
+}
+
+function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
+  const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
+  if (!allowed.includes(spec.storageClass.kind))
+    issue(ctx, ['storageClass', 'kind'], `"${spec.storageClass.kind}" cannot run on provider "${spec.provider}"; use ${allowed.join(' or ')}`);
+  const headroomMiB = 96;
+  if (spec.host.memoryLimitMiB < spec.postgres.sharedBuffersMiB + headroomMiB)
+    issue(
+      ctx,
+      ['host', 'memoryLimitMiB'],
+      `${spec.host.memoryLimitMiB} MiB is below shared_buffers (postgres.sharedBuffersMiB = ${spec.postgres.sharedBuffersMiB}) plus ${headroomMiB} MiB for backends and the agent; raise host.memoryLimitMiB`,
+    );
+  if (spec.provider === 'aws' && !spec.aws)
+    issue(ctx, ['aws'], 'provider "aws" needs an aws section (region, subnetId, temporalAddress)');
+}
+
+const drillCommon = (name: string) => ({
+  name,
+  provider: 'local',
+  storageClass: { kind: 'local-disk' },
+  expiresAfterHours: 3,
+});
+
+/** Restore drill presets: `ci` runs in well under a minute; `local-quick` has more data and longer write phases. */
+export const RESTORE_DRILL_PRESETS: Record<DrillPresetName, Record<string, unknown>> = {
+  ci: {
+    ...drillCommon('restore-drill-ci'),
+    host: { memoryLimitMiB: 256 },
+    postgres: { sharedBuffersMiB: 32, settings: {} },
+    data: { scale: 1, chunkRows: 50_000 },
+    workload: { clients: 2, beforeSeconds: 3, afterSeconds: 2, markerIntervalMs: 50 },
+    target: 'time',
+    checksumTables: ['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'],
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 1, keep: false },
+    restoreTimeoutSeconds: 120,
+  },
+  'local-quick': {
+    ...drillCommon('restore-drill'),
+    host: { memoryLimitMiB: 512 },
+    postgres: { sharedBuffersMiB: 128, settings: {} },
+    data: { scale: 20, chunkRows: 200_000 },
+    workload: { clients: 4, beforeSeconds: 20, afterSeconds: 10, markerIntervalMs: 100 },
+    target: 'time',
+    checksumTables: ['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'],
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 5, keep: false },
+    restoreTimeoutSeconds: 900,
+  },
+};
+
+/** Failover drill presets: `ci` is one short round; `local-quick` three rounds with longer write phases. */
+export const FAILOVER_DRILL_PRESETS: Record<DrillPresetName, Record<string, unknown>> = {
+  ci: {
+    ...drillCommon('failover-drill-ci'),
+    host: { memoryLimitMiB: 256 },
+    postgres: { sharedBuffersMiB: 32, settings: {} },
+    mode: 'sync',
+    rounds: 1,
+    writer: { connections: 4, killAfterSeconds: 2, afterFailoverSeconds: 1, maxOutageSeconds: 60 },
+    rejoin: 'rewind',
+  },
+  'local-quick': {
+    ...drillCommon('failover-drill'),
+    host: { memoryLimitMiB: 384 },
+    postgres: { sharedBuffersMiB: 64, settings: {} },
+    mode: 'sync',
+    rounds: 3,
+    writer: { connections: 8, killAfterSeconds: 10, afterFailoverSeconds: 3, maxOutageSeconds: 120 },
+    rejoin: 'rewind',
+  },
+};
+
+/** Resolves a restore drill input (preset + overrides); throws InvalidSpecError naming every problem. */
+export function resolveRestoreDrill(input: unknown): RestoreDrillSpec {
+  return resolveDrill(input, RESTORE_DRILL_PRESETS, RestoreDrillSpecSchema, 'restore drill spec');
+}
+
+/** Resolves a failover drill input (preset + overrides); throws InvalidSpecError naming every problem. */
+export function resolveFailoverDrill(input: unknown): FailoverDrillSpec {
+  return resolveDrill(input, FAILOVER_DRILL_PRESETS, FailoverDrillSpecSchema, 'failover drill spec');
+}
+
+function resolveDrill<S extends z.ZodType>(
+  input: unknown,
+  presets: Record<DrillPresetName, Record<string, unknown>>,
+  schema: S,
+  subject: string,
+): z.output<S> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new InvalidSpecError([{ path: '', message: 'must be a JSON object, for example {"preset":"ci"}' }], subject);
+  const presetName = (input as { preset?: unknown }).preset ?? 'local-quick';
+  if (typeof presetName !== 'string' || !(DRILL_PRESET_NAMES as readonly string[]).includes(presetName))
+    throw new InvalidSpecError(
+      [{ path: 'preset', message: `unknown preset ${JSON.stringify(presetName)}; use one of: ${DRILL_PRESET_NAMES.join(', ')}` }],
+      subject,
+    );
+  const merged = mergeSpec(presets[presetName as DrillPresetName], { ...input, preset: presetName });
+  const parsed = schema.safeParse(merged, { reportInput: true });
+  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem) as SpecProblem[], subject);
+  return parsed.data;
+}
+
+/** Server settings of every drill host: replication-ready, timestamps the recovery-log parser reads. */
+export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
+  const settings: Record<string, string> = {
+    shared_buffers: `${spec.postgres.sharedBuffersMiB}MB`,
+    max_connections: '100',
+    wal_level: 'replica',
+    hot_standby: 'on',
+    max_wal_senders: '10',
+    // pg_rewind needs hint bits logged (or data checksums) to find what changed since the fork.
+    wal_log_hints: 'on',
+    wal_keep_size: '256MB',
+    // Standbys retry their primary (and follow a new timeline) within a fraction of a second, not 5 s.
+    wal_retrieve_retry_interval: '200ms',
+    synchronous_commit: 'on',
+    log_line_prefix: '%m [%p] ',
+    log_timezone: 'UTC',
+    log_checkpoints: 'on',
+  };
+  for (const [key, value] of Object.entries(spec.postgres.settings)) settings[key] = String(value);
+  return settings;
+}

@@ -1,0 +1,116 @@
+/**
+ * The durability drills for real, at tiny sizes: real control worker, host agents, Postgres, pgBackRest and kill -9.
+ * A restore to a time between two marker rows is exact; a missing archived WAL segment fails the restore drill
+ * with a clear verdict in bounded time; five failovers in a row lose no acknowledged commit under ANY 1.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { backupsDirFor } from '../../activities/control/drills';
+import { runFolderName } from '../../activities/control/results-store';
+import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/drill-result';
+import { hostIdFor } from '../../common/ids';
+import { WORKFLOW_TYPES } from '../../common/names';
+import { startTestLab, type TestLab } from '../helpers/lab';
+import { uniqueId } from '../helpers/temporal';
+
+describe('durability drills (integration)', () => {
+  let lab: TestLab;
+  beforeAll(async () => {
+    lab = await startTestLab('drills');
+  });
+  afterAll(async () => {
+    await lab?.close();
+  });
+
+  async function drill<R extends DrillResult>(type: string, input: Record<string, unknown>) {
+    const workflowId = uniqueId(type);
+    const started = Date.now();
+    const handle = await lab.client.workflow.start(type, { taskQueue: lab.taskQueue, workflowId, args: [input] });
+    const outcome = await handle.result().then(
+      (v) => v as unknown,
+      (e) => e as unknown,
+    );
+    const file = path.join(lab.paths.resultsDir, runFolderName(workflowId), 'result.json');
+    const result = JSON.parse(readFileSync(file, 'utf8')) as R;
+    return { workflowId, outcome, result, seconds: (Date.now() - started) / 1000 };
+  }
+
+  function expectNothingLeft(workflowId: string, hostIds: string[]): void {
+    expect(lab.leftovers(hostIds)).toEqual([]);
+    expect(existsSync(path.join(backupsDirFor(lab.paths.hostsDir), runFolderName(workflowId)))).toBe(false);
+  }
+
+  it('restores to a time between two marker rows exactly, verified, and leaves nothing behind', async () => {
+    const { workflowId, outcome, result } = await drill<RestoreDrillResult>(WORKFLOW_TYPES.restoreDrill, { preset: 'ci' });
+    expect(result.verdict).toMatch(/^passed/);
+    expect(outcome).toMatchObject({ status: 'passed', kind: 'restore-drill' });
+    const target = result.target!;
+    expect(target.type).toBe('time');
+    // Markers were written on both sides of the target; exactly those before it came back.
+    expect(target.lastIdBefore).toBeGreaterThan(5);
+    expect(result.failurePoint!.lastMarkerId).toBeGreaterThan(target.lastIdBefore + 5);
+    expect(result.verification.ledger).toMatchObject({ ok: true, maxPresentId: target.lastIdBefore, presentRows: target.lastIdBefore, idsAfterTarget: 0 });
+    expect(result.recovery!.detail).toMatch(/recovery stopping before commit/);
+    // pgbench wrote after the target too: equal checksums mean recovery stopped where it should.
+    const tables = result.verification.checksums!.tables;
+    expect(Object.keys(tables).sort()).toEqual(['pgbench_accounts', 'pgbench_branches', 'pgbench_history', 'pgbench_tellers']);
+    for (const t of Object.values(tables)) expect(t.restored).toEqual(t.expected);
+    expect(tables.pgbench_history.restored.rows).toBeGreaterThan(0);
+    for (const check of ['checksums', 'amcheck', 'archiveContinuity', 'backupVerify'] as const) expect(result.verification[check]!.ok).toBe(true);
+    const rto = result.rto!;
+    for (const part of [rto.fetchSeconds, rto.replaySeconds, rto.promoteSeconds]) expect(part).toBeGreaterThan(0);
+    expect(rto.totalSeconds).toBeCloseTo(rto.fetchSeconds + rto.replaySeconds + rto.promoteSeconds, 5);
+    expect(result.rpo!.seconds).toBeGreaterThanOrEqual(0);
+    expect(result.backup!.tool).toBe('pgbackrest');
+    expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
+  });
+
+  it('fails with a clear verdict, in bounded time, when an archived WAL segment is missing', async () => {
+    const { workflowId, outcome, result, seconds } = await drill<RestoreDrillResult>(WORKFLOW_TYPES.restoreDrill, {
+      preset: 'ci',
+      target: 'lsn',
+      restoreTimeoutSeconds: 60,
+      inject: { missingWalSegment: true },
+    });
+    expect(seconds).toBeLessThan(240);
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    const cause = (outcome as WorkflowFailedError).cause as { type?: string; message: string };
+    expect(cause.type).toBe('VerificationError');
+    const segment = result.injectedMissingSegment!;
+    expect(segment).toMatch(/^[0-9A-F]{24}$/);
+    expect(result.status).toBe('failed');
+    expect(result.verdict).toContain('recovery ended before configured recovery target was reached');
+    expect(result.verdict).toContain(`missing from the archive: ${segment}`);
+    expect(cause.message).toContain(segment);
+    expect(result.verification.archiveContinuity).toMatchObject({ ok: false, missing: [segment] });
+    expect(result.rto).toBeNull();
+    expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
+  });
+
+  it('fails over five times in a row (kill -9, promote, pg_rewind) with no acknowledged commit lost', async () => {
+    const { workflowId, outcome, result } = await drill<FailoverDrillResult>(WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 5 });
+    expect(result.verdict).toMatch(/^passed/);
+    expect(outcome).toMatchObject({ status: 'passed', kind: 'failover-drill' });
+    expect(result.synchronousStandbyNames).toBe('ANY 1 (n2, n3)');
+    expect(result.rounds).toHaveLength(5);
+    let acknowledged = 0;
+    result.rounds.forEach((round, i) => {
+      expect(round.ok).toBe(true);
+      expect(round.lostCommits).toBe(0);
+      // Each round kills the primary the previous one promoted.
+      if (i > 0) expect(round.killedNode).toBe(result.rounds[i - 1].promotedNode);
+      expect(round.promotedNode).not.toBe(round.killedNode);
+      expect(round.writer.newPrimaryNode).toBe(round.promotedNode);
+      expect(round.rtoSeconds).toBeGreaterThan(0);
+      expect(Date.parse(round.writer.firstAckAfterAt!)).toBeGreaterThan(Date.parse(round.writer.lastAckBeforeKillAt!));
+      expect(['rewound', 'rebuilt']).toContain(round.oldPrimary.action);
+      // Every round's check covers the commits of all earlier rounds too.
+      expect(round.acknowledgedTotal).toBeGreaterThan(acknowledged);
+      acknowledged = round.acknowledgedTotal;
+    });
+    expect(result.summary).toMatchObject({ rounds: 5, lostCommits: 0 });
+    const hosts = [hostIdFor(workflowId, 'client', 0), ...[1, 2, 3].map((i) => hostIdFor(workflowId, 'node', i))];
+    expectNothingLeft(workflowId, hosts);
+  });
+});

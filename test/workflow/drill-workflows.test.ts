@@ -1,0 +1,223 @@
+/**
+ * The drill workflows on the real dev server with mocked activities: bad input fails fast and creates nothing; a
+ * restore whose recovery fails gets a verdict naming why, saved before every host is torn down.
+ */
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { ControlActivities } from '../../activities/control';
+import type { HostActivities } from '../../activities/host';
+import type { RestoreDrillResult } from '../../common/drill-result';
+import { hostIdFor } from '../../common/ids';
+import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
+import type { HostRecord } from '../../infra/providers/host-provider';
+import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
+
+type Calls = string[];
+
+function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<ControlActivities> {
+  return {
+    async prepareBackupStore() {
+      calls.push('prepareBackupStore');
+      return { kind: 'folder', path: '/tmp/backups/run' };
+    },
+    async provisionHost({ request }): Promise<HostRecord> {
+      calls.push(`provision ${request.hostId}`);
+      return {
+        hostId: request.hostId,
+        runId: request.runId,
+        provider: 'local',
+        className: request.className,
+        kind: request.storageClass.kind,
+        taskQueue: hostTaskQueue(request.hostId),
+        emulated: true,
+        limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
+        postgres: { host: '127.0.0.1', port: 5432 },
+      };
+    },
+    async killHost({ hostId }) {
+      calls.push(`kill ${hostId}`);
+    },
+    async saveDrillResult({ result }) {
+      calls.push('saveDrillResult');
+      saved.push(result as RestoreDrillResult);
+      return '/tmp/results/run';
+    },
+    async teardownHost({ hostId }) {
+      calls.push(`teardown ${hostId}`);
+    },
+    async removeBackupStore() {
+      calls.push('removeBackupStore');
+      return 'removed';
+    },
+  };
+}
+
+const backup = {
+  tool: 'pgbackrest',
+  toolVersion: '2.45',
+  label: '20261130-073845F',
+  type: 'full',
+  startedAt: '2026-11-30T07:38:45.000Z',
+  stoppedAt: '2026-11-30T07:38:49.000Z',
+  seconds: 4,
+  databaseBytes: 1,
+  repositoryBytes: 1,
+  startLsn: '0/3000028',
+  stopLsn: '0/4000050',
+  walStart: '000000010000000000000003',
+  walStop: '000000010000000000000004',
+};
+
+/** A source and a restore host whose recovery runs out of WAL: one segment is missing from the archive. */
+function fakeHost(calls: Calls, hostId: string): Partial<HostActivities> {
+  const log = (what: string) => calls.push(`${what} ${hostId}`);
+  return {
+    async describeHost() {
+      return { hostId, pid: 1, postgresRunning: false };
+    },
+    async configureBackups() {
+      return { tool: 'pgbackrest', version: '2.45', settings: { archive_mode: 'on' } };
+    },
+    async configurePostgres() {
+      return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
+    },
+    async initBackupRepository() {},
+    async loadData() {
+      return { rows: 100000, chunks: 2, chunksResumed: 0, loadSeconds: 1, indexSeconds: 0, vacuumSeconds: 0, heapBytes: 1, rowsPerSecond: 1 };
+    },
+    async takeBackup() {
+      return backup;
+    },
+    async writeHistory(input) {
+      return {
+        firstId: 1,
+        lastId: 10,
+        markers: 10,
+        pgbenchTransactions: 5,
+        failurePoint: input.failurePoint
+          ? {
+              at: '2026-11-30T07:39:00.000Z',
+              currentLsn: '0/7000100',
+              lastArchivedWal: '000000010000000000000006',
+              lastArchivedAt: '2026-11-30T07:38:59.000Z',
+              archivedThroughLsn: '0/7000000',
+              archiveLagBytes: 256,
+              archiveLagSeconds: 0.5,
+              lastMarkerId: 20,
+              lastArchivedMarkerId: 19,
+              archiveFailures: 0,
+            }
+          : null,
+      };
+    },
+    async markTarget() {
+      return {
+        target: { type: 'time', time: '2026-11-30 07:38:55.302551+00', lsn: null, lastIdBefore: 10, checksums: { t: { rows: 1, sum: '1' } } },
+        walLsn: '0/6000308',
+      };
+    },
+    async waitForArchive() {
+      return { seconds: 0.1 };
+    },
+    async restoreBackup() {
+      log('restore');
+      return { backupLabel: backup.label, fetchSeconds: 1 };
+    },
+    async recoverFromBackup() {
+      log('recover');
+      return {
+        ok: false,
+        detail: 'recovery failed: recovery ended before configured recovery target was reached',
+        replaySeconds: null,
+        promoteSeconds: null,
+        stoppedAt: null,
+        lastTransactionAt: null,
+        restoredSegments: 2,
+      };
+    },
+    async checkArchive({ from, to }) {
+      return {
+        continuity: { ok: false, from, to, checked: 4, missing: ['000000010000000000000005'] },
+        repository: { ok: true, status: 'ok', walChecked: 8, walInvalid: 0, backupFilesChecked: 977, backupFilesInvalid: 0 },
+      };
+    },
+    async verifyRestore() {
+      log('verifyRestore');
+      throw new Error('a failed recovery has nothing to verify');
+    },
+  };
+}
+
+describe('drill workflows with mocked activities', () => {
+  let connection: NativeConnection;
+  let client: Client;
+
+  beforeAll(async () => {
+    ({ connection, client } = await connect());
+  });
+  afterAll(async () => {
+    await connection.close();
+  });
+
+  async function runDrill(type: string, input: unknown, hostIds: (workflowId: string) => string[]) {
+    const calls: Calls = [];
+    const saved: RestoreDrillResult[] = [];
+    const taskQueue = uniqueId('drill-test');
+    const workflowId = uniqueId('drill');
+    const workers = [
+      await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities: fakeControl(calls, saved) }),
+      ...(await Promise.all(
+        hostIds(workflowId).map((h) => Worker.create({ connection, taskQueue: hostTaskQueue(h), activities: fakeHost(calls, h) })),
+      )),
+    ];
+    const running = workers.map((w) => w.run());
+    try {
+      const handle = await client.workflow.start(type, { taskQueue, workflowId, args: [input] });
+      const outcome = await handle.result().then(
+        (v) => v as unknown,
+        (e) => e as unknown,
+      );
+      return { calls, saved, outcome, workflowId };
+    } finally {
+      for (const w of workers) w.shutdown();
+      await Promise.all(running);
+    }
+  }
+
+  it.each([
+    [WORKFLOW_TYPES.restoreDrill, { preset: 'ci', target: 'tomorrow' }, 'target'],
+    [WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 3, rejoin: 'none' }, 'rejoin'],
+  ])('%s fails bad input at once, non-retryable, naming the field, and creates nothing', async (type, input, field) => {
+    const { calls, outcome } = await runDrill(type, input, () => []);
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    const cause = (outcome as WorkflowFailedError).cause as { type?: string; nonRetryable?: boolean; message: string };
+    expect(cause.type).toBe('InvalidSpecError');
+    expect(cause.nonRetryable).toBe(true);
+    expect(cause.message).toContain(`- ${field}:`);
+    expect(calls).toEqual([]);
+  });
+
+  it('gives a failed recovery a verdict naming the FATAL and the missing segment, saved before teardown', async () => {
+    const { calls, saved, outcome, workflowId } = await runDrill(WORKFLOW_TYPES.restoreDrill, { preset: 'ci' }, (id) => [
+      hostIdFor(id, 'source', 0),
+      hostIdFor(id, 'restore', 0),
+    ]);
+    const [source, restore] = [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)];
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    const cause = (outcome as WorkflowFailedError).cause as { type?: string; message: string };
+    expect(cause.type).toBe('VerificationError');
+    expect(cause.message).toMatch(/recovery ended before configured recovery target was reached/);
+    expect(saved).toHaveLength(1);
+    const result = saved[0];
+    expect(result.status).toBe('failed');
+    expect(result.verdict).toMatch(/^failed: recovery failed: recovery ended before .*archive: missing from the archive: 000000010000000000000005/);
+    expect(result.rto).toBeNull();
+    expect(result.rpo).toEqual({ seconds: 0.5, bytes: 256, lostMarkers: null, lostWindowSeconds: null });
+    // The source died at the failure point, before the restore; nothing is verified after a failed recovery.
+    expect(calls.indexOf(`kill ${source}`)).toBeLessThan(calls.indexOf(`provision ${restore}`));
+    expect(calls).not.toContain(`verifyRestore ${restore}`);
+    const savedAt = calls.indexOf('saveDrillResult');
+    for (const host of [source, restore]) expect(calls.indexOf(`teardown ${host}`)).toBeGreaterThan(savedAt);
+    expect(calls.indexOf('removeBackupStore')).toBeGreaterThan(savedAt);
+  });
+});

@@ -1,0 +1,301 @@
+/**
+ * The restore drill: point-in-time restore from a backup store onto a fresh host, verified and timed.
+ * Source host: pgbench data, WAL archived, a base backup, then writes with ledger marker rows before and after a
+ * recovery target (a time or LSN between two markers, or the end of the archive), the archive lag at the failure
+ * point, and the source killed. Restore host: fetch the backup, replay to the target, promote; verify the markers
+ * (every one up to the target, none after), the tables' checksums at the target, pg_amcheck, the archive's
+ * continuity and the repository check. Results are saved, then every host is torn down in a non-cancellable scope.
+ * One object argument with defaults, so the UI, the CLI and schedules start it alike: {"preset":"ci"}.
+ */
+import { ApplicationFailure, CancellationScope, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { RecoveryTarget } from '../activities/lib/backup-tool';
+import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
+import {
+  DRILL_RESULT_SCHEMA_VERSION,
+  type DrillSummary,
+  type RestoreDrillResult,
+} from '../common/drill-result';
+import { drillPostgresSettings, resolveRestoreDrill, type DrillInput, type RestoreDrillSpec } from '../common/drill-spec';
+import { FAILURE_TYPES } from '../common/errors';
+import { hostIdFor } from '../common/ids';
+import { parseSegmentName, segmentOfLsn } from '../common/lsn';
+import { accountRows } from '../common/spec';
+import { drillHostRequest, drillTimeouts, provisionAndWait, resolveOrFail, teardownAll } from './drill-hosts';
+import { failureMessage } from './failures';
+import { ProgressBoard } from './progress';
+import { hostCalls, providerCalls, resultCalls } from './proxies';
+import { searchAttributes } from './search-attributes';
+
+/** The drill's steps in order, for its progress percentage. */
+const STEPS = [
+  'backup store',
+  'provision source',
+  'configure source',
+  'load',
+  'base backup',
+  'writes before target',
+  'target',
+  'writes after target',
+  'failure',
+  'provision restore host',
+  'fetch',
+  'replay and promote',
+  'verify',
+  'save results',
+  'teardown',
+] as const;
+
+export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
+  const runId = workflowInfo().workflowId;
+  let spec: RestoreDrillSpec;
+  try {
+    spec = resolveOrFail(resolveRestoreDrill, input);
+  } catch (err) {
+    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
+    throw err;
+  }
+  upsertSearchAttributes(
+    searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', storageClasses: [spec.storageClass.kind], status: 'running' }),
+  );
+  const board = new ProgressBoard(`Restore drill ${runId}`, runId, 1, spec.parentWorkflowId);
+  const provider = spec.provider;
+  const source = hostIdFor(runId, 'source', 0);
+  const restore = hostIdFor(runId, 'restore', 0);
+  const writeSeconds = spec.workload.beforeSeconds + spec.workload.afterSeconds;
+  const timeouts = drillTimeouts(spec, Math.max(writeSeconds, spec.restoreTimeoutSeconds));
+  const src = hostCalls(source, timeouts);
+  const dst = hostCalls(restore, timeouts);
+  const settings = drillPostgresSettings(spec);
+  const volumeBytes = accountRows(spec.data.scale) * 146 * 1.15 + 2 * 2 ** 30;
+  const result: RestoreDrillResult = {
+    schemaVersion: DRILL_RESULT_SCHEMA_VERSION,
+    kind: 'restore-drill',
+    runId,
+    name: spec.name,
+    preset: spec.preset ?? null,
+    status: 'failed',
+    verdict: '',
+    startedAt: new Date().toISOString(),
+    finishedAt: '',
+    spec,
+    postgresVersion: null,
+    hosts: { source, restore },
+    backupStore: null,
+    backup: null,
+    target: null,
+    failurePoint: null,
+    injectedMissingSegment: null,
+    rto: null,
+    rpo: null,
+    recovery: null,
+    verification: {},
+    errors: [],
+  };
+  /** Enters a step: the run's phase, the host it runs on, and the drill's percentage. */
+  const step = (name: (typeof STEPS)[number]) => {
+    board.setPhase(name);
+    board.enter(STEPS.indexOf(name) < STEPS.indexOf('provision restore host') ? source : restore, name);
+    board.setPercent((100 * STEPS.indexOf(name)) / STEPS.length);
+  };
+
+  const provisioned: string[] = [];
+  let store: ResolvedBackupStore | null = null;
+  let failure: unknown;
+  try {
+    step('backup store');
+    store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store });
+    result.backupStore = backupStoreLocation(store);
+
+    step('provision source');
+    provisioned.push(source);
+    await provisionAndWait(provider, drillHostRequest(spec, runId, source, 'source', volumeBytes), timeouts);
+
+    step('configure source');
+    const archiving = await src.setup.configureBackups({ hostId: source, store, archiveTimeoutSeconds: spec.backup.archiveTimeoutSeconds });
+    const pg = await src.setup.configurePostgres({ hostId: source, settings: { ...settings, ...archiving.settings } });
+    result.postgresVersion = pg.postgresVersion;
+    await src.setup.initBackupRepository({ hostId: source, store });
+
+    step('load');
+    await src.load.loadData({ hostId: source, scale: spec.data.scale, chunkRows: spec.data.chunkRows, writers: 1 });
+
+    step('base backup');
+    const backup = await src.setup.takeBackup({ hostId: source, store });
+    result.backup = backup;
+
+    const { clients, markerIntervalMs } = spec.workload;
+    step('writes before target');
+    await src.measure.writeHistory({ hostId: source, label: 'writes before target', seconds: spec.workload.beforeSeconds, clients, markerIntervalMs });
+
+    step('target');
+    const marked = await src.measure.markTarget({ hostId: source, type: spec.target, tables: spec.checksumTables });
+    result.target = marked.target;
+
+    step('writes after target');
+    const after = await src.measure.writeHistory({
+      hostId: source,
+      label: 'writes after target',
+      seconds: spec.workload.afterSeconds,
+      clients,
+      markerIntervalMs,
+      failurePoint: true,
+    });
+    const failurePoint = after.failurePoint!;
+    result.failurePoint = failurePoint;
+    result.rpo = { seconds: failurePoint.archiveLagSeconds, bytes: failurePoint.archiveLagBytes, lostMarkers: null, lostWindowSeconds: null };
+
+    step('failure');
+    // A target inside the archive is the drill's premise: archive_timeout closes its segment within seconds.
+    if (spec.target !== 'latest')
+      await src.measure.waitForArchive({ hostId: source, lsn: marked.walLsn, timeoutSeconds: 3 * spec.backup.archiveTimeoutSeconds + 60 });
+    await providerCalls.killHost({ provider, hostId: source });
+
+    step('provision restore host');
+    provisioned.push(restore);
+    await provisionAndWait(provider, drillHostRequest(spec, runId, restore, 'restore', volumeBytes), timeouts);
+    await dst.setup.configureBackups({ hostId: restore, store, archiveTimeoutSeconds: spec.backup.archiveTimeoutSeconds });
+    const timeline = parseSegmentName(backup.walStop)?.timeline ?? 1;
+    // The last segment the restore needs: the target's, or the newest archived one for "latest".
+    const lastNeeded =
+      spec.target === 'latest'
+        ? failurePoint.lastArchivedWal && parseSegmentName(failurePoint.lastArchivedWal)
+          ? failurePoint.lastArchivedWal
+          : backup.walStop
+        : segmentOfLsn(marked.walLsn, timeline);
+    if (spec.inject.missingWalSegment)
+      result.injectedMissingSegment = await dst.measure.removeArchivedSegment({ hostId: restore, store, after: backup.walStop, upTo: lastNeeded });
+
+    step('fetch');
+    const target: RecoveryTarget =
+      spec.target === 'time'
+        ? { type: 'time', time: marked.target.time! }
+        : spec.target === 'lsn'
+          ? { type: 'lsn', lsn: marked.target.lsn! }
+          : { type: 'latest' };
+    const fetched = await dst.measure.restoreBackup({ hostId: restore, store, target });
+
+    step('replay and promote');
+    const recovery = await dst.measure.recoverFromBackup({ hostId: restore, settings, timeoutSeconds: spec.restoreTimeoutSeconds });
+    result.recovery = { ok: recovery.ok, detail: recovery.detail, stoppedAt: recovery.stoppedAt, lastTransactionAt: recovery.lastTransactionAt };
+    if (recovery.ok && recovery.replaySeconds !== null && recovery.promoteSeconds !== null)
+      result.rto = {
+        fetchSeconds: fetched.fetchSeconds,
+        replaySeconds: recovery.replaySeconds,
+        promoteSeconds: recovery.promoteSeconds,
+        totalSeconds: fetched.fetchSeconds + recovery.replaySeconds + recovery.promoteSeconds,
+      };
+
+    step('verify');
+    const archive = await dst.measure.checkArchive({ hostId: restore, store, from: backup.walStart, to: lastNeeded });
+    const c = archive.continuity;
+    result.verification.archiveContinuity = {
+      ...c,
+      detail: c.ok
+        ? `${c.checked} segments ${c.from}..${c.to}, none missing`
+        : `missing from the archive: ${c.missing.join(', ')} (needed between ${c.from} and ${c.to})`,
+    };
+    const repo = archive.repository;
+    result.verification.backupVerify = {
+      ok: repo.ok,
+      detail: `pgbackrest verify: status ${repo.status}; ${repo.walChecked} WAL files checked (${repo.walInvalid} invalid), ${repo.backupFilesChecked} backup files checked (${repo.backupFilesInvalid} invalid)`,
+      walChecked: repo.walChecked,
+      walInvalid: repo.walInvalid,
+      backupFilesChecked: repo.backupFilesChecked,
+      backupFilesInvalid: repo.backupFilesInvalid,
+    };
+    if (recovery.ok) {
+      const latest = spec.target === 'latest';
+      const checked = await dst.measure.verifyRestore({
+        hostId: restore,
+        expectedThroughId: latest ? failurePoint.lastArchivedMarkerId : marked.target.lastIdBefore,
+        exact: !latest,
+        tables: spec.checksumTables,
+        expectedChecksums: marked.target.checksums,
+      });
+      result.verification.ledger = checked.ledger;
+      result.verification.checksums = checked.checksums;
+      result.verification.amcheck = checked.amcheck;
+      if (latest)
+        result.rpo = {
+          ...result.rpo,
+          lostMarkers: failurePoint.lastMarkerId - checked.ledger.maxPresentId,
+          lostWindowSeconds: checked.maxPresentCommittedAt
+            ? Math.max(0, (Date.parse(failurePoint.at) - Date.parse(checked.maxPresentCommittedAt)) / 1000)
+            : null,
+        };
+    }
+    result.verdict = verdictOf(result);
+    result.status = result.verdict.startsWith('passed') ? 'passed' : 'failed';
+  } catch (err) {
+    failure = err;
+    result.status = isCancellation(err) ? 'cancelled' : 'failed';
+    result.errors.push(failureMessage(err));
+    result.verdict = `${result.status}: ${failureMessage(err).split('\n')[0]}`;
+    board.fail(result.verdict);
+  }
+
+  // Compensation: results first (nothing measured is lost), then every host and the run's backups, whatever happened.
+  const location = await CancellationScope.nonCancellable(async () => {
+    step('save results');
+    result.finishedAt = new Date().toISOString();
+    let saved = '';
+    try {
+      saved = await resultCalls.saveDrillResult({ runId, result });
+    } catch (err) {
+      failure ??= err;
+      board.fail(`saving results failed: ${failureMessage(err)}`);
+    }
+    step('teardown');
+    const errors = await teardownAll(provider, provisioned);
+    if (store && !spec.backup.keep) await providerCalls.removeBackupStore({ store }).catch((err) => errors.push(failureMessage(err)));
+    for (const e of errors) board.fail(e);
+    board.setPercent(100);
+    return saved;
+  });
+  upsertSearchAttributes(searchAttributes({ status: result.status }));
+  board.setPhase(result.status);
+  if (failure) throw failure;
+  if (result.status !== 'passed')
+    throw ApplicationFailure.nonRetryable(`restore drill ${runId} failed: ${result.verdict}\nresults: ${location}`, FAILURE_TYPES.verification);
+  return {
+    runId,
+    kind: 'restore-drill',
+    status: result.status,
+    verdict: result.verdict,
+    location,
+    figures: {
+      fetchSeconds: result.rto?.fetchSeconds ?? null,
+      replaySeconds: result.rto?.replaySeconds ?? null,
+      promoteSeconds: result.rto?.promoteSeconds ?? null,
+      rtoSeconds: result.rto?.totalSeconds ?? null,
+      rpoSeconds: result.rpo?.seconds ?? null,
+      rpoBytes: result.rpo?.bytes ?? null,
+      lostMarkers: result.rpo?.lostMarkers ?? null,
+    },
+  };
+}
+
+/** The one line a person reads first: "passed: ..." with the figures, or "failed: ..." with every reason. */
+export function verdictOf(r: RestoreDrillResult): string {
+  const v = r.verification;
+  const checks: [string, { ok: boolean; detail: string } | undefined][] = [
+    ['marker rows', v.ledger],
+    ['checksums', v.checksums],
+    ['pg_amcheck', v.amcheck],
+    ['archive', v.archiveContinuity],
+    ['repository', v.backupVerify],
+  ];
+  const failed = checks.filter(([, c]) => c && !c.ok).map(([name, c]) => `${name}: ${c!.detail.split('\n')[0]}`);
+  if (r.recovery && !r.recovery.ok) return `failed: ${r.recovery.detail.split('\n')[0]}${failed.length ? `; ${failed.join('; ')}` : ''}`;
+  if (failed.length) return `failed: ${failed.join('; ')}`;
+  const target = r.target?.type === 'latest' ? 'the end of the archive' : `${r.target?.type} ${r.target?.time ?? r.target?.lsn}`;
+  const rto = r.rto ? `RTO ${round(r.rto.totalSeconds)} s (fetch ${round(r.rto.fetchSeconds)}, replay ${round(r.rto.replaySeconds)}, promote ${round(r.rto.promoteSeconds)})` : '';
+  const rpo = r.rpo
+    ? `RPO ${round(r.rpo.seconds)} s archive lag (${r.rpo.bytes} bytes)${r.rpo.lostMarkers !== null ? `, ${r.rpo.lostMarkers} marker rows lost` : ''}`
+    : '';
+  return `passed: restored to ${target}; ${v.ledger?.detail}; ${r.target?.checksums ? 'checksums equal' : 'checksums not compared (writes ran up to the failure)'}; pg_amcheck clean; archive continuous; ${rto}; ${rpo}`;
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
