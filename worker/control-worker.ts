@@ -6,6 +6,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import path from 'node:path';
 import { createControlActivities } from '../activities/control';
+import { keepAlive } from '../activities/lib/heartbeat';
 import { DirResultsStore, type ResultsStore } from '../activities/control/results-store';
 import { CONTROL_TASK_QUEUE } from '../common/names';
 import { labPaths, type LabPaths } from '../infra/lab-paths';
@@ -23,6 +24,8 @@ export interface ControlWorkerOptions {
   taskQueue?: string;
   /** The AWS provider and results store; by default from STORAGE_LAB_AWS and friends (worker/aws-setup.ts), null for none. */
   aws?: { provider: HostProvider; results: ResultsStore } | null;
+  /** Worker interceptors (the fault tests inject crashes with them). */
+  interceptors?: WorkerOptions['interceptors'];
 }
 
 /** Builds the control worker with real providers and the results folder. */
@@ -45,7 +48,9 @@ export async function createControlWorker(opts: ControlWorkerOptions): Promise<W
     connection: opts.connection,
     namespace: opts.temporal.namespace,
     taskQueue: opts.taskQueue ?? CONTROL_TASK_QUEUE,
-    activities,
+    // Heartbeats from every control activity: a crashed worker's activities are retried within a heartbeat timeout.
+    activities: keepAlive(activities),
+    interceptors: opts.interceptors,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
   });
 }

@@ -7,9 +7,16 @@ import type { HostActivities } from '../activities/host';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
 import { hostTaskQueue } from '../common/names';
 
+/**
+ * Control activities heartbeat while they run (worker/control-worker.ts): a control worker that dies is noticed
+ * within this, and its activity retried on another (or a restarted) worker.
+ */
+const CONTROL_HEARTBEAT_TIMEOUT = '15 seconds';
+
 /** Provider calls create and destroy resources that cost money: retry transient API errors, never bad input. */
 export const providerCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
   retry: {
     initialInterval: '2 seconds',
     maximumInterval: '1 minute',
@@ -21,12 +28,14 @@ export const providerCalls = proxyActivities<ControlActivities>({
 /** Teardown must eventually succeed, whatever happened before: retry for a long time, and keep retrying on cancel. */
 export const teardownCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '2 seconds', maximumInterval: '2 minutes', maximumAttempts: 30 },
 });
 
 /** Results are small writes to a folder or S3; nothing measured may be lost, so retry them generously. */
 export const resultCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20 },
 });
 
@@ -36,6 +45,7 @@ export const resultCalls = proxyActivities<ControlActivities>({
  */
 export const sweepCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
 });
 
