@@ -239,6 +239,21 @@ describe('Ec2Provider and S3 on moto', () => {
     expect(await provider.diagnose('no-such-host')).toContain('no EC2 instance tagged');
   });
 
+  it('refuses hosts that must share a database password without an SSM parameter for it, before launching', async () => {
+    const { provider } = bed.setup();
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    await expect(provider.provision({ ...req, passwordScope: runId })).rejects.toMatchObject({
+      type: 'InvalidSpecError',
+      nonRetryable: true,
+      message: expect.stringContaining('aws.databasePasswordParameter'),
+    });
+    expect(await bed.moto.leftovers(runId)).toEqual([]);
+    const shared = { ...req, passwordScope: runId, aws: { ...req.aws!, databasePasswordParameter: '/storage-lab/db-password' } };
+    await provider.provision(shared);
+    await provider.teardown(req.hostId);
+  });
+
   it('preflight names what the account lacks', async () => {
     const { provider } = bed.setup();
     const good = await provider.preflight(awsSpec(bed.network));

@@ -262,6 +262,12 @@ export class Ec2Provider implements HostProvider {
         `aws.region: ${aws.region}, but this control worker manages ${this.opts.region}`,
         FAILURE_TYPES.invalidSpec,
       );
+    // Each EC2 host makes its own password at boot; hosts that replicate with each other need one from SSM.
+    if (req.passwordScope && !aws.databasePasswordParameter)
+      throw ApplicationFailure.nonRetryable(
+        `aws.databasePasswordParameter: host ${req.hostId} replicates with other hosts, which on AWS share one database password from SSM; store a SecureString under /storage-lab/ and name it here`,
+        FAILURE_TYPES.invalidSpec,
+      );
     return aws;
   }
 
