@@ -14,7 +14,7 @@ export const BREAKDOWN_LABELS: Record<BreakdownKey, string> = {
   walFsync: 'WAL write/fsync at commit',
   lockAndScheduler: 'locks and LWLocks',
   cpu: 'CPU (no wait event)',
-  other: 'other waits',
+  other: 'other waits (e.g. IO:DataFileWrite)',
 };
 
 /** The name the sampler gives an active backend with no wait event. */

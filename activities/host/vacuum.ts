@@ -55,18 +55,19 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
     original = await switchAutovacuumOff(db);
 
     // Untimed: dead tuples of the TPS run (and of an earlier attempt) go first, so the timed VACUUM sees only ours.
-    report({ percent: 0, detail: { step: 'clearing earlier dead tuples' } });
-    const preVacuumSeconds = await vacuum(deps, db, `VACUUM ${TABLE}`, report, 'clearing earlier dead tuples').then((r) => r.seconds);
-    const before = await tupleStats(db, report);
+    const clearing = stepReporter(report, 0, 20);
+    clearing({ percent: 0, detail: { step: 'clearing earlier dead tuples' } });
+    const preVacuumSeconds = await vacuum(deps, db, `VACUUM ${TABLE}`, clearing, 'clearing earlier dead tuples').then((r) => r.seconds);
+    const before = await tupleStats(db, clearing);
     if (before.liveTuples === 0) throw new Error(`${TABLE} is empty: load the data before the vacuum phase`);
 
     const bloatStarted = Date.now();
-    const { rowsUpdated, after } = await makeBloat(deps, db, requested, before, report);
+    const { rowsUpdated, after } = await makeBloat(deps, db, requested, before, stepReporter(report, 20, 70));
     const bloatSeconds = (Date.now() - bloatStarted) / 1000;
 
     const counters = new HostCounters(deps.config);
     const window = counters.window();
-    const timed = await vacuum(deps, db, `VACUUM (VERBOSE) ${TABLE}`, report, 'VACUUM (VERBOSE)');
+    const timed = await vacuum(deps, db, `VACUUM (VERBOSE) ${TABLE}`, stepReporter(report, 70, 100), 'VACUUM (VERBOSE)');
     const host = window.end();
     const verbose = parseVacuumVerbose(timed.messages).find((r) => r.relation.endsWith(`.${TABLE}`));
     if (!verbose) throw new Error(`VACUUM (VERBOSE) reported nothing on ${TABLE}:\n${timed.messages}`);
@@ -94,6 +95,16 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
     await restoreAutovacuum(db).catch(() => undefined);
     await db.end().catch(() => undefined);
   }
+}
+
+/** A reporter for one step of the phase: the step's 0-100 % maps onto [from, to] of the phase's; a heartbeat without
+ * a percentage keeps the last one. */
+function stepReporter(report: ReportProgress, from: number, to: number): ReportProgress {
+  let last = from;
+  return (update) => {
+    if (update.percent !== undefined) last = from + (update.percent * (to - from)) / 100;
+    report({ ...update, percent: Math.round(last) });
+  };
 }
 
 /** Turns autovacuum off on the table; returns the table's own setting from before the first attempt (null: unset). */

@@ -111,6 +111,12 @@ describe('diagnosis', () => {
     expect(throttle.ok).toBe(false);
     expect(throttle.severity).toBe('warning'); // The data fits in memory: a caveat, not an error.
     expect(diagnosticChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'throttle engaged')!.severity).toBe('error');
+    // Writes far above the cap escaped the throttle (v1 writeback): the reads at the cap still count as engaged.
+    const leaky = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 10_000 })) });
+    const leakyChecks = diagnosticChecks(cluster('gp3', 1, 1, leaky), cls, true);
+    expect(leakyChecks.find((c) => c.name === 'throttle engaged')!.ok).toBe(true);
+    expect(leakyChecks.find((c) => c.name === 'throttle held')).toMatchObject({ ok: false, severity: 'warning' });
+    expect(leakyChecks.find((c) => c.name === 'throttle held')!.detail).toMatch(/write IOPS 10000 \(cap 3000\)/);
   });
 
   it('checks the breakdown sum, the sampler rate and the server-side time per transaction', () => {

@@ -55,12 +55,14 @@ export function renderCharts(result: ExperimentResult): string[] {
   }
 
   const clusters = classes.flatMap(([, c]) => c.clusters);
+  // Host ids start with the run's tag; class and index tell the clusters apart on a chart.
+  const label = (c: (typeof clusters)[number]) => `${c.className}-${c.index}`;
   figure(
     lineChart({
       title: 'Throughput per second of the TPS run',
       xLabel: 'second',
       yLabel: 'TPS',
-      series: clusters.map((c) => ({ name: c.hostId, points: (c.tpsRun?.tpsSeries ?? []).map((y, i) => ({ x: i + 1, y })) })),
+      series: clusters.map((c) => ({ name: label(c), points: (c.tpsRun?.tpsSeries ?? []).map((y, i) => ({ x: i + 1, y })) })),
     }),
     'pgbench -P 1 progress lines, one line per cluster.',
   );
@@ -121,7 +123,7 @@ export function renderCharts(result: ExperimentResult): string[] {
       yLabel: 'IOPS',
       series: clusters.flatMap((c) =>
         (['readIops', 'writeIops'] as const).map((key) => ({
-          name: `${c.hostId} ${key === 'readIops' ? 'reads' : 'writes'}`,
+          name: `${label(c)} ${key === 'readIops' ? 'reads' : 'writes'}`,
           points: (c.diagnostics?.series ?? []).flatMap((s) => (s[key] === null ? [] : [{ x: s.second, y: s[key]! }])),
         })),
       ),

@@ -25,7 +25,7 @@ interface Frame {
 }
 
 const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
-const MARGIN = { top: 34, right: 170, bottom: 46, left: 64 };
+const MARGIN = { top: 34, right: 200, bottom: 46, left: 64 };
 
 /** The colour of the i-th series. */
 export function seriesColor(i: number): string {
@@ -95,7 +95,7 @@ function legend(names: string[], width: number): string[] {
   return names.map(
     (name, i) =>
       `<rect x="${x}" y="${MARGIN.top + i * 18}" width="12" height="12" fill="${seriesColor(i)}"/>` +
-      `<text x="${x + 18}" y="${MARGIN.top + i * 18 + 10}">${escapeXml(truncate(name, 22))}</text>`,
+      `<text x="${x + 18}" y="${MARGIN.top + i * 18 + 10}">${escapeXml(truncate(name, 28))}</text>`,
   );
 }
 
@@ -156,7 +156,7 @@ export function barChart(frame: Frame & { categories: string[]; series: BarSerie
   const group = (width - MARGIN.left - MARGIN.right) / frame.categories.length;
   frame.categories.forEach((category, c) => {
     const left = MARGIN.left + c * group;
-    out.push(`<text x="${n(left + group / 2)}" y="${plotBottom + 16}" text-anchor="middle" fill="#333">${escapeXml(truncate(category, Math.max(8, Math.floor(group / 7))))}</text>`);
+    out.push(`<text x="${n(left + group / 2)}" y="${plotBottom + 16}" text-anchor="middle" fill="#333">${escapeXml(truncate(category, Math.max(8, Math.floor(group / 6))))}</text>`);
     if (frame.stacked) {
       const barWidth = group * 0.6;
       let base = 0;
