@@ -32,6 +32,8 @@ export interface TestLab {
 /** A lab's control worker options beyond the defaults: an AWS side made from the lab's paths (moto tests). */
 export interface TestLabOptions {
   aws?: (paths: LabPaths) => ControlWorkerOptions['aws'];
+  /** Another Temporal server than the suite's (a test that restarts its own server). */
+  address?: string;
 }
 
 export async function startTestLab(name: string, opts: TestLabOptions = {}): Promise<TestLab> {
@@ -40,9 +42,10 @@ export async function startTestLab(name: string, opts: TestLabOptions = {}): Pro
   const home = mkdtempSync(path.join(base, `${name}-`));
   chmodSync(home, 0o755); // The postgres user must reach the host folders below it.
   const paths = labPaths({ ...process.env, STORAGE_LAB_HOME: home, STORAGE_LAB_HOSTS_DIR: path.join(home, 'hosts') });
-  const { connection, client } = await connect();
+  const address = opts.address ?? serverAddress();
+  const { connection, client } = await connect(address);
   const taskQueue = uniqueId(`lab-${name}`);
-  const temporal = { address: serverAddress(), namespace: 'default' };
+  const temporal = { address, namespace: 'default' };
 
   let worker: Worker;
   let running: Promise<void>;

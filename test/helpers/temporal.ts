@@ -22,9 +22,9 @@ export function workflowBundle(): { codePath: string } {
   return { codePath };
 }
 
-export async function connect(): Promise<{ connection: NativeConnection; client: Client }> {
+export async function connect(address = serverAddress()): Promise<{ connection: NativeConnection; client: Client }> {
   quietRuntime();
-  const connection = await NativeConnection.connect({ address: serverAddress() });
+  const connection = await NativeConnection.connect({ address });
   return { connection, client: new Client({ connection }) };
 }
 
