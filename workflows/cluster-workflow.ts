@@ -1,7 +1,7 @@
 /**
  * One cluster: one Postgres on one host of one storage class.
- * provision → configure → load (checkpointed) → warm-up → TPS run with diagnostics → bloat + VACUUM →
- * replication backlog + drain → save results → teardown.
+ * provision → configure → load (checkpointed) → WAL archiving + base backup (durability on) → warm-up →
+ * TPS run with diagnostics → bloat + VACUUM → replication backlog + drain → save results → teardown.
  * Teardown is a compensation that always runs (failure, cancel) in a non-cancellable scope, after results are saved.
  */
 import { ApplicationFailure, CancellationScope, isCancellation } from '@temporalio/workflow';
@@ -12,6 +12,7 @@ import type { ClusterResult, FailedAttempt } from '../common/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
 import { accountRows, classLimits, volumeBytes, type ExperimentSpec } from '../common/spec';
 import type { HostRecord } from '../infra/providers/host-provider';
+import { archiveAndBackUp, removeClusterBackups } from './durability';
 import { failureMessage, isNonRetryable, isScheduleToStartTimeout } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, providerCalls, resultCalls, teardownCalls, type HostTimeouts } from './proxies';
@@ -143,6 +144,11 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     result.rows = load.rows;
     result.loadSeconds = load.loadSeconds;
 
+    if (spec.durability.enabled) {
+      board.enter(hostId, 'backup');
+      result.phases.durability = await archiveAndBackUp(host, hostId, clusterWorkflowId(runId, className, index), spec, postgresSettings(spec));
+    }
+
     if (spec.workload.warmupSeconds > 0) {
       board.enter(hostId, 'warmup');
       await pgbench('warmup', spec.workload.warmupSeconds);
@@ -203,6 +209,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     }
     board.enter(hostId, 'teardown');
     await teardownCalls.teardownHost.executeWithOptions({ summary: `tear down ${hostId}` }, [{ provider, hostId }]);
+    if (spec.durability.enabled) await removeClusterBackups(clusterWorkflowId(runId, className, index), spec);
     board.enter(hostId, 'done');
   });
   if (failure) throw failure;

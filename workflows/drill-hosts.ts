@@ -57,7 +57,10 @@ export function drillHostRequest(spec: DrillSpec, runId: string, hostId: string,
  * never polls, fails with what the provider can tell about the host.
  */
 export async function provisionAndWait(provider: ProviderName, request: HostRequest, timeouts: HostTimeouts): Promise<HostRecord> {
-  const record = await providerCalls.provisionHost({ provider, request });
+  const record = await providerCalls.provisionHost.executeWithOptions(
+    { summary: `provision ${request.className} host ${request.hostId}: ${request.storageClass.kind}, ${request.memoryLimitMiB} MiB` },
+    [{ provider, request }],
+  );
   try {
     await hostCalls(request.hostId, timeouts).hello.describeHost({ hostId: request.hostId });
   } catch (err) {

@@ -134,24 +134,31 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
 
     for (let round = 1; round <= spec.rounds; round++) {
       progress(`round ${round}: writing on ${primary}`, 1 + round - 1, client);
-      const writing: Promise<WriterResult> = clientCalls.measure.runFailoverWriter({
-        hostId: client,
-        round,
-        nodes: NODES.map(address),
-        initialNode: primary,
-        connections: writer.connections,
-        firstId: round * IDS_PER_ROUND + 1,
-        afterSwitchSeconds: writer.afterFailoverSeconds,
-        maxOutageSeconds: writer.maxOutageSeconds,
-        maxSeconds: roundSeconds,
-      });
+      const writing: Promise<WriterResult> = clientCalls.measure.runFailoverWriter.executeWithOptions(
+        { summary: `round ${round}: ${writer.connections} writers commit ledger rows on the primary (${primary}) and record every acknowledged id` },
+        [
+          {
+            hostId: client,
+            round,
+            nodes: NODES.map(address),
+            initialNode: primary,
+            connections: writer.connections,
+            firstId: round * IDS_PER_ROUND + 1,
+            afterSwitchSeconds: writer.afterFailoverSeconds,
+            maxOutageSeconds: writer.maxOutageSeconds,
+            maxSeconds: roundSeconds,
+          },
+        ],
+      );
       // A failed writer must not leave this round waiting on its timer.
       writing.catch(() => undefined);
       await sleep(writer.killAfterSeconds * 1000);
 
       progress(`round ${round}: kill ${primary}`, 1 + round - 0.8, hostOf[primary]);
       const killedAt = new Date().toISOString();
-      await providerCalls.killHost({ provider, hostId: hostOf[primary] });
+      await providerCalls.killHost.executeWithOptions({ summary: `round ${round}: kill -9 the primary ${primary} (${hostOf[primary]})` }, [
+        { provider, hostId: hostOf[primary] },
+      ]);
       const positions: StandbyPosition[] = await Promise.all(
         standbys.map(async (n) => {
           const p = await calls(n).measure.standbyPosition({ hostId: hostOf[n] });
@@ -174,7 +181,9 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
         node: winner,
         synchronousStandbyNames: quorumOf(spec.mode, [...others, killed]),
       });
-      const promoted = await calls(winner).measure.promoteStandby({ hostId: hostOf[winner] });
+      const promoted = await calls(winner).measure.promoteStandby.executeWithOptions({ summary: `round ${round}: promote ${winner}, the most advanced standby` }, [
+        { hostId: hostOf[winner] },
+      ]);
       const written: WriterResult = await writing;
       const ledger = await clientCalls.measure.countLostCommits({
         hostId: client,
@@ -226,7 +235,10 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
         progress(`round ${round}: ${killed} rejoins`, 1 + round - 0.3, hostOf[killed]);
         // Provisioning a killed host again starts its agent; its data folder is where the kill left it.
         await provisionAndWait(provider, request(hostOf[killed], 'node'), timeouts);
-        const rejoined = await calls(killed).setup.rejoinAsStandby({ hostId: hostOf[killed], primary: address(winner), node: killed });
+        const rejoined = await calls(killed).setup.rejoinAsStandby.executeWithOptions(
+          { summary: `round ${round}: ${killed} rejoins as a standby of ${winner} (pg_rewind)` },
+          [{ hostId: hostOf[killed], primary: address(winner), node: killed }],
+        );
         await calls(killed).setup.configurePostgres({ hostId: hostOf[killed], settings });
         await calls(winner).measure.waitForStandbys({ hostId: hostOf[winner], nodes: [...others, killed], sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
         entry.oldPrimary = { action: rejoined.action, seconds: rejoined.seconds, detail: rejoined.detail };

@@ -120,7 +120,9 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     await src.load.loadData({ hostId: source, scale: spec.data.scale, chunkRows: spec.data.chunkRows, writers: 1 });
 
     step('base backup');
-    const backup = await src.setup.takeBackup({ hostId: source, store });
+    const backup = await src.setup.takeBackup.executeWithOptions({ summary: `full base backup of ${source} to ${result.backupStore}` }, [
+      { hostId: source, store },
+    ]);
     result.backup = backup;
 
     const { clients, markerIntervalMs } = spec.workload;
@@ -148,7 +150,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     // A target inside the archive is the drill's premise: archive_timeout closes its segment within seconds.
     if (spec.target !== 'latest')
       await src.measure.waitForArchive({ hostId: source, lsn: marked.walLsn, timeoutSeconds: 3 * spec.backup.archiveTimeoutSeconds + 60 });
-    await providerCalls.killHost({ provider, hostId: source });
+    await providerCalls.killHost.executeWithOptions({ summary: `kill -9 everything on ${source}: the failure` }, [{ provider, hostId: source }]);
 
     step('provision restore host');
     provisioned.push(restore);
@@ -172,10 +174,15 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
         : spec.target === 'lsn'
           ? { type: 'lsn', lsn: marked.target.lsn! }
           : { type: 'latest' };
-    const fetched = await dst.measure.restoreBackup({ hostId: restore, store, target });
+    const fetched = await dst.measure.restoreBackup.executeWithOptions({ summary: `fetch backup ${backup.label} onto ${restore}, target ${spec.target}` }, [
+      { hostId: restore, store, target },
+    ]);
 
     step('replay and promote');
-    const recovery = await dst.measure.recoverFromBackup({ hostId: restore, settings, timeoutSeconds: spec.restoreTimeoutSeconds });
+    const recovery = await dst.measure.recoverFromBackup.executeWithOptions(
+      { summary: `replay WAL to the target and promote, at most ${spec.restoreTimeoutSeconds} s` },
+      [{ hostId: restore, settings, timeoutSeconds: spec.restoreTimeoutSeconds }],
+    );
     result.recovery = { ok: recovery.ok, detail: recovery.detail, stoppedAt: recovery.stoppedAt, lastTransactionAt: recovery.lastTransactionAt };
     if (recovery.ok && recovery.replaySeconds !== null && recovery.promoteSeconds !== null)
       result.rto = {
@@ -247,7 +254,8 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     }
     step('teardown');
     const errors = await teardownAll(provider, provisioned);
-    if (store && !spec.backup.keep) await providerCalls.removeBackupStore({ store }).catch((err) => errors.push(failureMessage(err)));
+    if (!spec.backup.keep)
+      await providerCalls.removeBackupStore({ runId, store: spec.backup.store }).catch((err) => errors.push(failureMessage(err)));
     for (const e of errors) board.fail(e);
     board.setPercent(100);
     return saved;

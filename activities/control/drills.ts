@@ -24,33 +24,44 @@ export function backupsDirFor(hostsDir: string, env: NodeJS.ProcessEnv = process
   return base === 'hosts' ? path.join(path.dirname(hostsDir), 'backups') : `${hostsDir}-backups`;
 }
 
+/** The run's own prefix in a store: a folder below the store's (or the lab's backups folder), or a key prefix in S3. */
+export function resolveBackupStore(runId: string, store: BackupStoreSpec, hostsDir: string): ResolvedBackupStore {
+  const run = runFolderName(runId);
+  if (store.kind === 's3') {
+    const prefix = store.prefix.replace(/^\/+|\/+$/g, '');
+    return {
+      kind: 's3',
+      bucket: store.bucket,
+      path: `/${prefix ? `${prefix}/` : ''}${run}`,
+      region: store.region,
+      ...(store.endpoint ? { endpoint: store.endpoint } : {}),
+    };
+  }
+  return { kind: 'folder', path: path.join(store.path ? path.resolve(store.path) : backupsDirFor(hostsDir), run) };
+}
+
 export function createDrillControlActivities(deps: DrillControlDeps) {
   return {
     /** The run's own prefix in the spec's store; a local folder is created for the Postgres OS user. */
     async prepareBackupStore(input: { runId: string; store: BackupStoreSpec }): Promise<ResolvedBackupStore> {
-      const run = runFolderName(input.runId);
-      if (input.store.kind === 's3') {
-        const prefix = input.store.prefix.replace(/^\/+|\/+$/g, '');
-        return {
-          kind: 's3',
-          bucket: input.store.bucket,
-          path: `/${prefix ? `${prefix}/` : ''}${run}`,
-          region: input.store.region,
-          ...(input.store.endpoint ? { endpoint: input.store.endpoint } : {}),
-        };
+      const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
+      if (store.kind === 'folder') {
+        mkdirSync(store.path, { recursive: true, mode: 0o755 });
+        const user = postgresOsUser();
+        if (user) chownSync(store.path, user.uid, user.gid);
       }
-      const dir = path.join(input.store.path ? path.resolve(input.store.path) : backupsDirFor(deps.hostsDir), run);
-      mkdirSync(dir, { recursive: true, mode: 0o755 });
-      const user = postgresOsUser();
-      if (user) chownSync(dir, user.uid, user.gid);
-      return { kind: 'folder', path: dir };
+      return store;
     },
 
-    /** Removes a run's local backup folder; an S3 prefix is left to the bucket's lifecycle rules. Says what it did. */
-    async removeBackupStore(input: { store: ResolvedBackupStore }): Promise<string> {
-      if (input.store.kind === 's3') return `left s3://${input.store.bucket}${input.store.path} in place (the bucket's lifecycle rules expire it)`;
-      rmSync(input.store.path, { recursive: true, force: true });
-      return `removed ${input.store.path}`;
+    /**
+     * Removes a run's backups (idempotent: nothing there is fine). A local folder is deleted; an S3 prefix is left
+     * to the bucket's lifecycle rules. Says what it did.
+     */
+    async removeBackupStore(input: { runId: string; store: BackupStoreSpec }): Promise<string> {
+      const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
+      if (store.kind === 's3') return `left s3://${store.bucket}${store.path} in place (the bucket's lifecycle rules expire it)`;
+      rmSync(store.path, { recursive: true, force: true });
+      return `removed ${store.path}`;
     },
 
     /** The drill's result.json and report.md; returns where they are. */

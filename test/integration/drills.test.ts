@@ -1,7 +1,8 @@
 /**
  * The durability drills for real, at tiny sizes: real control worker, host agents, Postgres, pgBackRest and kill -9.
  * A restore to a time between two marker rows is exact; a missing archived WAL segment fails the restore drill
- * with a clear verdict in bounded time; five failovers in a row lose no acknowledged commit under ANY 1.
+ * with a clear verdict in bounded time; an experiment cluster with durability on archives WAL and is backed up;
+ * five failovers in a row lose no acknowledged commit under ANY 1.
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { existsSync, readFileSync } from 'node:fs';
@@ -86,6 +87,25 @@ describe('durability drills (integration)', () => {
     expect(result.verification.archiveContinuity).toMatchObject({ ok: false, missing: [segment] });
     expect(result.rto).toBeNull();
     expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
+  });
+
+  it('archives WAL and takes a base backup of an experiment cluster when durability is on', async () => {
+    const handle = await lab.startExperiment({
+      preset: 'ci',
+      storageClasses: { gp3: null },
+      compare: null,
+      durability: { enabled: true, archiveTimeoutSeconds: 5 },
+      workload: { durationSeconds: 2, warmupSeconds: 0 },
+      phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+    });
+    expect(await handle.result()).toMatchObject({ status: 'completed' });
+    const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'result.json'), 'utf8'));
+    const cluster = result.classes['local-disk'].clusters[0];
+    expect(cluster.phases.durability.backup).toMatchObject({ tool: 'pgbackrest', type: 'full' });
+    expect(cluster.phases.durability.backup.databaseBytes).toBeGreaterThan(20 * 2 ** 20);
+    expect(cluster.tps).toBeGreaterThan(0);
+    expect(lab.leftovers([cluster.hostId])).toEqual([]);
+    expect(existsSync(path.join(backupsDirFor(lab.paths.hostsDir), runFolderName(`${handle.workflowId}/local-disk-0`)))).toBe(false);
   });
 
   it('fails over five times in a row (kill -9, promote, pg_rewind) with no acknowledged commit lost', async () => {

@@ -1,0 +1,40 @@
+/**
+ * Durability for an experiment cluster (spec.durability.enabled): once the data is loaded, WAL archiving through
+ * the backup tool (archive_command, archive_timeout from the spec) and a full base backup, so the measured runs
+ * that follow pay what a durable production cluster pays. The backups go to the cluster's own prefix of the
+ * spec's backup store and are removed with the host.
+ */
+import type { BackupInfo } from '../common/drill-result';
+import { backupStoreLocation } from '../common/backup-store';
+import type { ExperimentSpec } from '../common/spec';
+import { providerCalls, type hostCalls } from './proxies';
+
+export interface ClusterDurability {
+  backupStore: string;
+  archiveTimeoutSeconds: number;
+  backup: BackupInfo;
+}
+
+/** Turns archiving on (a restart when archive_mode changes) and takes the base backup; `storeKey` names the prefix. */
+export async function archiveAndBackUp(
+  host: ReturnType<typeof hostCalls>,
+  hostId: string,
+  storeKey: string,
+  spec: ExperimentSpec,
+  settings: Record<string, string>,
+): Promise<ClusterDurability> {
+  const { archiveTimeoutSeconds, backupStore } = spec.durability;
+  const store = await providerCalls.prepareBackupStore({ runId: storeKey, store: backupStore });
+  const archiving = await host.setup.configureBackups({ hostId, store, archiveTimeoutSeconds });
+  await host.setup.configurePostgres.executeWithOptions({ summary: `archive WAL with ${archiving.tool} ${archiving.version} (archive_timeout ${archiveTimeoutSeconds} s)` }, [
+    { hostId, settings: { ...settings, ...archiving.settings } },
+  ]);
+  await host.setup.initBackupRepository({ hostId, store });
+  const backup = await host.setup.takeBackup.executeWithOptions({ summary: `full base backup to ${backupStoreLocation(store)}` }, [{ hostId, store }]);
+  return { backupStore: backupStoreLocation(store), archiveTimeoutSeconds, backup };
+}
+
+/** Removes a cluster's backups (nothing there is fine). */
+export async function removeClusterBackups(storeKey: string, spec: ExperimentSpec): Promise<void> {
+  await providerCalls.removeBackupStore({ runId: storeKey, store: spec.durability.backupStore });
+}
