@@ -5,6 +5,7 @@
  */
 import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../../common/breakdown';
 import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../../common/result';
+import { median } from '../../common/stats';
 
 /** The breakdown must sum to the mean latency within this, as the sampled database time should cover it. */
 export const BREAKDOWN_TOLERANCE = 0.1;
@@ -21,13 +22,6 @@ export const ABOVE_CAP = 1.2;
 const DOMINANT_SHARE = 0.3;
 /** CPU busy above this share of the host's cores names the CPU. */
 const CPU_SATURATED = 0.85;
-
-function median(values: number[]): number | null {
-  if (values.length === 0) return null;
-  const s = [...values].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 /** Medians of each key over records that have it. */
 function medianRecord(records: Record<string, number>[]): Record<string, number> | undefined {
