@@ -157,6 +157,8 @@ export const ExperimentSpecSchema = z
         enabled: z.boolean(),
         archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
         backupStore: BackupStoreSchema.default({ kind: 'folder' }),
+        /** Drills run after the clusters, on hosts like the candidate class's: a restore drill, a failover drill. */
+        drills: z.array(z.enum(['restore', 'failover'], { error: 'must be "restore" or "failover"' })).default([]),
       })
       .strict(),
     aws: AwsSchema.optional(),
@@ -201,7 +203,8 @@ export const ExperimentSpecSchema = z
       );
     if (spec.provider === 'aws' && !spec.aws)
       add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
-    if (spec.durability.enabled && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
+    const backsUp = spec.durability.enabled || spec.durability.drills.includes('restore');
+    if (backsUp && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
       add(['durability', 'backupStore', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
   });
 

@@ -17,6 +17,8 @@ import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
 import { InvalidSpecError, resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/spec';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
+import type { DrillSummary } from '../common/drill-result';
+import { runExperimentDrills } from './experiment-drills';
 import { activityCause, failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
@@ -108,12 +110,23 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
     if (!isCancellation(err)) throw err;
     cancellation = err;
   }
+  // The durability drills the spec asks for, as child workflows; a cancellation stops them like the clusters.
+  let drills: DrillSummary[] = [];
+  if (cancellation === undefined && spec.durability.drills.length) {
+    board.setPhase('running drills');
+    try {
+      drills = await runExperimentDrills(spec, runId);
+    } catch (err) {
+      if (!isCancellation(err)) throw err;
+      cancellation = err;
+    }
+  }
   const cancelled = cancellation !== undefined;
 
   // Results are written even when cancelled: nothing measured is lost.
   const summary = await CancellationScope.nonCancellable(async () => {
     board.setPhase('writing results');
-    return resultCalls.writeResults({ runId, spec, startedAt, cancelled });
+    return resultCalls.writeResults({ runId, spec, startedAt, cancelled, drills });
   });
   upsertSearchAttributes(searchAttributes({ status: summary.status }));
   board.setPhase(summary.status);

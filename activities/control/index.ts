@@ -9,6 +9,7 @@ import path from 'node:path';
 import { statfsSync } from 'node:fs';
 import { awsRunProblems } from '../../common/aws';
 import { runCost } from '../../common/cost';
+import type { DrillSummary } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
 import type { ClusterResult, ExperimentResult } from '../../common/result';
 import { volumeBytes, type ExperimentSpec } from '../../common/spec';
@@ -154,6 +155,8 @@ export function createControlActivities(deps: ControlDeps) {
       spec: ExperimentSpec;
       startedAt: string;
       cancelled: boolean;
+      /** Summaries of the durability drills the experiment ran (spec.durability.drills). */
+      drills?: DrillSummary[];
     }): Promise<ResultsSummary> {
       const keys = await deps.results.list(input.runId, 'clusters');
       const clusters: ClusterResult[] = [];
@@ -171,6 +174,11 @@ export function createControlActivities(deps: ControlDeps) {
         cancelled: input.cancelled,
       });
       if (input.spec.provider === 'aws') result.cost = runCost(input.spec, clusters);
+      if (input.drills?.length) {
+        result.drills = input.drills.map((d) => ({ ...d, location: d.location || deps.results.location(d.runId) }));
+        for (const d of input.drills)
+          result.checks.push({ name: `${d.kind} passes`, scope: 'durability', ok: d.status === 'passed', detail: d.verdict });
+      }
       await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
       await writeReports(deps.results, input.runId, result);
       // Indexed by preset and environment, so later runs can be compared with this one.

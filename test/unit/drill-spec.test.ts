@@ -4,7 +4,9 @@ import {
   resolveFailoverDrill,
   resolveRestoreDrill,
 } from '../../common/drill-spec';
-import { InvalidSpecError } from '../../common/spec';
+import { PRESET_NAMES } from '../../common/presets';
+import { InvalidSpecError, resolveSpec } from '../../common/spec';
+import { drillInputFor } from '../../workflows/experiment-drills';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {
@@ -71,6 +73,18 @@ describe('drill specs', () => {
     expect(p.path).toBe('preset');
     expect(p.message).toMatch(/ci, local-quick/);
     expect(() => resolveFailoverDrill({ preset: 'huge' })).toThrow(/Invalid failover drill spec/);
+  });
+
+  it.each(PRESET_NAMES)('an experiment (preset %s) derives valid drill inputs for its durability drills', (preset) => {
+    const aws = preset === 'seed-full' ? { backupStore: { kind: 's3', bucket: 'lab-backups' } } : {};
+    const spec = resolveSpec({ preset, durability: { drills: ['restore', 'failover'], ...aws } });
+    const restore = resolveRestoreDrill(drillInputFor('restore', spec));
+    expect(restore.data.scale).toBe(spec.data.scale);
+    expect(restore.backup.store).toEqual(spec.durability.backupStore);
+    expect(restore.storageClass).toEqual(spec.storageClasses[spec.compare!.candidate]);
+    const failover = resolveFailoverDrill(drillInputFor('failover', spec));
+    expect(failover.postgres.sharedBuffersMiB).toBe(spec.postgres.sharedBuffersMiB);
+    expect(failover.provider).toBe(spec.provider);
   });
 
   it('settings make every drill host a replication peer with UTC log timestamps', () => {

@@ -1,5 +1,5 @@
 /** Drill reports: a restore drill's RTO split, RPO and verifications; a failover drill's rounds and lost commits. */
-import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../../common/drill-result';
+import type { DrillResult, DrillSummary, FailoverDrillResult, RestoreDrillResult } from '../../../common/drill-result';
 
 const s = (v: number | null | undefined, digits = 2): string =>
   v === null || v === undefined || Number.isNaN(v) ? '–' : `${v.toLocaleString('en-US', { maximumFractionDigits: digits })} s`;
@@ -79,4 +79,23 @@ export function failoverSection(r: FailoverDrillResult): string[] {
   );
   lines.push('');
   return lines;
+}
+
+/** The drills an experiment ran, one row each, with the figures that matter and where the drill's own report is. */
+export function drillsSummaryMarkdown(drills: DrillSummary[]): string[] {
+  const figures = (d: DrillSummary) =>
+    d.kind === 'restore-drill'
+      ? `RTO ${s(d.figures.rtoSeconds as number | null)} (fetch ${s(d.figures.fetchSeconds as number | null)}, replay ${s(d.figures.replaySeconds as number | null)}, promote ${s(d.figures.promoteSeconds as number | null)}); RPO ${s(d.figures.rpoSeconds as number | null)}`
+      : `${n(d.figures.rounds as number | null)} failover${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}`;
+  return [
+    '## Durability drills',
+    '',
+    '| drill | outcome | figures | verdict | report |',
+    '|---|---|---|---|---|',
+    ...drills.map(
+      (d) =>
+        `| ${d.kind} | ${d.status === 'passed' ? 'PASS' : `**${d.status.toUpperCase()}**`} | ${d.status === 'passed' ? figures(d) : '–'} | ${d.verdict.replace(/\|/g, '\\|')} | ${d.location}/report.md |`,
+    ),
+    '',
+  ];
 }

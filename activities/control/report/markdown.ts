@@ -4,6 +4,8 @@ import { costMarkdown, type RunCost } from '../../../common/cost';
 import type { Verdict } from '../verdict';
 import { verdictMarkdown } from './verdict-markdown';
 import { diagnosticsMarkdown } from './diagnostics-markdown';
+import type { DrillSummary } from '../../../common/drill-result';
+import { drillsSummaryMarkdown } from './drills-markdown';
 import { checkVerdict, fmt, summaryRows } from './summary';
 
 export function renderMarkdown(result: ExperimentResult): string {
@@ -68,6 +70,7 @@ export function renderMarkdown(result: ExperimentResult): string {
   lines.push(...diagnosticsMarkdown(result));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
   if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
+  if (result.drills) lines.push(...drillsSummaryMarkdown(result.drills as DrillSummary[]));
 
   const failed = result.checks.filter((c) => checkVerdict(c) === 'FAIL');
   const warned = result.checks.filter((c) => checkVerdict(c) === 'WARN');
