@@ -17,6 +17,8 @@ const CONTROL_HEARTBEAT_TIMEOUT = '15 seconds';
 export const providerCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
+  // A run cancelled mid-provisioning waits for the host to be made: its teardown must not race the creation.
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: {
     initialInterval: '2 seconds',
     maximumInterval: '1 minute',
