@@ -62,6 +62,9 @@ export class LocalProvider implements HostProvider {
       if (!this.supervisorAlive(existing)) this.startAgent(existing);
       return toRecord(existing);
     }
+    // A provisioning cut short (its worker died) may have left a mount or a loop device: start from scratch.
+    await unmount(path.join(hostDir, 'volume'));
+    for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
     ensureDir(this.opts.hostsDir);
     ensureDir(hostDir);
     // Labels first: from now on the sweeper knows whose host this is, while the rest is still being made.
