@@ -12,7 +12,7 @@ import { FAILURE_TYPES } from '../../common/errors';
 import { compareLsn, DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
 import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../lib/backup-tool';
 import { PgBackRest } from '../lib/pgbackrest';
-import { every } from '../lib/progress';
+import { heartbeatWhile } from '../lib/progress';
 import { parseRecoveryLog } from '../parsers/recovery-log';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
 import { isRunning, pgCtl, stopPostgres, tail, writeLabConfig } from './postgres';
@@ -30,17 +30,6 @@ export function backupTool(deps: HostDeps, store: ResolvedBackupStore): BackupTo
   );
 }
 
-/** Runs fn with a heartbeat every few seconds (backup and restore run as long as the data is large). */
-async function heartbeating<T>(what: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  const stop = every(5_000, () => ctx.heartbeat({ phase: what }));
-  try {
-    return await fn(ctx.cancellationSignal);
-  } finally {
-    stop();
-  }
-}
-
 /** Writes the tool's config on this host; returns the server settings that archive WAL with it. */
 export async function configureBackups(
   deps: HostDeps,
@@ -55,13 +44,13 @@ export async function configureBackups(
 /** Creates the repository for this cluster and checks that archiving reaches it (the server must be running). */
 export async function initBackupRepository(deps: HostDeps, input: BackupStoreInput): Promise<void> {
   assertHost(deps, input);
-  await heartbeating('backup repository', (signal) => backupTool(deps, input.store).initRepository(signal));
+  await heartbeatWhile('backup repository', (signal) => backupTool(deps, input.store).initRepository(signal));
 }
 
 /** A full base backup of this host's running server. */
 export async function takeBackup(deps: HostDeps, input: BackupStoreInput): Promise<BackupInfo> {
   assertHost(deps, input);
-  return heartbeating('base backup', (signal) => backupTool(deps, input.store).backup(signal));
+  return heartbeatWhile('base backup', (signal) => backupTool(deps, input.store).backup(signal));
 }
 
 /** Fetch: restores the newest backup into this host's empty data folder, with recovery settings for the target. */
@@ -75,7 +64,7 @@ export async function restoreBackup(
       `host ${deps.config.hostId} already has a data folder; a restore drill restores onto a fresh host only`,
       FAILURE_TYPES.verification,
     );
-  const { backupLabel, seconds } = await heartbeating('restore (fetch)', (signal) => backupTool(deps, input.store).restore(input.target, signal));
+  const { backupLabel, seconds } = await heartbeatWhile('restore (fetch)', (signal) => backupTool(deps, input.store).restore(input.target, signal));
   return { backupLabel, fetchSeconds: seconds };
 }
 
@@ -182,7 +171,7 @@ export interface ArchiveCheck {
 export async function checkArchive(deps: HostDeps, input: BackupStoreInput & { from: string; to: string }): Promise<ArchiveCheck> {
   assertHost(deps, input);
   const tool = backupTool(deps, input.store);
-  return heartbeating('archive check', async (signal) => {
+  return heartbeatWhile('archive check', async (signal) => {
     const archived = (await tool.archivedWal(signal)).map((w) => w.segment);
     const missing = missingSegments(archived, input.from, input.to);
     const checked = Number(parseSegmentName(input.to)!.segno - parseSegmentName(input.from)!.segno + 1n);

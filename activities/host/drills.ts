@@ -10,7 +10,7 @@ import type { FailurePoint, RestoreTarget, RestoreVerification, TableChecksum } 
 import { compareLsn, lsnDiff, parseSegmentName, segmentEndLsn } from '../../common/lsn';
 import { libpqEnv, quoteIdent, withConnection } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
-import { progressReporter } from '../lib/progress';
+import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { parseAmcheck } from '../parsers/pg-amcheck';
 import { parseSummary } from '../parsers/pgbench';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
@@ -151,7 +151,7 @@ export async function markTarget(
   assertHost(deps, input);
   const ctx = Context.current();
   return withConnection(deps.config, async (c) => {
-    const checksums = await tableChecksums(c, input.tables);
+    const checksums = await heartbeatWhile('checksums at the target', () => tableChecksums(c, input.tables));
     await ctx.sleep(10);
     const t = (
       await c.query<{ time: string; lsn: string; last: string | null }>(
@@ -214,55 +214,63 @@ export async function verifyRestore(
   input: VerifyRestoreInput,
 ): Promise<Pick<RestoreVerification, 'ledger' | 'checksums' | 'amcheck'> & { maxPresentCommittedAt: string | null }> {
   assertHost(deps, input);
-  const { ledger, checksums, maxPresentCommittedAt } = await withConnection(deps.config, async (c) => {
-    const ids = (await c.query<{ id: string }>(`SELECT id FROM ${LEDGER} ORDER BY id`)).rows.map((r) => Number(r.id));
-    const maxPresentId = ids.length ? ids[ids.length - 1] : 0;
-    const present = new Set(ids);
-    // Contiguous from 1: a hole means a commit was lost in the middle.
-    const through = input.exact ? input.expectedThroughId : Math.max(input.expectedThroughId, maxPresentId);
-    const missingIds: number[] = [];
-    for (let i = 1; i <= through; i++) if (!present.has(i)) missingIds.push(i);
-    const idsAfterTarget = input.exact ? ids.filter((i) => i > input.expectedThroughId).length : 0;
-    const ledgerOk = missingIds.length === 0 && idsAfterTarget === 0 && maxPresentId >= input.expectedThroughId;
-    const last = await c.query<{ at: Date | null }>(`SELECT max(committed_at) AS at FROM ${LEDGER}`);
-    const restored = await tableChecksums(c, input.tables);
-    const tables = Object.fromEntries(
-      input.tables.map((t) => [t, { expected: input.expectedChecksums?.[t] ?? null, restored: restored[t] }]),
-    );
-    const differing = input.expectedChecksums
-      ? input.tables.filter((t) => tables[t].expected?.sum !== restored[t].sum || tables[t].expected?.rows !== restored[t].rows)
-      : [];
-    return {
-      maxPresentCommittedAt: last.rows[0].at ? last.rows[0].at.toISOString() : null,
-      ledger: {
-        ok: ledgerOk,
-        detail: ledgerOk
-          ? `${ids.length} marker rows, 1..${maxPresentId}${input.exact ? `, exactly up to the target` : ''}`
-          : [
-              missingIds.length ? `${missingIds.length} missing (first ${missingIds.slice(0, 5).join(', ')})` : '',
-              idsAfterTarget ? `${idsAfterTarget} rows after the target (id > ${input.expectedThroughId})` : '',
-              maxPresentId < input.expectedThroughId ? `newest row ${maxPresentId}, expected at least ${input.expectedThroughId}` : '',
-            ]
-              .filter(Boolean)
-              .join('; '),
-        expectedThroughId: input.expectedThroughId,
-        presentRows: ids.length,
-        maxPresentId,
-        missingIds: missingIds.slice(0, 20),
-        idsAfterTarget,
-      },
-      checksums: {
-        ok: differing.length === 0,
-        detail: !input.expectedChecksums
-          ? 'not compared: writes ran up to the failure point, so no state was recorded at the target'
-          : differing.length
-            ? `differ from the target's: ${differing.join(', ')}`
-            : `equal to the target's for ${input.tables.join(', ')}`,
-        tables,
-      },
-    };
-  });
-  return { ledger, checksums, amcheck: await amcheck(deps), maxPresentCommittedAt };
+  const { ledger, checksums, maxPresentCommittedAt } = await heartbeatWhile('verify the restored server', () =>
+    withConnection(deps.config, (c) => ledgerAndChecksums(c, input)),
+  );
+  return { ledger, checksums, amcheck: await heartbeatWhile('pg_amcheck', () => amcheck(deps)), maxPresentCommittedAt };
+}
+
+/** The ledger (every marker up to the target, none after) and the tables' checksums, on the restored server. */
+async function ledgerAndChecksums(
+  c: Client,
+  input: VerifyRestoreInput,
+): Promise<Pick<RestoreVerification, 'ledger' | 'checksums'> & { maxPresentCommittedAt: string | null }> {
+  const ids = (await c.query<{ id: string }>(`SELECT id FROM ${LEDGER} ORDER BY id`)).rows.map((r) => Number(r.id));
+  const maxPresentId = ids.length ? ids[ids.length - 1] : 0;
+  const present = new Set(ids);
+  // Contiguous from 1: a hole means a commit was lost in the middle.
+  const through = input.exact ? input.expectedThroughId : Math.max(input.expectedThroughId, maxPresentId);
+  const missingIds: number[] = [];
+  for (let i = 1; i <= through; i++) if (!present.has(i)) missingIds.push(i);
+  const idsAfterTarget = input.exact ? ids.filter((i) => i > input.expectedThroughId).length : 0;
+  const ledgerOk = missingIds.length === 0 && idsAfterTarget === 0 && maxPresentId >= input.expectedThroughId;
+  const last = await c.query<{ at: Date | null }>(`SELECT max(committed_at) AS at FROM ${LEDGER}`);
+  const restored = await tableChecksums(c, input.tables);
+  const tables = Object.fromEntries(
+    input.tables.map((t) => [t, { expected: input.expectedChecksums?.[t] ?? null, restored: restored[t] }]),
+  );
+  const differing = input.expectedChecksums
+    ? input.tables.filter((t) => tables[t].expected?.sum !== restored[t].sum || tables[t].expected?.rows !== restored[t].rows)
+    : [];
+  return {
+    maxPresentCommittedAt: last.rows[0].at ? last.rows[0].at.toISOString() : null,
+    ledger: {
+      ok: ledgerOk,
+      detail: ledgerOk
+        ? `${ids.length} marker rows, 1..${maxPresentId}${input.exact ? `, exactly up to the target` : ''}`
+        : [
+            missingIds.length ? `${missingIds.length} missing (first ${missingIds.slice(0, 5).join(', ')})` : '',
+            idsAfterTarget ? `${idsAfterTarget} rows after the target (id > ${input.expectedThroughId})` : '',
+            maxPresentId < input.expectedThroughId ? `newest row ${maxPresentId}, expected at least ${input.expectedThroughId}` : '',
+          ]
+            .filter(Boolean)
+            .join('; '),
+      expectedThroughId: input.expectedThroughId,
+      presentRows: ids.length,
+      maxPresentId,
+      missingIds: missingIds.slice(0, 20),
+      idsAfterTarget,
+    },
+    checksums: {
+      ok: differing.length === 0,
+      detail: !input.expectedChecksums
+        ? 'not compared: writes ran up to the failure point, so no state was recorded at the target'
+        : differing.length
+          ? `differ from the target's: ${differing.join(', ')}`
+          : `equal to the target's for ${input.tables.join(', ')}`,
+      tables,
+    },
+  };
 }
 
 /** pg_amcheck over every table and B-tree index of the lab database, heap-all-indexed (installs the extension). */

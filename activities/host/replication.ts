@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { LAB_DATABASE, LAB_ROLE } from '../../common/names';
 import { ProcessError, runProcess } from '../lib/process-runner';
-import { every } from '../lib/progress';
+import { heartbeatWhile } from '../lib/progress';
 import { quoteLiteral, withConnection } from '../lib/pg';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
 import { isRunning, stopPostgres, writeOwned } from './postgres';
@@ -96,12 +96,10 @@ export async function setReplication(deps: HostDeps, input: HostInput & Replicat
 }
 
 async function basebackup(deps: HostDeps, primary: PeerAddress, node: string): Promise<void> {
-  const ctx = Context.current();
   const passfile = ensurePassfile(deps);
   rmSync(deps.config.dataDir, { recursive: true, force: true });
-  const stop = every(5_000, () => ctx.heartbeat({ phase: 'pg_basebackup' }));
-  try {
-    await runProcess(
+  await heartbeatWhile('pg_basebackup', (signal) =>
+    runProcess(
       path.join(deps.config.pgBinDir, 'pg_basebackup'),
       ['-h', primary.host, '-p', String(primary.port), '-U', LAB_ROLE, '-D', deps.config.dataDir, '-X', 'stream', '-c', 'fast', '--no-password'],
       {
@@ -109,12 +107,10 @@ async function basebackup(deps: HostDeps, primary: PeerAddress, node: string): P
         env: { ...process.env, PGPASSFILE: passfile, PGAPPNAME: node },
         cwd: deps.config.hostDir,
         timeoutMs: 6 * 3600_000,
-        signal: ctx.cancellationSignal,
+        signal,
       },
-    );
-  } finally {
-    stop();
-  }
+    ),
+  );
 }
 
 function markStandby(deps: HostDeps, primary: PeerAddress, node: string): void {
@@ -169,26 +165,26 @@ export async function rejoinAsStandby(
   input: HostInput & { primary: PeerAddress; node: string },
 ): Promise<{ action: 'rewound' | 'rebuilt'; seconds: number; detail: string }> {
   assertHost(deps, input);
-  const ctx = Context.current();
   const started = Date.now();
   await stopPostgres(deps, { hostId: input.hostId, mode: 'fast' });
   let action: 'rewound' | 'rebuilt' = 'rebuilt';
   let detail = 'no data folder survived: cloned from the new primary';
   if (existsSync(path.join(deps.config.dataDir, 'PG_VERSION'))) {
     const passfile = ensurePassfile(deps);
-    const checkpoint = await connectPeer(deps, input.primary, { applicationName: input.node, database: 'postgres', timeoutMs: 10_000 });
     try {
-      await checkpoint.query('CHECKPOINT');
-    } finally {
-      await checkpoint.end().catch(() => undefined);
-    }
-    const stop = every(5_000, () => ctx.heartbeat({ phase: 'pg_rewind' }));
-    try {
-      const r = await runProcess(
-        path.join(deps.config.pgBinDir, 'pg_rewind'),
-        ['--target-pgdata', deps.config.dataDir, `--source-server=${peerConninfo(passfile, input.primary, input.node)}`],
-        { ...asPostgresUser(deps), cwd: deps.config.hostDir, timeoutMs: 3600_000, signal: ctx.cancellationSignal },
-      );
+      const r = await heartbeatWhile('pg_rewind', async (signal) => {
+        const checkpoint = await connectPeer(deps, input.primary, { applicationName: input.node, database: 'postgres', timeoutMs: 10_000 });
+        try {
+          await checkpoint.query('CHECKPOINT');
+        } finally {
+          await checkpoint.end().catch(() => undefined);
+        }
+        return runProcess(
+          path.join(deps.config.pgBinDir, 'pg_rewind'),
+          ['--target-pgdata', deps.config.dataDir, `--source-server=${peerConninfo(passfile, input.primary, input.node)}`],
+          { ...asPostgresUser(deps), cwd: deps.config.hostDir, timeoutMs: 3600_000, signal },
+        );
+      });
       action = 'rewound';
       detail = `${r.stdout}\n${r.stderr}`
         .split('\n')
@@ -199,8 +195,6 @@ export async function rejoinAsStandby(
       if (!(err instanceof ProcessError) || err.reason !== 'exit') throw err;
       detail = `pg_rewind failed (${err.message.split('\n').slice(-1)[0]}); rebuilt from the new primary`;
       await basebackup(deps, input.primary, input.node);
-    } finally {
-      stop();
     }
   } else {
     await basebackup(deps, input.primary, input.node);

@@ -31,6 +31,20 @@ export function progressReporter(client: Client | null, hostId: string, phase: s
   };
 }
 
+/**
+ * Runs fn while heartbeating `{ phase }` every few seconds, for steps that report nothing themselves (a backup, a
+ * restore, pg_amcheck): a dead agent is still noticed by the heartbeat timeout. fn gets the cancellation signal.
+ */
+export async function heartbeatWhile<T>(phase: string, fn: (signal: AbortSignal) => Promise<T>, ms = 5_000): Promise<T> {
+  const ctx = Context.current();
+  const stop = every(ms, () => ctx.heartbeat({ phase }));
+  try {
+    return await fn(ctx.cancellationSignal);
+  } finally {
+    stop();
+  }
+}
+
 /** Calls `tick` every `ms` until the returned stop function is called. */
 export function every(ms: number, tick: () => void): () => void {
   const timer = setInterval(tick, ms);
