@@ -11,9 +11,9 @@ import { postgresSettings } from '../common/postgres-settings';
 import type { ClusterResult, FailedAttempt } from '../common/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
 import { accountRows, classLimits, volumeBytes, type ExperimentSpec } from '../common/spec';
-import type { HostRecord } from '../infra/providers/host-provider';
+import { waitForAgent } from './agents';
 import { archiveAndBackUp, removeClusterBackups } from './durability';
-import { failureMessage, isNonRetryable, isScheduleToStartTimeout } from './failures';
+import { failureMessage, isNonRetryable } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, providerCalls, resultCalls, teardownCalls, type HostTimeouts } from './proxies';
 
@@ -117,7 +117,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     ]);
     result.emulated = record.emulated;
     result.emulationNote = record.emulationNote;
-    await waitForAgent(record);
+    await waitForAgent(provider, record, hostTimeouts(spec));
 
     board.enter(hostId, 'configure');
     const pg = await host.setup.configurePostgres.executeWithOptions(
@@ -214,20 +214,6 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
   });
   if (failure) throw failure;
   return result;
-
-  /** Waits for the host's agent; when it never polls, fails with what the provider can tell about the host. */
-  async function waitForAgent(record: HostRecord): Promise<void> {
-    try {
-      await host.hello.describeHost({ hostId });
-    } catch (err) {
-      if (!isScheduleToStartTimeout(err)) throw err;
-      const diagnosis = await providerCalls.diagnoseHost({ provider, hostId });
-      throw ApplicationFailure.nonRetryable(
-        `the agent of host ${hostId}${record.instanceId ? ` (instance ${record.instanceId})` : ''} did not start within ${hostTimeouts(spec).agentStartSeconds} s\n${diagnosis}`,
-        FAILURE_TYPES.agentUnreachable,
-      );
-    }
-  }
 }
 
 /** The workflow id of cluster `index` of a class within a run. */

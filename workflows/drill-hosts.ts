@@ -1,28 +1,15 @@
 /**
- * What both drill workflows share: input validation that fails fast, the hosts' requests and timeouts, waiting
- * for a host's agent, and tearing every host down.
+ * What both drill workflows share: the hosts' requests and timeouts, provisioning with a wait for the host's agent,
+ * and tearing every host down.
  */
-import { ApplicationFailure } from '@temporalio/workflow';
 import type { ProviderName } from '../activities/control';
-import { FAILURE_TYPES } from '../common/errors';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../common/drill-spec';
-import { InvalidSpecError } from '../common/spec';
 import type { HostRecord, HostRequest } from '../infra/providers/host-provider';
-import { failureMessage, isScheduleToStartTimeout } from './failures';
-import { providerCalls, teardownCalls, type HostTimeouts, hostCalls } from './proxies';
+import { waitForAgent } from './agents';
+import { failureMessage } from './failures';
+import { providerCalls, teardownCalls, type HostTimeouts } from './proxies';
 
 type DrillSpec = RestoreDrillSpec | FailoverDrillSpec;
-
-/** Validates a drill input, or fails the workflow at once (non-retryable) with every problem named. */
-export function resolveOrFail<S>(resolve: (input: unknown) => S, input: unknown): S {
-  try {
-    return resolve(input ?? {});
-  } catch (err) {
-    if (err instanceof InvalidSpecError)
-      throw ApplicationFailure.create({ message: err.message, type: FAILURE_TYPES.invalidSpec, nonRetryable: true, details: err.problems });
-    throw err;
-  }
-}
 
 /** Timeouts of a drill's host activities: `measureSeconds` bounds its longest single step. */
 export function drillTimeouts(spec: DrillSpec, measureSeconds: number): HostTimeouts {
@@ -61,16 +48,7 @@ export async function provisionAndWait(provider: ProviderName, request: HostRequ
     { summary: `provision ${request.className} host ${request.hostId}: ${request.storageClass.kind}, ${request.memoryLimitMiB} MiB` },
     [{ provider, request }],
   );
-  try {
-    await hostCalls(request.hostId, timeouts).hello.describeHost({ hostId: request.hostId });
-  } catch (err) {
-    if (!isScheduleToStartTimeout(err)) throw err;
-    const diagnosis = await providerCalls.diagnoseHost({ provider, hostId: request.hostId });
-    throw ApplicationFailure.nonRetryable(
-      `the agent of host ${request.hostId}${record.instanceId ? ` (instance ${record.instanceId})` : ''} did not start within ${timeouts.agentStartSeconds} s\n${diagnosis}`,
-      FAILURE_TYPES.agentUnreachable,
-    );
-  }
+  await waitForAgent(provider, record, timeouts);
   return record;
 }
 

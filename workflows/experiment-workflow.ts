@@ -13,13 +13,12 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ResultsSummary } from '../activities/control';
-import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
-import { InvalidSpecError, resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/spec';
+import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/spec';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/drill-result';
 import { runExperimentDrills } from './experiment-drills';
-import { activityCause, failureMessage } from './failures';
+import { activityCause, failureMessage, resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { searchAttributes } from './search-attributes';
@@ -42,18 +41,7 @@ export function planClusters(spec: ExperimentSpec, runId: string): Omit<ClusterI
 
 /** Validates an input into a spec, or fails the workflow at once (non-retryable) with every problem named. */
 export function validateOrFail(input: unknown): ExperimentSpec {
-  try {
-    return resolveSpec(input ?? {});
-  } catch (err) {
-    if (err instanceof InvalidSpecError)
-      throw ApplicationFailure.create({
-        message: err.message,
-        type: FAILURE_TYPES.invalidSpec,
-        nonRetryable: true,
-        details: err.problems,
-      });
-    throw err;
-  }
+  return resolveOrFail(resolveSpec, input);
 }
 
 export async function experimentWorkflow(input: ExperimentInput = {}): Promise<ExperimentSummary> {

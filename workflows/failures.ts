@@ -1,6 +1,8 @@
 /** Small helpers for reading failures in workflow code. */
 import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { FAILURE_TYPES } from '../common/errors';
+import { InvalidSpecError } from '../common/spec';
 
 /** The innermost message of a failure chain: what actually went wrong, not "Activity task failed". */
 export function failureMessage(err: unknown): string {
@@ -36,4 +38,15 @@ export function isNonRetryable(err: unknown): boolean {
     if (e instanceof ApplicationFailure && e.nonRetryable) return true;
   }
   return false;
+}
+
+/** Validates an input with `resolve`, or fails the workflow at once (non-retryable) with every problem named. */
+export function resolveOrFail<S>(resolve: (input: unknown) => S, input: unknown): S {
+  try {
+    return resolve(input ?? {});
+  } catch (err) {
+    if (err instanceof InvalidSpecError)
+      throw ApplicationFailure.create({ message: err.message, type: FAILURE_TYPES.invalidSpec, nonRetryable: true, details: err.problems });
+    throw err;
+  }
 }
