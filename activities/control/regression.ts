@@ -1,11 +1,11 @@
 /**
  * Regression activities (control worker): compare a finished run with the history of its preset and environment,
- * and record the verdict in result.json, the report and the history index.
+ * and record the verdict in result.json, the reports (report.md, report.html) and the history index.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ExperimentResult } from '../../common/result';
 import { historyEntry, RunHistory } from './history';
-import { renderMarkdown } from './report/markdown';
+import { writeReports } from './report';
 import type { ResultsStore } from './results-store';
 import { formatSpecProblems, FAILURE_TYPES } from '../../common/errors';
 import { verdictOptionProblems, verdictOptions, type VerdictOptions } from '../../common/regression';
@@ -22,7 +22,7 @@ export function createRegressionActivities(deps: { results: ResultsStore }) {
   return {
     /**
      * Judges a run against its baseline (pinned runs, or the latest comparable ones) and records the verdict:
-     * in result.json (`verdict`), in report.md and in the history index. Idempotent: a retry recomputes the same
+     * in result.json (`verdict`), in the reports and in the history index. Idempotent: a retry recomputes the same
      * verdict (the PRNG is seeded by the run id).
      */
     async compareWithHistory(input: CompareInput): Promise<Verdict> {
@@ -47,7 +47,7 @@ export function createRegressionActivities(deps: { results: ResultsStore }) {
       });
       result.verdict = verdict;
       await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
-      await deps.results.put(input.runId, 'report.md', renderMarkdown(result));
+      await writeReports(deps.results, input.runId, result);
       await history.record({
         ...entry,
         verdict: {

@@ -1,13 +1,14 @@
 /**
- * storage-lab history: the runs of a preset with their environment, median TPS per class and verdict;
- * `history pin RUN...` fixes the baseline of a preset and environment, `history unpin RUN...` releases it.
+ * storage-lab history: the runs of a preset with their environment, median TPS per class and verdict, from the
+ * results store (the lab's folder, or S3 with STORAGE_LAB_AWS=1). `history pin RUN...` fixes the baseline of a
+ * preset and environment, `history unpin RUN...` releases it.
  */
 import { historyEntry, RunHistory, type HistoryEntry } from '../../activities/control/history';
-import { DirResultsStore, type ResultsStore } from '../../activities/control/results-store';
+import type { ResultsStore } from '../../activities/control/results-store';
 import type { ExperimentResult } from '../../common/result';
-import { labPaths } from '../../infra/lab-paths';
 import { UserError } from '../errors';
 import { printTable } from '../table';
+import { resultsStore } from './report';
 
 export interface HistoryFlags {
   preset?: string;
@@ -16,12 +17,8 @@ export interface HistoryFlags {
   json?: boolean;
 }
 
-/** The results store the local control worker writes to. */
-function localStore(): ResultsStore {
-  return new DirResultsStore(labPaths().resultsDir);
-}
-
-export async function historyCommand(flags: HistoryFlags, store: ResultsStore = localStore()): Promise<HistoryEntry[]> {
+export async function historyCommand(flags: HistoryFlags, given?: ResultsStore): Promise<HistoryEntry[]> {
+  const store = given ?? (await resultsStore());
   const history = new RunHistory(store);
   const presets = flags.preset ? [flags.preset] : await history.presets();
   const limit = flags.limit === undefined ? 20 : Number(flags.limit);
@@ -85,7 +82,8 @@ async function entriesOf(store: ResultsStore, runIds: string[]): Promise<History
   return entries;
 }
 
-export async function pinCommand(runIds: string[], store: ResultsStore = localStore()): Promise<string[]> {
+export async function pinCommand(runIds: string[], given?: ResultsStore): Promise<string[]> {
+  const store = given ?? (await resultsStore());
   const entries = await entriesOf(store, runIds);
   const notCompleted = entries.filter((e) => e.status !== 'completed');
   if (notCompleted.length)
@@ -98,7 +96,8 @@ export async function pinCommand(runIds: string[], store: ResultsStore = localSt
   return pins.runIds;
 }
 
-export async function unpinCommand(runIds: string[], store: ResultsStore = localStore()): Promise<string[]> {
+export async function unpinCommand(runIds: string[], given?: ResultsStore): Promise<string[]> {
+  const store = given ?? (await resultsStore());
   const entries = await entriesOf(store, runIds);
   const { preset, envKey } = entries[0];
   const history = new RunHistory(store);

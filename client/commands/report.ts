@@ -12,7 +12,7 @@ export interface ReportFlags {
 }
 
 /** The store the control worker writes to: S3 when it runs with STORAGE_LAB_AWS=1, else the lab's results folder. */
-async function resultsStore(flags: ReportFlags): Promise<ResultsStore> {
+export async function resultsStore(flags: ReportFlags = {}): Promise<ResultsStore> {
   // The AWS modules load only when asked for: the SDK is slow to require.
   const aws = flags.resultsDir || !process.env.STORAGE_LAB_AWS ? null : (await import('../../worker/aws-setup')).awsEnv();
   if (!aws) return new DirResultsStore(path.resolve(flags.resultsDir ?? labPaths().resultsDir));
