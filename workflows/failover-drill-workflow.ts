@@ -109,23 +109,27 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
   try {
     progress('provision', 0);
     provisioned.push(client, ...NODES.map((n) => hostOf[n]));
-    await provisionAndWait(provider, request(client, 'client'), timeouts);
+    const clientRecord = await provisionAndWait(provider, request(client, 'client'), timeouts);
     await Promise.all(
       NODES.map(async (n) => {
         records[n] = await provisionAndWait(provider, request(hostOf[n], 'node'), timeouts);
       }),
     );
 
+    // Peers on other machines (AWS) may connect for replication, pg_rewind and the writer; 127.0.0.1 already may.
+    const peers = [clientRecord, ...NODES.map((n) => records[n]!)].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1');
+    const hbaLines = [...new Set(peers)].flatMap((h) => [`host all all ${h}/32 scram-sha-256`, `host replication all ${h}/32 scram-sha-256`]);
+
     progress('replication', 1, hostOf.n1);
     let primary: Node = 'n1';
     let standbys: Node[] = ['n2', 'n3'];
-    const pg = await calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings });
+    const pg = await calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings, hbaLines });
     result.postgresVersion = pg.postgresVersion;
     await calls(primary).setup.createFailoverLedger({ hostId: hostOf[primary] });
     await Promise.all(
       standbys.map(async (n) => {
         await calls(n).setup.cloneStandby({ hostId: hostOf[n], primary: address(primary), node: n });
-        await calls(n).setup.configurePostgres({ hostId: hostOf[n], settings });
+        await calls(n).setup.configurePostgres({ hostId: hostOf[n], settings, hbaLines });
       }),
     );
     // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
@@ -239,7 +243,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
           { summary: `round ${round}: ${killed} rejoins as a standby of ${winner} (pg_rewind)` },
           [{ hostId: hostOf[killed], primary: address(winner), node: killed }],
         );
-        await calls(killed).setup.configurePostgres({ hostId: hostOf[killed], settings });
+        await calls(killed).setup.configurePostgres({ hostId: hostOf[killed], settings, hbaLines });
         await calls(winner).measure.waitForStandbys({ hostId: hostOf[winner], nodes: [...others, killed], sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
         entry.oldPrimary = { action: rejoined.action, seconds: rejoined.seconds, detail: rejoined.detail };
         standbys = [...others, killed];
@@ -258,7 +262,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
   result.summary = {
     rounds: result.rounds.length,
     lostCommits: Math.max(0, ...result.rounds.map((r) => r.lostCommits)),
-    rtoSecondsMedian: median(rtos),
+    rtoSecondsMedian: rtos.length ? Math.round(median(rtos)! * 1000) / 1000 : null,
     rtoSecondsMax: rtos.length ? Math.max(...rtos) : null,
   };
   if (!failure) result.status = 'passed';
