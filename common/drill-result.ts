@@ -139,6 +139,7 @@ export interface FailoverRound {
   round: number;
   killedHost: string;
   killedNode: string;
+  /** When the drill asked the provider to kill the host (the writer's last ack on it can come a few ms later). */
   killedAt: string;
   standbys: StandbyPosition[];
   promotedHost: string;

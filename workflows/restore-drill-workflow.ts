@@ -9,7 +9,7 @@
  */
 import { ApplicationFailure, CancellationScope, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RecoveryTarget } from '../activities/lib/backup-tool';
-import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
+import { backupStoreLocation } from '../common/backup-store';
 import {
   DRILL_RESULT_SCHEMA_VERSION,
   type DrillSummary,
@@ -99,11 +99,10 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   };
 
   const provisioned: string[] = [];
-  let store: ResolvedBackupStore | null = null;
   let failure: unknown;
   try {
     step('backup store');
-    store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store });
+    const store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store });
     result.backupStore = backupStoreLocation(store);
 
     step('provision source');
