@@ -1,6 +1,6 @@
 /** Builds an experiment input from --preset, --spec FILE and --set overrides, and validates it here first. */
 import { readFileSync } from 'node:fs';
-import { InvalidSpecError, mergeSpec, resolveSpec, type ExperimentSpec } from '../common/spec';
+import { InvalidSpecError, resolveSpec, type ExperimentSpec } from '../common/spec';
 import { UserError } from './errors';
 
 export interface SpecFlags {
@@ -9,11 +9,10 @@ export interface SpecFlags {
   set?: string[];
 }
 
-/** `a.b=1` → { a: { b: 1 } }; values parse as JSON when they can (numbers, booleans, objects), else strings. */
-export function parseSet(assignment: string): Record<string, unknown> {
+/** `a.b=1` → path [a, b] and value 1; values parse as JSON when they can (numbers, booleans, null), else strings. */
+export function parseSet(assignment: string): { path: string[]; value: unknown } {
   const eq = assignment.indexOf('=');
   if (eq <= 0) throw new UserError(`--set ${assignment}: expected path=value, e.g. workload.clients=32`);
-  const keys = assignment.slice(0, eq).split('.');
   const raw = assignment.slice(eq + 1);
   let value: unknown = raw;
   try {
@@ -21,7 +20,23 @@ export function parseSet(assignment: string): Record<string, unknown> {
   } catch {
     // A plain string.
   }
-  return keys.reduceRight<unknown>((acc, key) => ({ [key]: acc }), value) as Record<string, unknown>;
+  return { path: assignment.slice(0, eq).split('.'), value };
+}
+
+/**
+ * Sets one dotted path in an input. A null stays in the input (it is not a merge here), so that resolving the spec
+ * later removes the key from the preset: `--set storageClasses.gp3=null` drops the class.
+ */
+export function assignPath(input: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...input };
+  let node = out;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    node[key] = typeof next === 'object' && next !== null && !Array.isArray(next) ? { ...next } : {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]] = value;
+  return out;
 }
 
 export function buildInput(flags: SpecFlags): Record<string, unknown> {
@@ -34,7 +49,10 @@ export function buildInput(flags: SpecFlags): Record<string, unknown> {
     }
   }
   if (flags.preset) input = { ...input, preset: flags.preset };
-  for (const s of flags.set ?? []) input = mergeSpec(input, parseSet(s)) as Record<string, unknown>;
+  for (const s of flags.set ?? []) {
+    const { path, value } = parseSet(s);
+    input = assignPath(input, path, value);
+  }
   return input;
 }
 
