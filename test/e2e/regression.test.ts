@@ -1,0 +1,117 @@
+/**
+ * The nightly regression verdict with real runs: a baseline of normal gp3 runs, then a nightly run with gp3
+ * emulated at half the IOPS (flagged regressed: the workflow fails with the verdict), then a normal nightly
+ * rerun (pass). At ci scale gp3 is bound by WAL fsyncs at its write IOPS cap, so halving the cap shows.
+ * One storage class and short runs keep it to about a minute. Like any measurement it needs a machine that is not
+ * busy with other work: with 3-4 other heavy jobs on 2 cores, normal runs ranged 2,300-5,100 TPS and the verdict
+ * (rightly) could not tell half the IOPS from that noise.
+ */
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { RunHistory } from '../../activities/control/history';
+import { DirResultsStore, runFolderName } from '../../activities/control/results-store';
+import type { Verdict } from '../../activities/control/verdict';
+import { hostIdFor } from '../../common/ids';
+import { WORKFLOW_TYPES } from '../../common/names';
+import type { ExperimentResult } from '../../common/result';
+import { historyCommand } from '../../client/commands/history';
+import type { NightlyRegressionSummary } from '../../workflows/nightly-regression-workflow';
+import { startTestLab, type TestLab } from '../helpers/lab';
+import { uniqueId } from '../helpers/temporal';
+
+/** gp3 only, no VACUUM/backlog phases, 2 s warm-up and 8 per-second samples: enough for a verdict. */
+const NORMAL = {
+  preset: 'ci',
+  storageClasses: { 'local-disk': null },
+  compare: null,
+  workload: { durationSeconds: 8, warmupSeconds: 2 },
+  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+};
+const HALF_IOPS = { ...NORMAL, storageClasses: { 'local-disk': null, gp3: { iops: 1500 } } };
+
+describe('nightly regression verdict (e2e)', () => {
+  let lab: TestLab;
+  const hostIds: string[] = [];
+  beforeAll(async () => {
+    lab = await startTestLab('regression');
+  });
+  afterAll(async () => {
+    await lab?.close();
+  });
+
+  const readResult = (runId: string): ExperimentResult =>
+    JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(runId), 'result.json'), 'utf8'));
+
+  function startNightly(input: Record<string, unknown>): Promise<WorkflowHandle> {
+    return lab.client.workflow.start(WORKFLOW_TYPES.nightlyRegression, {
+      taskQueue: lab.taskQueue,
+      workflowId: uniqueId('nightly'),
+      args: [input],
+    });
+  }
+
+  it('flags gp3 at half the IOPS as regressed and passes a normal rerun', async () => {
+    const baseline: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const handle = await lab.startExperiment(NORMAL);
+      expect(((await handle.result()) as { status: string }).status).toBe('completed');
+      baseline.push(handle.workflowId);
+      hostIds.push(hostIdFor(handle.workflowId, 'gp3', 0));
+    }
+    const store = new DirResultsStore(lab.paths.resultsDir);
+    const indexed = await new RunHistory(store).entries('ci');
+    expect(indexed.map((e) => e.runId)).toEqual(baseline);
+    expect(new Set(indexed.map((e) => e.envKey)).size).toBe(1);
+
+    // Half the IOPS: the nightly workflow fails, with the verdict and its numbers in the failure message.
+    const half = await startNightly(HALF_IOPS);
+    const halfRun = `${half.workflowId}/experiment`;
+    hostIds.push(hostIdFor(halfRun, 'gp3', 0));
+    const failure = await half.result().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    const halfResult = readResult(halfRun);
+    const halfVerdict = halfResult.verdict as Verdict;
+    console.log(
+      `baseline run medians (TPS): ${halfVerdict.classes[0]?.baseline.runMedians.join(', ')}\nhalf IOPS: ${halfVerdict.summary}`,
+    );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const cause = (failure as WorkflowFailedError).cause as { type?: string; message: string; nonRetryable?: boolean };
+    expect(cause.type).toBe('RegressionError');
+    expect(cause.nonRetryable).toBe(true);
+    expect(cause.message).toMatch(/^regressed: run .* is slower than its baseline \(3 runs\)/);
+    expect(cause.message).toMatch(/gp3: regressed: .*effect -\d+\.\d %, 95 % CI \[-\d+\.\d %, -\d+\.\d %\], Mann-Whitney p = /);
+    expect(halfResult.status).toBe('completed');
+    expect(halfResult.classes.gp3.limits.iops).toBe(1500);
+    expect(halfVerdict.verdict).toBe('regressed');
+    expect(halfVerdict.baselineRunIds).toEqual(baseline);
+    const gp3Half = halfVerdict.classes[0];
+    expect(gp3Half.effect).toBeLessThan(-halfVerdict.options.minEffect);
+    expect(gp3Half.ci![1]).toBeLessThan(0);
+    expect(gp3Half.pValue).toBeLessThan(halfVerdict.options.alpha);
+    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(halfRun), 'report.md'), 'utf8');
+    expect(report).toContain('## Regression verdict: **regressed**');
+    expect((await half.describe()).status.name).toBe('FAILED');
+
+    // A normal rerun: pass, against the same three runs (the regressed night is not part of the baseline).
+    const rerun = await startNightly(NORMAL);
+    hostIds.push(hostIdFor(`${rerun.workflowId}/experiment`, 'gp3', 0));
+    const summary = (await rerun.result()) as NightlyRegressionSummary;
+    console.log(`normal rerun:\n${summary.verdict.summary}`);
+    expect(summary.verdict.verdict).toBe('pass');
+    expect(summary.verdict.baselineRunIds).toEqual(baseline);
+    const gp3Rerun = summary.verdict.classes[0];
+    expect(Math.abs(gp3Rerun.effect!)).toBeLessThan(summary.verdict.options.minEffect);
+
+    // What a person sees: `storage-lab history --preset ci`.
+    const listed = await historyCommand({ preset: 'ci' }, store);
+    expect(listed.map((e) => [e.runId, e.verdict?.verdict ?? null])).toEqual([
+      ...baseline.map((r) => [r, null]),
+      [halfRun, 'regressed'],
+      [summary.runId, 'pass'],
+    ]);
+    expect(lab.leftovers(hostIds)).toEqual([]);
+  });
+});
