@@ -1,7 +1,7 @@
 /**
- * Malformed input through the workflows on the real server with the real control worker: every spec below is
- * rejected before anything is provisioned (no provisionHost scheduled, no child workflow, no host folder), with a
- * non-retryable failure that names the field at fault.
+ * Malformed input through the workflows (experiment, nightly regression, restore and failover drills) on the real
+ * server with the real control worker: every spec below is rejected before anything is provisioned (no
+ * provisionHost scheduled, no child workflow, no host folder), with a non-retryable failure naming the field.
  */
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -59,6 +59,24 @@ const CASES: Case[] = [
     input: { preset: 'ci', regression: { minEffect: 3 } },
     field: 'regression.minEffect',
     workflow: WORKFLOW_TYPES.nightlyRegression,
+  },
+  {
+    name: 'restore drill: unknown recovery target',
+    input: { preset: 'ci', target: 'yesterday' },
+    field: 'target',
+    workflow: WORKFLOW_TYPES.restoreDrill,
+  },
+  {
+    name: 'restore drill: no table to checksum',
+    input: { preset: 'ci', checksumTables: [] },
+    field: 'checksumTables',
+    workflow: WORKFLOW_TYPES.restoreDrill,
+  },
+  {
+    name: 'failover drill: zero rounds',
+    input: { preset: 'ci', rounds: 0 },
+    field: 'rounds',
+    workflow: WORKFLOW_TYPES.failoverDrill,
   },
   {
     name: 'nightly: bad spec field',
