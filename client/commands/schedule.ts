@@ -9,9 +9,11 @@ import {
   ScheduleOverlapPolicy,
   type ScheduleExecutionActionResult,
 } from '@temporalio/client';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { formatSpecProblems } from '../../common/errors';
 import { WORKFLOW_TYPES } from '../../common/names';
 import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/regression';
+import { InvalidSpecError } from '../../common/spec';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl, type LabClient } from '../connection';
 import { UserError } from '../errors';
@@ -52,8 +54,15 @@ export function scheduledAction(flags: ScheduleCreateFlags): { workflowType: str
     if (problems.length) throw new UserError(formatSpecProblems(problems));
   } else if (workflow === 'experiment') {
     validateInput(input);
+  } else if (workflow === 'restore-drill' || workflow === 'failover-drill') {
+    const resolve = workflow === 'restore-drill' ? resolveRestoreDrill : resolveFailoverDrill;
+    try {
+      resolve(input);
+    } catch (err) {
+      if (err instanceof InvalidSpecError) throw new UserError(err.message);
+      throw err;
+    }
   }
-  // Drills and the sweeper check their own input when they start.
   return { workflowType: SCHEDULABLE_WORKFLOWS[workflow], input };
 }
 

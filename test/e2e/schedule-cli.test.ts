@@ -36,7 +36,7 @@ describe('storage-lab schedule and history (CLI, e2e)', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'schedule-cli-'));
   });
   afterAll(async () => {
-    await lab?.client.schedule.getHandle(name).delete().catch(() => undefined);
+    for (const id of [name, `${name}-drill`]) await lab?.client.schedule.getHandle(id).delete().catch(() => undefined);
     await lab?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -97,6 +97,13 @@ describe('storage-lab schedule and history (CLI, e2e)', () => {
     expect(history.out).toMatch(/preset ci, environment local-\d+cpu-\d+gib-pg\d+-mem384-w[0-9a-z]{7}/);
     expect(history.out).toMatch(new RegExp(`${runId}/experiment\\s+completed\\s+gp3 \\d+ @3000 IOPS\\s+inconclusive`));
 
+    // A restore drill schedule: the drill's own input, checked before the schedule is made.
+    const drill = await cli('schedule', 'create', `${name}-drill`, '--cron', '0 3 * * 0', '--workflow', 'restore-drill', '--preset', 'ci');
+    expect(drill).toMatchObject({ code: 0 });
+    expect(drill.out).toContain(`Created schedule ${name}-drill: restore-drill (restoreDrillWorkflow) at '0 3 * * 0' (UTC)`);
+    expect((await cli('schedule', 'list')).out).toMatch(new RegExp(`${name}-drill\\s+restore-drill\\s+0 3 \\* \\* 0\\s+active`));
+    expect((await cli('schedule', 'delete', `${name}-drill`)).code).toBe(0);
+
     expect((await cli('schedule', 'delete', name)).code).toBe(0);
     await expect(lab.client.schedule.getHandle(name).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
     expect(lab.leftovers([hostIdFor(`${runId}/experiment`, 'gp3', 0)])).toEqual([]);
@@ -116,6 +123,9 @@ describe('storage-lab schedule and history (CLI, e2e)', () => {
     expect(badWorkflow.code).toBe(2);
     expect(badWorkflow.out).toMatch(/--workflow backup: unknown; use one of: nightly, experiment, restore-drill/);
     await expect(lab.client.schedule.getHandle(`${name}-x`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    const badDrill = await cli('schedule', 'create', `${name}-x`, '--cron', '0 3 * * *', '--workflow', 'restore-drill', '--set', 'target=yesterday');
+    expect(badDrill.code).toBe(2);
+    expect(badDrill.out).toMatch(/target: must be "time", "lsn" or "latest"/);
     const missing = await cli('schedule', 'trigger', `${name}-missing`);
     expect(missing.code).toBe(2);
     expect(missing.out).toMatch(/no schedule ".*-missing"/);
