@@ -156,18 +156,22 @@ export class RunHistory {
     return text ? (JSON.parse(text) as HistoryEntry) : null;
   }
 
+  /** Entry file names of every run, as `<preset>__<run>.json` (one flat folder: S3 lists no sub-folders). */
+  private async entryFiles(): Promise<string[]> {
+    const keys = await this.store.list(HISTORY_RUN, ENTRIES);
+    return keys.map((k) => path.posix.basename(k)).filter((name) => name.endsWith('.json') && name.includes(SEPARATOR));
+  }
+
   /** Presets with any run indexed. */
   async presets(): Promise<string[]> {
-    const keys = await this.store.list(HISTORY_RUN, 'runs');
-    return [...new Set(keys.map((k) => k.split('/')[1]).filter(Boolean))].sort();
+    return [...new Set((await this.entryFiles()).map((name) => name.slice(0, name.indexOf(SEPARATOR))))].sort();
   }
 
   /** Every run of a preset, oldest first. */
   async entries(preset: string): Promise<HistoryEntry[]> {
-    const keys = await this.store.list(HISTORY_RUN, `runs/${preset}`);
     const entries: HistoryEntry[] = [];
-    for (const key of keys.filter((k) => k.endsWith('.json'))) {
-      const text = await this.store.get(HISTORY_RUN, `runs/${preset}/${path.posix.basename(key)}`);
+    for (const name of (await this.entryFiles()).filter((n) => n.startsWith(`${preset}${SEPARATOR}`))) {
+      const text = await this.store.get(HISTORY_RUN, `${ENTRIES}/${name}`);
       if (text) entries.push(JSON.parse(text) as HistoryEntry);
     }
     return entries.sort((a, b) => a.finishedAt.localeCompare(b.finishedAt) || a.runId.localeCompare(b.runId));
@@ -201,10 +205,14 @@ export class RunHistory {
   }
 }
 
+/** Folder of the entries, and what separates the preset from the run in their names (presets never hold it). */
+const ENTRIES = 'runs';
+const SEPARATOR = '__';
+
 function entryKey(preset: string, runId: string): string {
-  return `runs/${preset}/${runFolderName(runId)}.json`;
+  return `${ENTRIES}/${preset}${SEPARATOR}${runFolderName(runId)}.json`;
 }
 
 function pinKey(preset: string, envKey: string): string {
-  return `pins/${preset}/${envKey}.json`;
+  return `pins/${preset}${SEPARATOR}${envKey}.json`;
 }
