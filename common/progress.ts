@@ -35,24 +35,32 @@ export function runPercent(clusters: PhaseProgress[], totalClusters: number): nu
   return Math.round((10 * sum) / totalClusters) / 10;
 }
 
-/** Markdown for the Temporal UI's "current details": phase, percent, ETA and the latest figures per cluster. */
+/** The figures a person watches first in a phase's details, in this order; the rest follow. */
+const HEADLINE_DETAILS = ['tps', 'latencyMs', 'rows', 'mb', 'rowsPerSecond', 'second'];
+
+/**
+ * Markdown for the Temporal UI's "current details": one line for the run, one short line per host (phase, percent,
+ * ETA, the latest figures). Lines, not a table: the UI shows details in a small frame that cuts tables off.
+ */
 export function progressMarkdown(title: string, progress: RunProgress): string {
-  const rows = Object.values(progress.clusters).map((c) => {
-    const detail = c.detail
-      ? Object.entries(c.detail)
-          .map(([k, v]) => `${k} ${typeof v === 'number' ? Math.round(v * 10) / 10 : v}`)
-          .join(', ')
-      : '';
-    const eta = c.etaSeconds !== undefined ? `${c.etaSeconds} s` : '';
-    return `| ${c.hostId} | ${c.phase} | ${c.percent !== undefined ? `${c.percent} %` : ''} | ${eta} | ${detail} |`;
+  const lines = Object.values(progress.clusters).map((c) => {
+    const figures = Object.entries(c.detail ?? {})
+      .sort(([a], [b]) => rank(a) - rank(b))
+      .slice(0, 4)
+      .map(([k, v]) => `${k} ${typeof v === 'number' ? (Math.round(v * 10) / 10).toLocaleString('en-US') : v}`);
+    const parts = [
+      `**${c.hostId}** ${c.phase}${c.percent ? ` ${c.percent} %` : ''}`,
+      ...(c.etaSeconds !== undefined ? [`ETA ${c.etaSeconds} s`] : []),
+      ...figures,
+    ];
+    return `- ${parts.join(' · ')}`;
   });
-  const failures = progress.failures.length ? `\n\n**Failures:** ${progress.failures.join('; ')}` : '';
-  return [
-    `### ${title}`,
-    `**${progress.phase}**: ${progress.percent} % overall${progress.etaSeconds !== undefined ? `, ETA ${progress.etaSeconds} s` : ''}`,
-    '',
-    '| host | phase | phase % | ETA | latest |',
-    '|---|---|---|---|---|',
-    ...rows,
-  ].join('\n') + failures;
+  const eta = progress.etaSeconds !== undefined ? ` · ETA ${progress.etaSeconds} s` : '';
+  const failures = progress.failures.length ? [`- **failures:** ${progress.failures.slice(-3).join('; ')}`] : [];
+  return [`**${title}**: ${progress.phase} · ${progress.percent} %${eta}`, '', ...lines, ...failures].join('\n');
+}
+
+function rank(key: string): number {
+  const i = HEADLINE_DETAILS.indexOf(key);
+  return i < 0 ? HEADLINE_DETAILS.length : i;
 }

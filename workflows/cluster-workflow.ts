@@ -93,7 +93,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
 
   let failure: unknown;
   try {
-    board.enter(hostId, 'provision');
+    board.step(hostId, 'provision');
     const cls = spec.storageClasses[className];
     const limits = classLimits(cls);
     const summary = `provision ${hostId}: ${cls.kind}${limits ? ` at ${limits.iops} IOPS, ${limits.throughputMiBps} MiB/s` : ''}, ${spec.host.memoryLimitMiB} MiB`;
@@ -105,7 +105,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
           hostId,
           experiment: spec.name,
           className,
-          storageClass: spec.storageClasses[className],
+          storageClass: cls,
           memoryLimitMiB: spec.host.memoryLimitMiB,
           instanceType: spec.host.instanceType,
           volumeBytes: volumeBytes(spec),
@@ -119,14 +119,14 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     result.emulationNote = record.emulationNote;
     await waitForAgent(provider, record, hostTimeouts(spec));
 
-    board.enter(hostId, 'configure');
+    board.step(hostId, 'configure');
     const pg = await host.setup.configurePostgres.executeWithOptions(
       { summary: `configure PostgreSQL: shared_buffers ${spec.postgres.sharedBuffersMiB} MiB, max_wal_size ${spec.postgres.maxWalSizeMiB} MiB` },
       [{ hostId, settings: postgresSettings(spec) }],
     );
     result.postgresVersion = pg.postgresVersion;
 
-    board.enter(hostId, 'load');
+    board.step(hostId, 'load');
     const load = await host.load.loadData.executeWithOptions(
       { summary: `load scale ${spec.data.scale}: ${accountRows(spec.data.scale).toLocaleString('en-US')} rows in chunks of ${spec.data.chunkRows.toLocaleString('en-US')}, ${spec.data.loadWriters} writers` },
       [{ hostId, scale: spec.data.scale, chunkRows: spec.data.chunkRows, writers: spec.data.loadWriters }],
@@ -145,16 +145,16 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     result.loadSeconds = load.loadSeconds;
 
     if (spec.durability.enabled) {
-      board.enter(hostId, 'backup');
+      board.step(hostId, 'backup');
       result.phases.durability = await archiveAndBackUp(host, hostId, clusterWorkflowId(runId, className, index), spec, postgresSettings(spec));
     }
 
     if (spec.workload.warmupSeconds > 0) {
-      board.enter(hostId, 'warmup');
+      board.step(hostId, 'warmup');
       await pgbench('warmup', spec.workload.warmupSeconds);
     }
 
-    board.enter(hostId, 'tps');
+    board.step(hostId, 'tps');
     const { diagnostics, ...run } = await pgbench('tps', spec.workload.durationSeconds, true);
     result.tpsRun = run;
     result.tps = run.tps;
@@ -166,7 +166,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     }
 
     if (spec.phases.vacuum.enabled) {
-      board.enter(hostId, 'vacuum');
+      board.step(hostId, 'vacuum');
       const { bloatMB } = spec.phases.vacuum;
       result.phases.vacuum = await measured('vacuum', () =>
         host.phase.runVacuumPhase.executeWithOptions({ summary: `${bloatMB} MB of dead tuples, then VACUUM (VERBOSE)` }, [
@@ -175,7 +175,7 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
       );
     }
     if (spec.phases.backlog.enabled) {
-      board.enter(hostId, 'backlog');
+      board.step(hostId, 'backlog');
       const { backlogMB } = spec.phases.backlog;
       result.phases.backlog = await measured('backlog', () =>
         host.phase.runBacklogPhase.executeWithOptions({ summary: `${backlogMB} MB logical-replication backlog, then drain` }, [
@@ -207,10 +207,10 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
       failure ??= err;
       board.fail(`${hostId}: saving results failed: ${failureMessage(err)}`);
     }
-    board.enter(hostId, 'teardown');
+    board.step(hostId, 'teardown');
     await teardownCalls.teardownHost.executeWithOptions({ summary: `tear down ${hostId}` }, [{ provider, hostId }]);
     if (spec.durability.enabled) await removeClusterBackups(clusterWorkflowId(runId, className, index), spec);
-    board.enter(hostId, 'done');
+    board.step(hostId, 'done');
   });
   if (failure) throw failure;
   return result;

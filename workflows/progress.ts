@@ -36,6 +36,12 @@ export class ProgressBoard {
     this.publish();
   }
 
+  /** The one host of this workflow (a cluster's, a drill step's) moved on: the workflow's phase follows it. */
+  step(hostId: string, phase: string): void {
+    this.phase = phase;
+    this.enter(hostId, phase);
+  }
+
   /** A cluster entered a phase; its percentage starts again at 0. */
   enter(hostId: string, phase: string): void {
     this.update({ hostId, phase, percent: 0, at: new Date().toISOString() });

@@ -87,7 +87,7 @@ describe('start from the Temporal UI (browser, e2e)', () => {
       if (details && details !== seen.at(-1)) {
         seen.push(details);
         // One picture of the progress as the UI shows it, mid-run.
-        if (/\| tps \|/.test(details) && !progressShot)
+        if (/^- \*\*\S+\*\* tps/m.test(details) && !progressShot)
           await page.screenshot({ path: (progressShot = artifactPath(`ui-progress-${workflowId}.png`)), fullPage: true });
       }
       await new Promise((r) => setTimeout(r, 1_000));
@@ -95,12 +95,12 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     const summary = (await done) as { status: string };
     expect(summary.status).toBe('completed');
     expect(seen.length).toBeGreaterThanOrEqual(3);
-    expect(seen[0]).toMatch(new RegExp(`^### Experiment ${workflowId}`));
+    expect(seen[0]).toMatch(new RegExp(`^\\*\\*Experiment ${workflowId}\\*\\*`));
     const phasesSeen = new Set(
-      seen.flatMap((d) => [...d.matchAll(/^\| \S+ \| (\w+) \|/gm)].map((m) => m[1]).filter((p) => PHASES.includes(p))),
+      seen.flatMap((d) => [...d.matchAll(/^- \*\*\S+\*\* (\w+)/gm)].map((m) => m[1]).filter((p) => PHASES.includes(p))),
     );
     expect(phasesSeen.size).toBeGreaterThanOrEqual(2);
-    expect(seen.some((d) => /\d+(\.\d+)? % overall/.test(d))).toBe(true);
+    expect(seen.some((d) => /^\*\*Experiment \S+\*\*: [^·]+ · \d+(\.\d+)? %/.test(d))).toBe(true);
 
     // A cluster's page lists its activities with their summaries.
     await page.goto(workflowPage(clusterWorkflowId(workflowId, 'gp3', 0)), { waitUntil: 'domcontentloaded' });
