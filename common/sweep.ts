@@ -6,8 +6,12 @@
 /** A run as the sweeper sees it on this Temporal namespace. */
 export type RunState = 'running' | 'closed' | 'unknown';
 
-/** A host some provider manages (see HostProvider.list). */
+/** A host some provider manages (see HostProvider.list), or a run's local backup store. */
 export interface SweepCandidate {
+  /** What removing it means: a host's teardown, or deleting a backup store's folder. Default: host. */
+  kind?: 'host' | 'backup-store';
+  /** Kept on purpose by its run (a drill's backup.keep): never swept. */
+  keep?: boolean;
   provider: 'local' | 'aws';
   hostId: string;
   runId: string;
@@ -33,7 +37,7 @@ function expired(c: SweepCandidate, now: string): boolean {
 
 /** Runs whose state decides a host's fate (the others are decided by expiry or ownership alone). */
 export function runsToCheck(candidates: SweepCandidate[], now: string): string[] {
-  const ids = candidates.filter((c) => !expired(c, now) && !c.foreign && c.runId).map((c) => c.runId);
+  const ids = candidates.filter((c) => !c.keep && !expired(c, now) && !c.foreign && c.runId).map((c) => c.runId);
   return [...new Set(ids)].sort();
 }
 
@@ -41,7 +45,8 @@ export function runsToCheck(candidates: SweepCandidate[], now: string): string[]
 export function planSweep(candidates: SweepCandidate[], runs: Record<string, RunState>, now: string): SweepPlan {
   const plan: SweepPlan = { remove: [], keep: [] };
   for (const c of candidates) {
-    if (expired(c, now)) plan.remove.push({ ...c, reason: `expired at ${c.expiresAt}` });
+    if (c.keep) plan.keep.push({ ...c, reason: 'kept on purpose by its run' });
+    else if (expired(c, now)) plan.remove.push({ ...c, reason: `expired at ${c.expiresAt}` });
     else if (c.foreign)
       plan.keep.push({ ...c, reason: `made by another lab; removed once it expires${c.expiresAt ? ` (${c.expiresAt})` : ''}` });
     else if (!c.runId) plan.remove.push({ ...c, reason: 'no run label: left behind by a crashed teardown' });

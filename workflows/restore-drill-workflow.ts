@@ -15,16 +15,16 @@ import {
   type DrillSummary,
   type RestoreDrillResult,
 } from '../common/drill-result';
-import { drillPostgresSettings, resolveRestoreDrill, type DrillInput, type RestoreDrillSpec } from '../common/drill-spec';
+import { drillPostgresSettings, resolveRestoreDrill, type DrillInput } from '../common/drill-spec';
 import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
 import { parseSegmentName, segmentOfLsn } from '../common/lsn';
 import { accountRows } from '../common/spec';
 import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from './drill-hosts';
-import { failureMessage, resolveOrFail } from './failures';
+import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, providerCalls, resultCalls } from './proxies';
-import { searchAttributes } from './search-attributes';
+import { acceptInput, searchAttributes } from './search-attributes';
 
 /** The drill's steps in order, for its progress percentage. */
 const STEPS = [
@@ -47,16 +47,11 @@ const STEPS = [
 
 export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
-  let spec: RestoreDrillSpec;
-  try {
-    spec = resolveOrFail(resolveRestoreDrill, input);
-  } catch (err) {
-    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
-    throw err;
-  }
-  upsertSearchAttributes(
-    searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', storageClasses: [spec.storageClass.kind], status: 'running' }),
-  );
+  const spec = acceptInput(resolveRestoreDrill, input, (s) => ({
+    experiment: s.name,
+    preset: s.preset ?? 'custom',
+    storageClasses: [s.storageClass.kind],
+  }));
   const board = new ProgressBoard(`Restore drill ${runId}`, runId, 1, spec.parentWorkflowId);
   const provider = spec.provider;
   const source = hostIdFor(runId, 'source', 0);
@@ -93,8 +88,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   };
   /** Enters a step: the run's phase, the host it runs on, and the drill's percentage. */
   const step = (name: (typeof STEPS)[number]) => {
-    board.setPhase(name);
-    board.enter(STEPS.indexOf(name) < STEPS.indexOf('provision restore host') ? source : restore, name);
+    board.step(STEPS.indexOf(name) < STEPS.indexOf('provision restore host') ? source : restore, name);
     board.setPercent((100 * STEPS.indexOf(name)) / STEPS.length);
   };
 
@@ -102,7 +96,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   let failure: unknown;
   try {
     step('backup store');
-    const store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store });
+    const store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep });
     result.backupStore = backupStoreLocation(store);
 
     step('provision source');

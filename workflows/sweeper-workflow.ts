@@ -41,7 +41,8 @@ export async function sweeperWorkflow(input: SweepInput = {}): Promise<SweepRepo
 
   await forEachBounded(plan.remove, PARALLEL_TEARDOWNS, async (host) => {
     try {
-      await sweepCalls.teardownHost({ provider: host.provider, hostId: host.hostId });
+      if (host.kind === 'backup-store') await sweepCalls.removeBackupFolder({ folder: host.resources[0] });
+      else await sweepCalls.teardownHost({ provider: host.provider, hostId: host.hostId });
       report.removed.push(host);
     } catch (err) {
       report.failed.push({ ...host, error: failureMessage(err) });

@@ -2,7 +2,7 @@
  * Control-plane activities of the durability drills: the run's backup store (a folder every local host reaches,
  * or an S3 prefix), and the drill's result.json and report, saved before its hosts are torn down.
  */
-import { chownSync, mkdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedBackupStore } from '../../common/backup-store';
 import type { DrillResult } from '../../common/drill-result';
@@ -40,12 +40,38 @@ export function resolveBackupStore(runId: string, store: BackupStoreSpec, hostsD
   return { kind: 'folder', path: path.join(store.path ? path.resolve(store.path) : backupsDirFor(hostsDir), run) };
 }
 
+/** Which run a local backup folder belongs to, written beside it so the sweeper can find orphans. */
+export interface BackupStoreLabel {
+  runId: string;
+  keep: boolean;
+}
+
+export function backupLabelFile(storePath: string): string {
+  return `${storePath}.labels.json`;
+}
+
+/** Local backup folders with their labels (for the sweeper). */
+export function listBackupFolders(hostsDir: string): { path: string; label: BackupStoreLabel }[] {
+  const dir = backupsDirFor(hostsDir);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.labels.json'))
+    .map((f) => ({
+      path: path.join(dir, f.slice(0, -'.labels.json'.length)),
+      label: JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as BackupStoreLabel,
+    }));
+}
+
 export function createDrillControlActivities(deps: DrillControlDeps) {
   return {
     /** The run's own prefix in the spec's store; a local folder is created for the Postgres OS user. */
-    async prepareBackupStore(input: { runId: string; store: BackupStoreSpec }): Promise<ResolvedBackupStore> {
+    async prepareBackupStore(input: { runId: string; store: BackupStoreSpec; keep?: boolean }): Promise<ResolvedBackupStore> {
       const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
       if (store.kind === 'folder') {
+        // The label first: a folder the sweeper finds is always one it can attribute to a run.
+        mkdirSync(path.dirname(store.path), { recursive: true, mode: 0o755 });
+        const label: BackupStoreLabel = { runId: input.runId, keep: Boolean(input.keep) };
+        writeFileSync(backupLabelFile(store.path), JSON.stringify(label));
         mkdirSync(store.path, { recursive: true, mode: 0o755 });
         const user = postgresOsUser();
         if (user) chownSync(store.path, user.uid, user.gid);
@@ -61,6 +87,7 @@ export function createDrillControlActivities(deps: DrillControlDeps) {
       const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
       if (store.kind === 's3') return `left s3://${store.bucket}${store.path} in place (the bucket's lifecycle rules expire it)`;
       rmSync(store.path, { recursive: true, force: true });
+      rmSync(backupLabelFile(store.path), { force: true });
       return `removed ${store.path}`;
     },
 

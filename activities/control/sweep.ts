@@ -3,12 +3,17 @@
  * made them on this Temporal namespace. The decision itself is pure (common/sweep.ts), in the workflow.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
 import type { RunState, SweepCandidate } from '../../common/sweep';
 import type { HostProvider } from '../../infra/providers/host-provider';
+import { backupLabelFile, listBackupFolders } from './drills';
 
 export interface SweepDeps {
   providers: { local: HostProvider; aws?: HostProvider };
   client?: Client;
+  /** The local hosts folder; runs' local backup stores sit beside it. */
+  hostsDir: string;
 }
 
 export function createSweepActivities(deps: SweepDeps) {
@@ -20,7 +25,25 @@ export function createSweepActivities(deps: SweepDeps) {
         if (!provider) continue;
         for (const h of await provider.list()) out.push({ provider: provider.name, ...h });
       }
+      for (const { path: folder, label } of listBackupFolders(deps.hostsDir))
+        out.push({
+          kind: 'backup-store',
+          provider: 'local',
+          hostId: `backups/${path.basename(folder)}`,
+          runId: label.runId,
+          keep: label.keep,
+          expiresAt: null,
+          resources: [folder],
+        });
       return out;
+    },
+
+    /** Deletes a local backup store the sweeper found orphaned (and its label). */
+    async removeBackupFolder(input: { folder: string }): Promise<void> {
+      const known = listBackupFolders(deps.hostsDir).some((b) => b.path === input.folder);
+      if (!known) return; // Already gone, or not a lab backup folder: never delete anything else.
+      rmSync(input.folder, { recursive: true, force: true });
+      rmSync(backupLabelFile(input.folder), { force: true });
     },
 
     /**

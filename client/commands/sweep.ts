@@ -31,8 +31,14 @@ export async function sweepCommand(flags: SweepFlags): Promise<SweepReport> {
 
 export function printSweepReport(report: SweepReport): void {
   const row = (h: SweepDecision) => `  ${h.provider.padEnd(5)} ${h.hostId.padEnd(28)} ${h.reason} [${h.resources.join(', ')}]`;
-  console.log(report.dryRun ? `\nWould remove ${report.removed.length} hosts (dry run):` : `\nRemoved ${report.removed.length} hosts:`);
-  for (const h of report.removed) console.log(row(h));
+  const hosts = report.removed.filter((r) => r.kind !== 'backup-store');
+  const stores = report.removed.filter((r) => r.kind === 'backup-store');
+  console.log(report.dryRun ? `\nWould remove ${hosts.length} hosts (dry run):` : `\nRemoved ${hosts.length} hosts:`);
+  for (const h of hosts) console.log(row(h));
+  if (stores.length) {
+    console.log(report.dryRun ? `Would remove ${stores.length} backup stores:` : `Removed ${stores.length} backup stores:`);
+    for (const s of stores) console.log(row(s));
+  }
   if (report.failed.length) {
     console.log(`Failed to remove ${report.failed.length} (the next sweep tries again):`);
     for (const h of report.failed) console.log(`${row(h)}\n    ${h.error.split('\n')[0]}`);

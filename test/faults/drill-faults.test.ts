@@ -53,7 +53,7 @@ describe('restore drill faults (faults)', () => {
     expect(existsSync(backupStore(handle.workflowId))).toBe(false);
   });
 
-  it('terminated while the restore host fetches the backup: storage-lab sweep removes both hosts', async () => {
+  it('terminated while the restore host fetches the backup: storage-lab sweep removes both hosts and the backup store', async () => {
     const handle = await startDrill();
     await waitForActivity(lab.client, handle.workflowId, 'restoreBackup');
     await handle.terminate('fault test: no compensation runs');
@@ -66,5 +66,7 @@ describe('restore drill faults (faults)', () => {
     expect(stdout).toMatch(/Removed 2 hosts:/);
     for (const hostId of hostIds) expect(stdout).toContain(hostId);
     expect(lab.leftovers(hostIds)).toEqual([]);
+    expect(stdout).toMatch(/Removed 1 backup stores:/);
+    expect(existsSync(backupStore(handle.workflowId))).toBe(false);
   });
 });

@@ -50,3 +50,26 @@ describe('planSweep', () => {
     }
   });
 });
+
+describe('planSweep of backup stores', () => {
+  const store = (hostId: string, runId: string, keep: boolean): SweepCandidate => ({
+    kind: 'backup-store',
+    provider: 'local',
+    hostId,
+    runId,
+    keep,
+    expiresAt: null,
+    resources: [`/backups/${hostId}`],
+  });
+
+  it('removes a closed run\'s store, keeps a running run\'s, and never sweeps one kept on purpose', () => {
+    const candidates = [store('closed', 'run-c', false), store('kept', 'run-c', true), store('live', 'run-a', false)];
+    expect(runsToCheck(candidates, now)).toEqual(['run-a', 'run-c']);
+    const plan = planSweep(candidates, { 'run-a': 'running', 'run-c': 'closed' }, now);
+    expect(plan.remove.map((d) => d.hostId)).toEqual(['closed']);
+    expect(plan.keep.map((d) => [d.hostId, d.reason])).toEqual([
+      ['kept', 'kept on purpose by its run'],
+      ['live', 'run run-a is running'],
+    ]);
+  });
+});
