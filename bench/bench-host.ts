@@ -11,7 +11,7 @@ import type { HostDeps } from '../activities/host/deps';
 import { findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
 import type { HostConfig } from '../infra/providers/host-provider';
 import { deviceOfPath } from '../infra/providers/local/block-devices';
-import { freePort } from '../infra/providers/local/local-provider';
+import { freePort } from '../infra/net';
 
 export interface BenchHost {
   deps: HostDeps;

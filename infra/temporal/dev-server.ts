@@ -8,6 +8,7 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../common/names';
 import { labPaths } from '../lab-paths';
+import { freePort } from '../net';
 
 /** The Temporal CLI tag the project builds (later tags carry a go.mod `replace` and cannot be go-installed). */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -66,6 +67,34 @@ export async function startDevServer(opts: DevServerOptions, readyTimeoutMs = 90
   const address = `${opts.ip ?? '127.0.0.1'}:${opts.port}`;
   await waitForServer(address, readyTimeoutMs, child);
   return { address, uiUrl: `http://${opts.ip ?? '127.0.0.1'}:${opts.uiPort}`, process: child };
+}
+
+/** Options for a throwaway server under `dir` (tests, benchmarks) on free ports of 127.0.0.1. */
+export async function freePortServerOptions(dir: string): Promise<DevServerOptions> {
+  return {
+    dbFile: path.join(dir, 'temporal.db'),
+    logFile: path.join(dir, 'temporal.log'),
+    port: await freePort(),
+    uiPort: await freePort(),
+    httpPort: await freePort(),
+    metricsPort: await freePort(),
+    detached: false,
+  };
+}
+
+/**
+ * Starts a throwaway server on free ports; when a port was taken between choosing and binding it (another process
+ * on a busy machine), tries again with fresh ones. Returns the options too, so the same server can be restarted.
+ */
+export async function startThrowawayServer(dir: string, attempts = 3): Promise<{ server: DevServer; options: DevServerOptions }> {
+  for (let attempt = 1; ; attempt++) {
+    const options = await freePortServerOptions(dir);
+    try {
+      return { server: await startDevServer(options, 60_000), options };
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+    }
+  }
 }
 
 /** Polls the frontend until it answers, the process dies, or the time is up. */

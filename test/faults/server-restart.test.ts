@@ -6,11 +6,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { hostIdFor } from '../../common/ids';
-import { startDevServer, type DevServer, type DevServerOptions } from '../../infra/temporal/dev-server';
+import { startDevServer, startThrowawayServer, type DevServer, type DevServerOptions } from '../../infra/temporal/dev-server';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, SMALL_GP3, waitForActivity } from '../helpers/faults';
 import { startTestLab, type TestLab } from '../helpers/lab';
-import { freePort } from '../helpers/ports';
 import { connect } from '../helpers/temporal';
 
 describe('Temporal server restart mid-run (faults)', () => {
@@ -29,16 +28,7 @@ describe('Temporal server restart mid-run (faults)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(process.env.STORAGE_LAB_TEST_DIR!, 'restart-server-'));
-    options = {
-      dbFile: path.join(dir, 'temporal.db'),
-      logFile: path.join(dir, 'temporal.log'),
-      port: await freePort(),
-      uiPort: await freePort(),
-      httpPort: await freePort(),
-      metricsPort: await freePort(),
-      detached: false,
-    };
-    server = await startDevServer(options);
+    ({ server, options } = await startThrowawayServer(dir));
     lab = await startTestLab('restart', { address: server.address });
   });
   afterAll(async () => {

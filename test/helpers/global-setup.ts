@@ -6,22 +6,13 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startDevServer } from '../../infra/temporal/dev-server';
-import { freePort } from './ports';
+import { startThrowawayServer } from '../../infra/temporal/dev-server';
 
 export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-suite-'));
   // Host folders live below it and Postgres runs as the postgres user, who must be able to traverse it.
   chmodSync(dir, 0o755);
-  const server = await startDevServer({
-    dbFile: path.join(dir, 'temporal.db'),
-    logFile: path.join(dir, 'temporal.log'),
-    port: await freePort(),
-    uiPort: await freePort(),
-    httpPort: await freePort(),
-    metricsPort: await freePort(),
-    detached: false,
-  });
+  const { server } = await startThrowawayServer(dir);
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('../../workflows'),
     logger: { info: () => undefined, warn: () => undefined, error: console.error, debug: () => undefined, trace: () => undefined, log: () => undefined },

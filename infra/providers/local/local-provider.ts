@@ -18,11 +18,11 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { classLimits } from '../../../common/spec';
 import { hostTaskQueue } from '../../../common/names';
 import { ensureDir } from '../../lab-paths';
+import { freePort } from '../../net';
 import { findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
 import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
 import {
@@ -326,17 +326,5 @@ function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export type { OsUser };
