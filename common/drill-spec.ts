@@ -11,7 +11,9 @@ import {
   BackupStoreSchema,
   InvalidSpecError,
   LOCAL_KINDS,
+  ServerSettingsSchema,
   StorageClassSchema,
+  hostSchema,
   int,
   mergeSpec,
   toProblem,
@@ -39,18 +41,12 @@ const drillBase = {
   provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
   /** The storage of every host of the drill. */
   storageClass: StorageClassSchema,
-  host: z
-    .object({
-      memoryLimitMiB: int(128, 1_048_576, 'MiB'),
-      instanceType: z.string().default('m6id.4xlarge'),
-    })
-    .strict(),
+  host: hostSchema(128),
   postgres: z
     .object({
       version: int(12, 18, 'PostgreSQL major version').optional(),
       sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
-      /** Extra server settings, written to postgresql.conf as they are. */
-      settings: z.record(z.string().regex(/^[a-z_.]+$/), z.union([z.string(), z.number(), z.boolean()])).default({}),
+      settings: ServerSettingsSchema,
     })
     .strict(),
   aws: AwsSchema.optional(),

@@ -96,6 +96,21 @@ export const AwsSchema = z
   })
   .strict();
 
+/** Extra server settings, written to postgresql.conf as they are. */
+export const ServerSettingsSchema = z
+  .record(z.string().regex(/^[a-z_.]+$/), z.union([z.string(), z.number(), z.boolean()]))
+  .default({});
+
+/** The host every Postgres of a run gets: a memory limit (at least `minMemoryMiB`) and, on AWS, an instance type. */
+export function hostSchema(minMemoryMiB: number) {
+  return z
+    .object({
+      memoryLimitMiB: int(minMemoryMiB, 1_048_576, 'MiB'),
+      instanceType: z.string().default('m6id.4xlarge'),
+    })
+    .strict();
+}
+
 export const ExperimentSpecSchema = z
   .object({
     specVersion: z.literal(SPEC_VERSION).default(SPEC_VERSION),
@@ -110,19 +125,13 @@ export const ExperimentSpecSchema = z
     clustersPerClass: int(1, 16, 'clusters per storage class'),
     /** Clusters that run at once; 1 on one machine, so no cluster's measurement shares the CPU with another's. */
     maxParallelClusters: int(1, 64, 'clusters at once'),
-    host: z
-      .object({
-        memoryLimitMiB: int(64, 1_048_576, 'MiB'),
-        instanceType: z.string().default('m6id.4xlarge'),
-      })
-      .strict(),
+    host: hostSchema(64),
     postgres: z
       .object({
         version: int(12, 18, 'PostgreSQL major version').optional(),
         sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
         maxWalSizeMiB: int(32, 1_048_576, 'MiB'),
-        /** Extra server settings, written to postgresql.conf as they are. */
-        settings: z.record(z.string().regex(/^[a-z_.]+$/), z.union([z.string(), z.number(), z.boolean()])).default({}),
+        settings: ServerSettingsSchema,
       })
       .strict(),
     data: z

@@ -21,7 +21,7 @@ import { runExperimentDrills } from './experiment-drills';
 import { activityCause, failureMessage, resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
-import { searchAttributes } from './search-attributes';
+import { acceptInput, searchAttributes } from './search-attributes';
 
 export interface ExperimentSummary extends ResultsSummary {
   runId: string;
@@ -48,21 +48,11 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
   const runId = workflowInfo().workflowId;
   const board = new ProgressBoard(`Experiment ${runId}`, runId, 0);
   board.setPhase('validating');
-  let spec: ExperimentSpec;
-  try {
-    spec = validateOrFail(input);
-  } catch (err) {
-    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
-    throw err;
-  }
-  upsertSearchAttributes(
-    searchAttributes({
-      experiment: spec.name,
-      preset: spec.preset ?? 'custom',
-      storageClasses: Object.keys(spec.storageClasses),
-      status: 'running',
-    }),
-  );
+  const spec = acceptInput(resolveSpec, input, (s) => ({
+    experiment: s.name,
+    preset: s.preset ?? 'custom',
+    storageClasses: Object.keys(s.storageClasses),
+  }));
   const startedAt = new Date().toISOString();
   try {
     await preflightCalls.preflight({ spec });

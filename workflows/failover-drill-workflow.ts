@@ -24,10 +24,10 @@ import { compareLsn } from '../common/lsn';
 import { median } from '../common/stats';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from './drill-hosts';
-import { failureMessage, resolveOrFail } from './failures';
+import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, providerCalls, resultCalls } from './proxies';
-import { searchAttributes } from './search-attributes';
+import { acceptInput, searchAttributes } from './search-attributes';
 
 type WriterResult = Awaited<ReturnType<typeof runFailoverWriter>>;
 
@@ -54,16 +54,11 @@ export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): s
 
 export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
-  let spec: FailoverDrillSpec;
-  try {
-    spec = resolveOrFail(resolveFailoverDrill, input);
-  } catch (err) {
-    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
-    throw err;
-  }
-  upsertSearchAttributes(
-    searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', storageClasses: [spec.storageClass.kind], status: 'running' }),
-  );
+  const spec = acceptInput(resolveFailoverDrill, input, (s) => ({
+    experiment: s.name,
+    preset: s.preset ?? 'custom',
+    storageClasses: [s.storageClass.kind],
+  }));
   const board = new ProgressBoard(`Failover drill ${runId}`, runId, 1, spec.parentWorkflowId);
   const provider = spec.provider;
   const { writer } = spec;
@@ -99,8 +94,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
   };
   const totalSteps = 2 + spec.rounds;
   const progress = (phase: string, done: number, hostId = client) => {
-    board.setPhase(phase);
-    board.enter(hostId, phase);
+    board.step(hostId, phase);
     board.setPercent((100 * done) / totalSteps);
   };
 

@@ -1,6 +1,8 @@
 /** The lab's search attributes as typed keys, so runs can be listed by experiment, preset, classes and status. */
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
+import { upsertSearchAttributes } from '@temporalio/workflow';
 import { SEARCH_ATTRIBUTES } from '../common/names';
+import { resolveOrFail } from './failures';
 
 const keys = {
   experiment: defineSearchAttributeKey(SEARCH_ATTRIBUTES.experiment.name, SearchAttributeType.KEYWORD),
@@ -24,4 +26,24 @@ export function searchAttributes(values: LabSearchAttributes): SearchAttributeUp
   if (values.storageClasses !== undefined) pairs.push({ key: keys.storageClasses, value: values.storageClasses });
   if (values.status !== undefined) pairs.push({ key: keys.status, value: values.status });
   return pairs;
+}
+
+/**
+ * Validates a run's input: an invalid one marks the run "invalid" and fails it at once (non-retryable, every
+ * problem named); a valid one marks it "running", with what it is, so runs can be listed by it.
+ */
+export function acceptInput<S>(
+  resolve: (input: unknown) => S,
+  input: unknown,
+  describe: (spec: S) => Omit<LabSearchAttributes, 'status'>,
+): S {
+  let spec: S;
+  try {
+    spec = resolveOrFail(resolve, input);
+  } catch (err) {
+    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
+    throw err;
+  }
+  upsertSearchAttributes(searchAttributes({ ...describe(spec), status: 'running' }));
+  return spec;
 }

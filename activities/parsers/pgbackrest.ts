@@ -3,18 +3,10 @@
  * (archived WAL files) and `verify --output=text --verbose` (2.45 has no JSON mode for verify).
  * Tested on real output of pgBackRest 2.45 in test/fixtures/pgbackrest-2.45/.
  */
+import type { BackupInfo } from '../../common/drill-result';
 
-export interface PgbackrestBackup {
-  label: string;
-  type: string;
-  startedAt: string;
-  stoppedAt: string;
-  databaseBytes: number;
-  repositoryBytes: number;
-  startLsn: string;
-  stopLsn: string;
-  walStart: string;
-  walStop: string;
+/** One backup in `pgbackrest info`: the drill's BackupInfo fields pgBackRest knows, and whether it failed. */
+export interface PgbackrestBackup extends Omit<BackupInfo, 'tool' | 'toolVersion' | 'seconds'> {
   error: boolean;
 }
 
