@@ -23,6 +23,8 @@ export interface TpsRun {
   clients: number;
   threads: number;
   latencyMs: LatencyMs;
+  /** Mean time a client spent between its transactions (pgbench's own work); absent in results before it existed. */
+  clientGapMs?: number;
   tpsSeries: number[];
   pgbenchVersion: string;
 }

@@ -10,6 +10,7 @@ import readline from 'node:readline';
 import type { Diagnostics } from '../../common/diagnostics';
 import type { TpsRun } from '../../common/result';
 import {
+  ClientGaps,
   LatencyHistogram,
   parseProgressLine,
   parseSummary,
@@ -98,7 +99,7 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
   }
   const diagnostics = await sampler?.stop();
   const summary = parseSummary(result.stdout);
-  const histogram = await readTransactionLogs(runDir);
+  const { histogram, gaps } = await readTransactionLogs(runDir);
   return {
     tps: summary.tps,
     transactions: summary.transactions,
@@ -107,22 +108,26 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
     clients: summary.clients,
     threads: summary.threads,
     latencyMs: histogram.summary(),
+    clientGapMs: gaps.meanMs(),
     tpsSeries,
     pgbenchVersion: summary.version,
     ...(diagnostics ? { diagnostics } : {}),
   };
 }
 
-/** Streams every per-thread transaction log of a run into one latency histogram. */
-export async function readTransactionLogs(runDir: string): Promise<LatencyHistogram> {
+/** Streams every per-thread transaction log of a run into one latency histogram and the clients' gaps. */
+export async function readTransactionLogs(runDir: string): Promise<{ histogram: LatencyHistogram; gaps: ClientGaps }> {
   const histogram = new LatencyHistogram();
+  const gaps = new ClientGaps();
   const files = (await readdir(runDir)).filter((f) => f.startsWith('tx.'));
   for (const file of files) {
     const lines = readline.createInterface({ input: createReadStream(path.join(runDir, file)), crlfDelay: Infinity });
     for await (const line of lines) {
       const entry = parseTransactionLogLine(line);
-      if (entry) histogram.add(entry);
+      if (!entry) continue;
+      histogram.add(entry);
+      gaps.add(entry);
     }
   }
-  return histogram;
+  return { histogram, gaps };
 }

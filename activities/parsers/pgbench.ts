@@ -64,16 +64,17 @@ export function parseSummary(stdout: string): PgbenchSummary {
 
 /** One line of the `--log` per-transaction log: `client_id transaction_no time script_no time_epoch time_us`. */
 export type TransactionLogEntry =
-  | { kind: 'ok'; client: number; latencyUs: number; epochSecond: number }
-  | { kind: 'failed' | 'skipped'; client: number; epochSecond: number };
+  | { kind: 'ok'; client: number; latencyUs: number; epochSecond: number; endUs: number }
+  | { kind: 'failed' | 'skipped'; client: number; epochSecond: number; endUs: number };
 
 /** Parses one transaction-log line; null for blank or foreign lines. */
 export function parseTransactionLogLine(line: string): TransactionLogEntry | null {
   const parts = line.trim().split(/\s+/);
   if (parts.length < 6) return null;
-  const [client, , time, , epoch] = parts;
-  const base = { client: Number(client), epochSecond: Number(epoch) };
-  if (!Number.isFinite(base.client) || !Number.isFinite(base.epochSecond)) return null;
+  const [client, , time, , epoch, micros] = parts;
+  // When the transaction ended, in µs since the epoch (below 2^53 until the year 2255).
+  const base = { client: Number(client), epochSecond: Number(epoch), endUs: Number(epoch) * 1e6 + Number(micros) };
+  if (!Number.isFinite(base.client) || !Number.isFinite(base.endUs)) return null;
   if (time === 'skipped') return { kind: 'skipped', ...base };
   // 'failed', or with --failures-detailed the failure's kind.
   if (time === 'failed' || time === 'serialization' || time === 'deadlock') return { kind: 'failed', ...base };
@@ -126,5 +127,33 @@ export class LatencyHistogram {
 
   summary(): { mean: number; p50: number; p95: number; p99: number } {
     return { mean: this.meanMs(), p50: this.quantileMs(0.5), p95: this.quantileMs(0.95), p99: this.quantileMs(0.99) };
+  }
+}
+
+/**
+ * The time each client spends between its transactions (pgbench's own work: building the next query, its thread
+ * being scheduled). In a closed loop TPS = clients / (latency + gap); on a CPU-starved host the gap grows and TPS falls
+ * below clients / latency without the server being any slower. Lines of one client are in completion order within
+ * its thread's log file, which is all this needs.
+ */
+export class ClientGaps {
+  private readonly lastEndUs = new Map<number, number>();
+  private sumUs = 0;
+  private count = 0;
+
+  add(entry: TransactionLogEntry): void {
+    const last = this.lastEndUs.get(entry.client);
+    if (entry.kind === 'ok' && last !== undefined) {
+      const startUs = entry.endUs - entry.latencyUs;
+      if (startUs >= last) {
+        this.sumUs += startUs - last;
+        this.count++;
+      }
+    }
+    this.lastEndUs.set(entry.client, entry.endUs);
+  }
+
+  meanMs(): number {
+    return this.count === 0 ? 0 : this.sumUs / this.count / 1000;
   }
 }

@@ -1,4 +1,4 @@
-import { aggregate, median, speedup } from '../../activities/control/aggregate';
+import { aggregate, littlesLawChecks, median, speedup } from '../../activities/control/aggregate';
 import type { ClusterResult, TpsRun } from '../../common/result';
 import { resolveSpec } from '../../common/spec';
 
@@ -88,6 +88,17 @@ describe('aggregate', () => {
     const little = result.checks.filter((c) => c.name === "Little's law");
     expect(little.find((c) => c.scope === 'h-local-disk-0')?.ok).toBe(false); // 8 / 4 ms = 2000, not 1000
     expect(little.find((c) => c.scope === 'h-gp3-0')?.ok).toBe(true);
+  });
+
+  it("counts the clients' own time in Little's law, and warns when pgbench could not keep up", () => {
+    // 64 clients, 8 ms latency, 1 ms between transactions: 64 / 9 ms = 7,111 TPS.
+    const starved = { ...run(7111, 8, 64), clientGapMs: 1 };
+    const checks = littlesLawChecks('h', starved);
+    expect(checks.find((c) => c.name === "Little's law")?.ok).toBe(true);
+    const kept = checks.find((c) => c.name === 'load generator kept up');
+    expect(kept).toMatchObject({ ok: false, severity: 'warning' });
+    expect(kept?.detail).toMatch(/12\.5 % of the 8 ms latency: pgbench was short of CPU/);
+    expect(littlesLawChecks('h', { ...run(8000, 8, 64), clientGapMs: 0.1 }).every((c) => c.ok)).toBe(true);
   });
 
   it('has plain medians and speedups', () => {

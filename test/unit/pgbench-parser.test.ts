@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  ClientGaps,
   LatencyHistogram,
   parseProgressLine,
   parseSummary,
@@ -47,6 +48,7 @@ describe('pgbench output (captured from pgbench 15.18)', () => {
       client: 0,
       latencyUs: 1458,
       epochSecond: 1796020896,
+      endUs: 1796020896272847,
     });
     expect(parseTransactionLogLine('1 1 deadlock 0 1796020905 928397')?.kind).toBe('failed');
     expect(parseTransactionLogLine('1 1 failed 0 1796020905 928397')?.kind).toBe('failed');
@@ -80,5 +82,30 @@ describe('pgbench output (captured from pgbench 15.18)', () => {
     }
     expect(h.failed).toBeGreaterThan(0);
     expect(h.failed + h.count).toBe(200);
+  });
+
+  it("measures the clients' own time between transactions", () => {
+    const gaps = new ClientGaps();
+    // Client 0: ends at .001000 after 1 ms, next starts at .001500 (0.5 ms gap), ends .002500.
+    // Client 1: a failed transaction gives no gap but moves its clock; then 0.25 ms gap.
+    for (const line of [
+      '0 1 1000 0 100 1000',
+      '1 1 failed 0 100 1200',
+      '0 2 1000 0 100 2500',
+      '1 2 500 0 100 1950',
+    ])
+      gaps.add(parseTransactionLogLine(line)!);
+    expect(gaps.meanMs()).toBeCloseTo((0.5 + 0.25) / 2, 6);
+  });
+
+  it('finds a small gap in a real log of a client-light run', () => {
+    const gaps = new ClientGaps();
+    for (const line of fixture('transaction-log.txt').split('\n')) {
+      const e = parseTransactionLogLine(line);
+      if (e) gaps.add(e);
+    }
+    // 4 clients on 2 threads at 17,000 TPS: pgbench spends a little time of its own between transactions.
+    expect(gaps.meanMs()).toBeGreaterThan(0);
+    expect(gaps.meanMs()).toBeLessThan(0.5);
   });
 });
