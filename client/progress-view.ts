@@ -67,7 +67,8 @@ export async function watchWorkflow<T>(handle: WorkflowHandle, out: NodeJS.Write
     }
     for (const c of Object.values(progress.clusters)) {
       const last = printed.get(c.hostId);
-      if (!last || last.phase !== c.phase || Date.now() - last.at > PLAIN_EVERY_MS) {
+      const finished = c.phase === 'done' || c.phase === 'failed';
+      if (!last || last.phase !== c.phase || (!finished && Date.now() - last.at > PLAIN_EVERY_MS)) {
         out.write(`[${new Date().toISOString()}] ${c.hostId} ${clusterPercent(c)}% ${describe(c)}\n`);
         printed.set(c.hostId, { phase: c.phase, at: Date.now() });
       }

@@ -48,7 +48,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     },
     data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
     workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 15, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: true, bloatMB: 256 }, backlog: { enabled: true, backlogMB: 256 } },
+    phases: { vacuum: { enabled: true, bloatMB: 256 }, backlog: { enabled: true, backlogMB: 1024 } },
   }),
   /** Tiny, for tests: every phase runs, in seconds. */
   ci: localPreset('ci', {
