@@ -84,8 +84,10 @@ describe('measured phases on a real Postgres (integration)', () => {
       const opts = await query<{ reloptions: string[] | null }>("SELECT reloptions FROM pg_class WHERE relname = 'pgbench_accounts'");
       expect(opts[0].reloptions).toContain('autovacuum_enabled=on');
     }
+    // VACUUM took the dead bytes away. Not necessarily every last one: a row version that died while another
+    // session (autovacuum ANALYZE on a neighbouring table, say) held a snapshot is not yet removable (CI saw 121 bytes).
     const dead = await query<{ d: string }>("SELECT dead_tuple_len AS d FROM pgstattuple_approx('pgbench_accounts')");
-    expect(Number(dead[0].d)).toBe(0);
+    expect(Number(dead[0].d)).toBeLessThan(0.01 * 4 * MB);
   });
 
   it('fills a slot with the requested backlog before draining it, and drops a leftover slot first', async () => {
