@@ -83,9 +83,10 @@ export interface RestoreVerification {
   archiveContinuity: VerificationOutcome & { from: string; to: string; checked: number; missing: string[] };
 }
 
-export interface RestoreDrillResult {
+/** What every drill result starts with. */
+interface DrillResultHead<Kind extends string, Spec extends { name: string; preset?: string }> {
   schemaVersion: typeof DRILL_RESULT_SCHEMA_VERSION;
-  kind: 'restore-drill';
+  kind: Kind;
   runId: string;
   name: string;
   preset: string | null;
@@ -94,8 +95,32 @@ export interface RestoreDrillResult {
   verdict: string;
   startedAt: string;
   finishedAt: string;
-  spec: RestoreDrillSpec;
+  spec: Spec;
   postgresVersion: string | null;
+}
+
+/** A drill's result before it measured anything: failed until the drill says otherwise. */
+export function drillResultHead<Kind extends string, Spec extends { name: string; preset?: string }>(
+  kind: Kind,
+  runId: string,
+  spec: Spec,
+): DrillResultHead<Kind, Spec> {
+  return {
+    schemaVersion: DRILL_RESULT_SCHEMA_VERSION,
+    kind,
+    runId,
+    name: spec.name,
+    preset: spec.preset ?? null,
+    status: 'failed',
+    verdict: '',
+    startedAt: new Date().toISOString(),
+    finishedAt: '',
+    spec,
+    postgresVersion: null,
+  };
+}
+
+export interface RestoreDrillResult extends DrillResultHead<'restore-drill', RestoreDrillSpec> {
   hosts: { source: string; restore: string };
   /** Where the backups and archived WAL live (a folder or an s3:// URL). */
   backupStore: string | null;
@@ -160,18 +185,7 @@ export interface FailoverRound {
   error?: string;
 }
 
-export interface FailoverDrillResult {
-  schemaVersion: typeof DRILL_RESULT_SCHEMA_VERSION;
-  kind: 'failover-drill';
-  runId: string;
-  name: string;
-  preset: string | null;
-  status: 'passed' | 'failed' | 'cancelled';
-  verdict: string;
-  startedAt: string;
-  finishedAt: string;
-  spec: FailoverDrillSpec;
-  postgresVersion: string | null;
+export interface FailoverDrillResult extends DrillResultHead<'failover-drill', FailoverDrillSpec> {
   mode: FailoverDrillSpec['mode'];
   synchronousStandbyNames: string | null;
   hosts: { client: string; nodes: Record<string, string> };

@@ -11,7 +11,7 @@
 import { ApplicationFailure, CancellationScope, isCancellation, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { DrillNode, runFailoverWriter } from '../activities/host/failover-writer';
 import {
-  DRILL_RESULT_SCHEMA_VERSION,
+  drillResultHead,
   type DrillSummary,
   type FailoverDrillResult,
   type FailoverRound,
@@ -74,17 +74,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
   const address = (node: Node): DrillNode => ({ node, host: records[node]!.postgres.host, port: records[node]!.postgres.port });
   const request = (hostId: string, role: string) => drillHostRequest(spec, runId, hostId, role, 2 * 2 ** 30);
   const result: FailoverDrillResult = {
-    schemaVersion: DRILL_RESULT_SCHEMA_VERSION,
-    kind: 'failover-drill',
-    runId,
-    name: spec.name,
-    preset: spec.preset ?? null,
-    status: 'failed',
-    verdict: '',
-    startedAt: new Date().toISOString(),
-    finishedAt: '',
-    spec,
-    postgresVersion: null,
+    ...drillResultHead('failover-drill', runId, spec),
     mode: spec.mode,
     synchronousStandbyNames: quorumOf(spec.mode, ['n2', 'n3']) || null,
     hosts: { client, nodes: hostOf },

@@ -11,7 +11,7 @@ import { ApplicationFailure, CancellationScope, isCancellation, upsertSearchAttr
 import type { RecoveryTarget } from '../activities/lib/backup-tool';
 import { backupStoreLocation } from '../common/backup-store';
 import {
-  DRILL_RESULT_SCHEMA_VERSION,
+  drillResultHead,
   type DrillSummary,
   type RestoreDrillResult,
 } from '../common/drill-result';
@@ -63,17 +63,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   const settings = drillPostgresSettings(spec);
   const volumeBytes = accountRows(spec.data.scale) * 146 * 1.15 + 2 * 2 ** 30;
   const result: RestoreDrillResult = {
-    schemaVersion: DRILL_RESULT_SCHEMA_VERSION,
-    kind: 'restore-drill',
-    runId,
-    name: spec.name,
-    preset: spec.preset ?? null,
-    status: 'failed',
-    verdict: '',
-    startedAt: new Date().toISOString(),
-    finishedAt: '',
-    spec,
-    postgresVersion: null,
+    ...drillResultHead('restore-drill', runId, spec),
     hosts: { source, restore },
     backupStore: null,
     backup: null,

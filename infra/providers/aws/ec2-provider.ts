@@ -95,20 +95,7 @@ export class Ec2Provider implements HostProvider {
       );
     const running = await this.waitForInstance(instance.InstanceId!, 'running');
     if (req.storageClass.kind === 'ebs') await this.ensureDataVolume(req, running);
-    const limits = classLimits(req.storageClass);
-    return {
-      hostId: req.hostId,
-      runId: req.runId,
-      provider: 'aws',
-      className: req.className,
-      kind: req.storageClass.kind,
-      taskQueue: hostTaskQueue(req.hostId),
-      // Real devices: gp3 enforces its provisioned limits itself; instance-store has none.
-      emulated: true,
-      limits: { iops: limits?.iops ?? null, throughputMiBps: limits?.throughputMiBps ?? null, memoryLimitMiB: null },
-      postgres: { host: running.PrivateIpAddress ?? '', port: POSTGRES_PORT },
-      instanceId: running.InstanceId,
-    };
+    return { ...hostRecord(req, running.PrivateIpAddress ?? ''), instanceId: running.InstanceId };
   }
 
   async teardown(hostId: string): Promise<void> {
@@ -516,8 +503,8 @@ function stateFilter(states: string[]): Filter {
   return { Name: 'instance-state-name', Values: states };
 }
 
-/** The host.json of an EC2 host as far as it is known before launch (host-config.ts adds the rest at boot). */
-export function hostBase(req: HostRequest): HostConfig {
+/** An EC2 host as the workflows see it; postgresHost is its private address (empty before launch). */
+function hostRecord(req: HostRequest, postgresHost: string): HostRecord {
   const limits = classLimits(req.storageClass);
   return {
     hostId: req.hostId,
@@ -526,9 +513,17 @@ export function hostBase(req: HostRequest): HostConfig {
     className: req.className,
     kind: req.storageClass.kind,
     taskQueue: hostTaskQueue(req.hostId),
+    // Real devices: gp3 enforces its provisioned limits itself; instance-store has none.
     emulated: true,
     limits: { iops: limits?.iops ?? null, throughputMiBps: limits?.throughputMiBps ?? null, memoryLimitMiB: null },
-    postgres: { host: '', port: POSTGRES_PORT },
+    postgres: { host: postgresHost, port: POSTGRES_PORT },
+  };
+}
+
+/** The host.json of an EC2 host as far as it is known before launch (host-config.ts adds the rest at boot). */
+export function hostBase(req: HostRequest): HostConfig {
+  return {
+    ...hostRecord(req, ''),
     hostDir: HOST_DIR,
     dataDir: `${STORAGE_ROOT}/pgdata`,
     socketDir: `${HOST_DIR}/run`,
