@@ -42,25 +42,34 @@ async function main(): Promise<void> {
   const ratios: number[] = [];
   const cpuShares: number[] = [];
   const rates: number[] = [];
+  const agentShares: number[] = [];
   try {
     await host.run(loadData, { hostId, scale, chunkRows: 100_000, writers: 2 });
     const input = { hostId, label: 'bench', scale, clients, threads: 2, durationSeconds: seconds, script: preset.workload.script };
     await host.run(runPgbench, { ...input, durationSeconds: 2 * seconds }); // Warm the caches for both sides.
     for (let r = 1; r <= rounds; r++) {
       const tps: Record<string, number> = {};
+      const agentCpuSeconds: Record<string, number> = {};
+      let sampledHostCpuSeconds = NaN;
       // Alternate which goes first, so a warming cache or a checkpoint favours neither.
       for (const sampled of r % 2 ? [false, true] : [true, false]) {
+        const cpuBefore = process.cpuUsage();
         const run = await host.run(runPgbench, { ...input, sampler: sampled ? { intervalMs } : undefined });
+        const cpu = process.cpuUsage(cpuBefore);
         tps[String(sampled)] = run.tps;
+        // The agent's side of the sampler (the pg client, timers, /proc reads) runs in this process.
+        agentCpuSeconds[String(sampled)] = (cpu.user + cpu.system) / 1e6;
         const d = run.diagnostics;
         if (d) {
           rates.push(d.samplesPerSecond);
           if (d.samplerCpuSeconds !== null && d.cpu) cpuShares.push(d.samplerCpuSeconds / d.cpu.seconds);
+          if (d.cpu) sampledHostCpuSeconds = d.cpu.seconds;
         }
       }
       ratios.push(tps.true / tps.false);
+      agentShares.push((agentCpuSeconds.true - agentCpuSeconds.false) / sampledHostCpuSeconds);
       console.log(
-        `  pair ${r}: without ${tps.false.toFixed(0)} TPS, with ${tps.true.toFixed(0)} TPS (ratio ${(tps.true / tps.false).toFixed(3)}, ${rates[rates.length - 1].toFixed(1)} samples/s, sampler backend ${(100 * (cpuShares[cpuShares.length - 1] ?? NaN)).toFixed(2)} % of host CPU)`,
+        `  pair ${r}: without ${tps.false.toFixed(0)} TPS, with ${tps.true.toFixed(0)} TPS (ratio ${(tps.true / tps.false).toFixed(3)}, ${rates[rates.length - 1].toFixed(1)} samples/s, sampler backend ${(100 * (cpuShares[cpuShares.length - 1] ?? NaN)).toFixed(2)} % of host CPU; agent CPU ${agentCpuSeconds.false.toFixed(2)} s without, ${agentCpuSeconds.true.toFixed(2)} s with)`,
       );
     }
   } finally {
@@ -76,6 +85,9 @@ async function main(): Promise<void> {
   console.log(`median ratio ${ratio.toFixed(3)}: TPS overhead ${(overhead * 100).toFixed(1)} % (target <= ${TARGET * 100} %: ${verdict})`);
   console.log(
     `sampler backend CPU: ${(100 * median(cpuShares)).toFixed(2)} % of the host's CPU seconds (target <= ${TARGET * 100} %: ${median(cpuShares) <= TARGET ? 'met' : 'NOT met'}); ${median(rates).toFixed(1)} samples/s`,
+  );
+  console.log(
+    `agent-side sampler CPU (this process, with minus without): ${(100 * median(agentShares)).toFixed(2)} % of the host's CPU seconds`,
   );
 }
 
