@@ -13,6 +13,7 @@ import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from '../../c
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
 import type { ClusterResult } from '../../common/result';
 import { resolveSpec } from '../../common/spec';
+import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as Diagnostics;
@@ -35,7 +36,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     let vacuumAttempts = 0;
     const control: Partial<ControlActivities> = {
       async provisionHost({ request }) {
-        return { hostId: request.hostId, runId: request.runId, provider: 'local', className: request.className, kind: 'local-disk', taskQueue: hostTaskQueue(request.hostId), emulated: true, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 }, postgres: { host: '127.0.0.1', port: 1 } };
+        return fakeHostRecord(request);
       },
       async saveClusterResult({ result }) {
         calls.push('save');

@@ -9,7 +9,7 @@ import type { HostActivities } from '../../activities/host';
 import type { RestoreDrillResult } from '../../common/drill-result';
 import { hostIdFor } from '../../common/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
-import type { HostRecord } from '../../infra/providers/host-provider';
+import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 type Calls = string[];
@@ -20,19 +20,9 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<Control
       calls.push('prepareBackupStore');
       return { kind: 'folder', path: '/tmp/backups/run' };
     },
-    async provisionHost({ request }): Promise<HostRecord> {
+    async provisionHost({ request }) {
       calls.push(`provision ${request.hostId}`);
-      return {
-        hostId: request.hostId,
-        runId: request.runId,
-        provider: 'local',
-        className: request.className,
-        kind: request.storageClass.kind,
-        taskQueue: hostTaskQueue(request.hostId),
-        emulated: true,
-        limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
-        postgres: { host: '127.0.0.1', port: 5432 },
-      };
+      return fakeHostRecord(request);
     },
     async killHost({ hostId }) {
       calls.push(`kill ${hostId}`);

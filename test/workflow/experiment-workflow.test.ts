@@ -9,7 +9,7 @@ import type { HostActivities } from '../../activities/host';
 import { hostIdFor } from '../../common/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
 import { resolveSpec } from '../../common/spec';
-import type { HostRecord } from '../../infra/providers/host-provider';
+import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 
@@ -25,19 +25,9 @@ function fakeControl(calls: Calls): Partial<ControlActivities> {
       calls.push('saveSpec');
       return '/tmp/results';
     },
-    async provisionHost({ request }): Promise<HostRecord> {
+    async provisionHost({ request }) {
       calls.push(`provision ${request.hostId}`);
-      return {
-        hostId: request.hostId,
-        runId: request.runId,
-        provider: 'local',
-        className: request.className,
-        kind: request.storageClass.kind,
-        taskQueue: hostTaskQueue(request.hostId),
-        emulated: true,
-        limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
-        postgres: { host: '127.0.0.1', port: 5432 },
-      };
+      return fakeHostRecord(request);
     },
     async saveClusterResult({ result }) {
       calls.push(`save ${result.hostId} ${result.status}`);

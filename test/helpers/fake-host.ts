@@ -1,0 +1,17 @@
+import type { HostRecord, HostRequest } from '../../infra/providers/host-provider';
+import { hostTaskQueue } from '../../common/names';
+
+/** What a mocked provisionHost returns: the host as asked for, on loopback, with nothing enforced but its memory. */
+export function fakeHostRecord(request: HostRequest): HostRecord {
+  return {
+    hostId: request.hostId,
+    runId: request.runId,
+    provider: 'local',
+    className: request.className,
+    kind: request.storageClass.kind,
+    taskQueue: hostTaskQueue(request.hostId),
+    emulated: true,
+    limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
+    postgres: { host: '127.0.0.1', port: 5432 },
+  };
+}
