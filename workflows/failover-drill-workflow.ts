@@ -27,7 +27,7 @@ import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from '
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, providerCalls, resultCalls } from './proxies';
-import { acceptInput, searchAttributes } from './search-attributes';
+import { acceptInput, drillSearchAttributes, searchAttributes } from './search-attributes';
 
 type WriterResult = Awaited<ReturnType<typeof runFailoverWriter>>;
 
@@ -54,11 +54,7 @@ export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): s
 
 export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
-  const spec = acceptInput(resolveFailoverDrill, input, (s) => ({
-    experiment: s.name,
-    preset: s.preset ?? 'custom',
-    storageClasses: [s.storageClass.kind],
-  }));
+  const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
   const board = new ProgressBoard(`Failover drill ${runId}`, runId, 1, spec.parentWorkflowId);
   const provider = spec.provider;
   const { writer } = spec;

@@ -24,7 +24,7 @@ import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from '
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, providerCalls, resultCalls } from './proxies';
-import { acceptInput, searchAttributes } from './search-attributes';
+import { acceptInput, drillSearchAttributes, searchAttributes } from './search-attributes';
 
 /** The drill's steps in order, for its progress percentage. */
 const STEPS = [
@@ -47,11 +47,7 @@ const STEPS = [
 
 export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
-  const spec = acceptInput(resolveRestoreDrill, input, (s) => ({
-    experiment: s.name,
-    preset: s.preset ?? 'custom',
-    storageClasses: [s.storageClass.kind],
-  }));
+  const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
   const board = new ProgressBoard(`Restore drill ${runId}`, runId, 1, spec.parentWorkflowId);
   const provider = spec.provider;
   const source = hostIdFor(runId, 'source', 0);

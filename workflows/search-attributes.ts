@@ -47,3 +47,8 @@ export function acceptInput<S>(
   upsertSearchAttributes(searchAttributes({ ...describe(spec), status: 'running' }));
   return spec;
 }
+
+/** What a drill is, for the lab's search attributes. */
+export function drillSearchAttributes(spec: { name: string; preset?: string; storageClass: { kind: string } }): Omit<LabSearchAttributes, 'status'> {
+  return { experiment: spec.name, preset: spec.preset ?? 'custom', storageClasses: [spec.storageClass.kind] };
+}
