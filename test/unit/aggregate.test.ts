@@ -36,22 +36,16 @@ function cluster(className: string, index: number, tpsRun?: TpsRun, status: Clus
 describe('aggregate', () => {
   // These clusters measure TPS only; a spec with the VACUUM and backlog phases on would count them as missing.
   const spec = resolveSpec({ preset: 'ci', phases: { vacuum: { enabled: false }, backlog: { enabled: false } } });
+  const aggregateOf = (clusters: ClusterResult[]) =>
+    aggregate({ runId: 'r', spec, startedAt: 'a', finishedAt: 'b', environment: env, cancelled: false, clusters });
 
   it('takes medians per class and speedups of the candidate over the baseline', () => {
-    const result = aggregate({
-      runId: 'r',
-      spec,
-      startedAt: 'a',
-      finishedAt: 'b',
-      environment: env,
-      cancelled: false,
-      clusters: [
-        cluster('local-disk', 0, run(2000, 4)),
-        cluster('local-disk', 1, run(3000, 2.67)),
-        cluster('local-disk', 2, run(2500, 3.2)),
-        cluster('gp3', 0, run(250, 32)),
-      ],
-    });
+    const result = aggregateOf([
+      cluster('local-disk', 0, run(2000, 4)),
+      cluster('local-disk', 1, run(3000, 2.67)),
+      cluster('local-disk', 2, run(2500, 3.2)),
+      cluster('gp3', 0, run(250, 32)),
+    ]);
     expect(result.classes['local-disk'].medianTps).toBe(2500);
     expect(result.classes.gp3.medianTps).toBe(250);
     expect(result.ratios.tps).toBe(10);
@@ -60,15 +54,7 @@ describe('aggregate', () => {
   });
 
   it('leaves failed clusters out of the medians and flags them', () => {
-    const result = aggregate({
-      runId: 'r',
-      spec,
-      startedAt: 'a',
-      finishedAt: 'b',
-      environment: env,
-      cancelled: false,
-      clusters: [cluster('local-disk', 0, run(2000, 4)), cluster('gp3', 0, undefined, 'failed')],
-    });
+    const result = aggregateOf([cluster('local-disk', 0, run(2000, 4)), cluster('gp3', 0, undefined, 'failed')]);
     expect(result.classes.gp3.medianTps).toBeNull();
     expect(result.ratios.tps).toBeNull();
     expect(result.status).toBe('failed');
@@ -76,15 +62,7 @@ describe('aggregate', () => {
   });
 
   it("flags a run whose throughput disagrees with Little's law", () => {
-    const result = aggregate({
-      runId: 'r',
-      spec,
-      startedAt: 'a',
-      finishedAt: 'b',
-      environment: env,
-      cancelled: false,
-      clusters: [cluster('local-disk', 0, run(1000, 4)), cluster('gp3', 0, run(250, 32))],
-    });
+    const result = aggregateOf([cluster('local-disk', 0, run(1000, 4)), cluster('gp3', 0, run(250, 32))]);
     const little = result.checks.filter((c) => c.name === "Little's law");
     expect(little.find((c) => c.scope === 'h-local-disk-0')?.ok).toBe(false); // 8 / 4 ms = 2000, not 1000
     expect(little.find((c) => c.scope === 'h-gp3-0')?.ok).toBe(true);
