@@ -14,3 +14,21 @@ export const BACKUP_STANZA = 'storage-lab';
 export function backupStoreLocation(store: ResolvedBackupStore): string {
   return store.kind === 'folder' ? store.path : `s3://${store.bucket}${store.path}`;
 }
+
+/** The backup tools a host can run: WAL-G (the reference's) and Debian's pgBackRest. */
+export const BACKUP_TOOLS = ['wal-g', 'pgbackrest'] as const;
+export type BackupToolName = (typeof BACKUP_TOOLS)[number];
+
+/** Compression methods by one name for both tools (each tool spells some differently in its own config). */
+export const BACKUP_COMPRESSIONS = ['lz4', 'zstd', 'lzma', 'gzip', 'bzip2', 'none'] as const;
+export type BackupCompression = (typeof BACKUP_COMPRESSIONS)[number];
+export const DEFAULT_BACKUP_COMPRESSION: BackupCompression = 'lz4';
+
+/** What each tool can write: WAL-G as built here has no brotli (cgo only) and writes no gzip or bzip2. */
+export const TOOL_COMPRESSIONS: Record<BackupToolName, readonly BackupCompression[]> = {
+  'wal-g': ['lz4', 'zstd', 'lzma', 'none'],
+  pgbackrest: ['lz4', 'zstd', 'gzip', 'bzip2', 'none'],
+};
+
+/** A base backup of everything (full) or of what changed since the previous backup (delta: pgBackRest's "incr"). */
+export type BackupKind = 'full' | 'delta';

@@ -79,7 +79,8 @@ export interface RestoreVerification {
   ledger: VerificationOutcome & { expectedThroughId: number; presentRows: number; maxPresentId: number; missingIds: number[]; idsAfterTarget: number };
   checksums: VerificationOutcome & { tables: Record<string, { expected: TableChecksum | null; restored: TableChecksum }> };
   amcheck: VerificationOutcome & { problems: number };
-  backupVerify: VerificationOutcome & { walChecked: number; walInvalid: number; backupFilesChecked: number; backupFilesInvalid: number };
+  /** The tool's repository check (backup files are null when it checks WAL only, as WAL-G's wal-verify does). */
+  backupVerify: VerificationOutcome & { walChecked: number; walInvalid: number; backupFilesChecked: number | null; backupFilesInvalid: number | null };
   archiveContinuity: VerificationOutcome & { from: string; to: string; checked: number; missing: string[] };
 }
 

@@ -1,17 +1,18 @@
 /**
- * Backups on a host, through the BackupTool interface (pgBackRest here): configure the tool and WAL archiving,
+ * Backups on a host, through the BackupTool interface (WAL-G or pgBackRest): configure the tool and WAL archiving,
  * create the repository, take a base backup, restore one into an empty data folder, replay to the recovery target
  * and promote (timed by the server's own log), and look at the archive (continuity, repository check).
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import type { ResolvedBackupStore } from '../../common/backup-store';
+import { DEFAULT_BACKUP_COMPRESSION, type BackupCompression, type BackupKind, type BackupToolName, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
 import { compareLsn, DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
 import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../lib/backup-tool';
 import { PgBackRest } from '../lib/pgbackrest';
+import { WalG } from '../lib/walg';
 import { heartbeatWhile } from '../lib/progress';
 import { parseRecoveryLog } from '../parsers/recovery-log';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
@@ -19,38 +20,38 @@ import { isRunning, pgCtl, stopPostgres, tail, writeLabConfig } from './postgres
 
 export interface BackupStoreInput extends HostInput {
   store: ResolvedBackupStore;
+  /** The tool that writes and reads the store (pgBackRest when absent: what runs before the spec names one). */
+  tool?: BackupToolName;
 }
 
 /** The backup tool of this host for a store. */
-export function backupTool(deps: HostDeps, store: ResolvedBackupStore): BackupTool {
+export function backupTool(deps: HostDeps, store: ResolvedBackupStore, tool: BackupToolName = 'pgbackrest'): BackupTool {
   const { config } = deps;
-  return new PgBackRest(
-    { hostDir: config.hostDir, dataDir: config.dataDir, socketDir: config.socketDir, port: config.postgres.port, runAs: asPostgresUser(deps) },
-    store,
-  );
+  const host = { hostDir: config.hostDir, dataDir: config.dataDir, socketDir: config.socketDir, postgres: config.postgres, runAs: asPostgresUser(deps) };
+  return tool === 'wal-g' ? new WalG(host, store) : new PgBackRest(host, store);
 }
 
 /** Writes the tool's config on this host; returns the server settings that archive WAL with it. */
 export async function configureBackups(
   deps: HostDeps,
-  input: BackupStoreInput & { archiveTimeoutSeconds: number },
+  input: BackupStoreInput & { archiveTimeoutSeconds: number; compression?: BackupCompression },
 ): Promise<{ tool: string; version: string; settings: Record<string, string> }> {
   assertHost(deps, input);
-  const tool = backupTool(deps, input.store);
-  await tool.configure();
+  const tool = backupTool(deps, input.store, input.tool);
+  await tool.configure({ compression: input.compression ?? DEFAULT_BACKUP_COMPRESSION });
   return { tool: tool.name, version: await tool.version(), settings: tool.archiveSettings(input.archiveTimeoutSeconds) };
 }
 
 /** Creates the repository for this cluster and checks that archiving reaches it (the server must be running). */
 export async function initBackupRepository(deps: HostDeps, input: BackupStoreInput): Promise<void> {
   assertHost(deps, input);
-  await heartbeatWhile('backup repository', (signal) => backupTool(deps, input.store).initRepository(signal));
+  await heartbeatWhile('backup repository', (signal) => backupTool(deps, input.store, input.tool).initRepository(signal));
 }
 
-/** A full base backup of this host's running server. */
-export async function takeBackup(deps: HostDeps, input: BackupStoreInput): Promise<BackupInfo> {
+/** A base backup of this host's running server: full (the default), or a delta of the previous backup. */
+export async function takeBackup(deps: HostDeps, input: BackupStoreInput & { kind?: BackupKind }): Promise<BackupInfo> {
   assertHost(deps, input);
-  return heartbeatWhile('base backup', (signal) => backupTool(deps, input.store).backup(signal));
+  return heartbeatWhile('base backup', (signal) => backupTool(deps, input.store, input.tool).backup(input.kind ?? 'full', signal));
 }
 
 /** Fetch: restores the newest backup into this host's empty data folder, with recovery settings for the target. */
@@ -64,7 +65,9 @@ export async function restoreBackup(
       `host ${deps.config.hostId} already has a data folder; a restore drill restores onto a fresh host only`,
       FAILURE_TYPES.verification,
     );
-  const { backupLabel, seconds } = await heartbeatWhile('restore (fetch)', (signal) => backupTool(deps, input.store).restore(input.target, signal));
+  const { backupLabel, seconds } = await heartbeatWhile('restore (fetch)', (signal) =>
+    backupTool(deps, input.store, input.tool).restore(input.target, signal),
+  );
   return { backupLabel, fetchSeconds: seconds };
 }
 
@@ -170,14 +173,14 @@ export interface ArchiveCheck {
  */
 export async function checkArchive(deps: HostDeps, input: BackupStoreInput & { from: string; to: string }): Promise<ArchiveCheck> {
   assertHost(deps, input);
-  const tool = backupTool(deps, input.store);
+  const tool = backupTool(deps, input.store, input.tool);
   return heartbeatWhile('archive check', async (signal) => {
     const archived = (await tool.archivedWal(signal)).map((w) => w.segment);
     const missing = missingSegments(archived, input.from, input.to);
     const checked = Number(parseSegmentName(input.to)!.segno - parseSegmentName(input.from)!.segno + 1n);
     return {
       continuity: { ok: missing.length === 0, from: input.from, to: input.to, checked, missing },
-      repository: await tool.checkRepository(signal),
+      repository: await tool.checkRepository(input.to, signal),
     };
   });
 }
@@ -191,7 +194,7 @@ export async function removeArchivedSegment(
   input: BackupStoreInput & { after: string; upTo: string },
 ): Promise<string> {
   assertHost(deps, input);
-  const tool = backupTool(deps, input.store);
+  const tool = backupTool(deps, input.store, input.tool);
   const candidates: ArchivedWal[] = (await tool.archivedWal()).filter((w) => w.segment > input.after && w.segment <= input.upTo);
   if (!candidates.length)
     throw ApplicationFailure.nonRetryable(

@@ -5,12 +5,12 @@
  */
 import { mkdir, rm, writeFile, chown } from 'node:fs/promises';
 import path from 'node:path';
-import { BACKUP_STANZA, type ResolvedBackupStore } from '../../common/backup-store';
+import { BACKUP_STANZA, DEFAULT_BACKUP_COMPRESSION, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { LAB_ROLE } from '../../common/names';
 import { parseArchiveListing, parseInfo, parseVerify } from '../parsers/pgbackrest';
 import { runProcess, type RunOptions } from './process-runner';
-import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from './backup-tool';
+import type { ArchivedWal, BackupTool, BackupToolHost, BackupToolSettings, RecoveryTarget, RepositoryCheck } from './backup-tool';
 
 export interface PgbackrestConfigInput {
   stanza: string;
@@ -22,10 +22,17 @@ export interface PgbackrestConfigInput {
   spoolDir: string;
   /** `shared`: keys from PGBACKREST_REPO1_S3_KEY(_SECRET) in the environment; `auto`: the instance's role (EC2). */
   s3KeyType?: 'auto' | 'shared';
+  compression?: BackupCompression;
 }
+
+/** pgBackRest's names for the compression methods (2.45 has no lzma). */
+const PGBACKREST_COMPRESSION: Partial<Record<BackupCompression, string>> = { lz4: 'lz4', zstd: 'zst', gzip: 'gz', bzip2: 'bz2', none: 'none' };
 
 /** pgbackrest.conf for one host. Pure: the config is a function of the store and the host's Postgres. */
 export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
+  const compression = input.compression ?? DEFAULT_BACKUP_COMPRESSION;
+  const compressType = PGBACKREST_COMPRESSION[compression];
+  if (!compressType) throw new Error(`pgBackRest writes ${Object.keys(PGBACKREST_COMPRESSION).join(', ')}; it cannot compress with ${compression}`);
   const global: Record<string, string> = {};
   if (input.store.kind === 'folder') {
     global['repo1-type'] = 'posix';
@@ -51,7 +58,7 @@ export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
   Object.assign(global, {
     // Two full backups are plenty for a drill; older ones (and their WAL) expire.
     'repo1-retention-full': '2',
-    'compress-type': 'lz4',
+    'compress-type': compressType,
     // An immediate checkpoint at backup start: drills measure restores, not the wait for a spread checkpoint.
     'start-fast': 'y',
     'log-path': input.logDir,
@@ -71,15 +78,6 @@ export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
   return `# Written by Storage Lab for this host; edit the drill spec, not this file.\n${section('global', global)}\n\n${section(input.stanza, stanza)}\n`;
 }
 
-export interface PgbackrestHost {
-  hostDir: string;
-  dataDir: string;
-  socketDir: string;
-  port: number;
-  /** Run as this user (root agents run the tool as the Postgres OS user). */
-  runAs: { uid?: number; gid?: number };
-}
-
 /** Seconds a pgBackRest command may take before it is called hung (the backup and restore scale with the data). */
 const COMMAND_TIMEOUT_MS = 6 * 3600_000;
 
@@ -89,7 +87,7 @@ export class PgBackRest implements BackupTool {
   readonly configFile: string;
 
   constructor(
-    private readonly host: PgbackrestHost,
+    private readonly host: BackupToolHost,
     private readonly store: ResolvedBackupStore,
     private readonly stanza = BACKUP_STANZA,
   ) {
@@ -102,7 +100,7 @@ export class PgBackRest implements BackupTool {
     return r.stdout.trim().replace(/^pgBackRest\s+/, '');
   }
 
-  async configure(): Promise<void> {
+  async configure(settings: BackupToolSettings): Promise<void> {
     const logDir = path.join(this.host.hostDir, 'logs', 'pgbackrest');
     const lockDir = path.join(this.dir, 'lock');
     const spoolDir = path.join(this.dir, 'spool');
@@ -111,11 +109,12 @@ export class PgBackRest implements BackupTool {
     const text = renderPgbackrestConfig({
       stanza: this.stanza,
       store: this.store,
-      pg: { dataDir: this.host.dataDir, socketDir: this.host.socketDir, port: this.host.port },
+      pg: { dataDir: this.host.dataDir, socketDir: this.host.socketDir, port: this.host.postgres.port },
       logDir,
       lockDir,
       spoolDir,
       s3KeyType: process.env.PGBACKREST_REPO1_S3_KEY ? 'shared' : 'auto',
+      compression: settings.compression,
     });
     await writeFile(this.configFile, text, { mode: 0o644 });
   }
@@ -134,9 +133,10 @@ export class PgBackRest implements BackupTool {
     await this.run(['check'], { signal });
   }
 
-  async backup(signal?: AbortSignal): Promise<BackupInfo> {
+  async backup(kind: BackupKind, signal?: AbortSignal): Promise<BackupInfo> {
     const started = Date.now();
-    await this.run(['--type=full', 'backup'], { signal });
+    // A delta is pgBackRest's "incr" (changes since the previous backup of any type); with no full backup yet it makes one.
+    await this.run([kind === 'full' ? '--type=full' : '--type=incr', 'backup'], { signal });
     const seconds = (Date.now() - started) / 1000;
     const info = parseInfo((await this.run(['info', '--output=json'], { signal })).stdout, this.stanza);
     const last = info.backups[info.backups.length - 1];
@@ -172,17 +172,23 @@ export class PgBackRest implements BackupTool {
     return { backupLabel: info.backups[info.backups.length - 1]?.label ?? 'unknown', seconds: r.durationMs / 1000 };
   }
 
-  async checkRepository(signal?: AbortSignal): Promise<RepositoryCheck> {
+  async checkRepository(_throughSegment: string, signal?: AbortSignal): Promise<RepositoryCheck> {
     const v = parseVerify((await this.run(['verify', '--output=text', '--verbose'], { signal })).stdout);
     const sum = (xs: { checked: number; valid: number }[], f: 'checked' | 'invalid') =>
       xs.reduce((s, x) => s + (f === 'checked' ? x.checked : x.checked - x.valid), 0);
-    return {
-      ok: v.status === 'ok',
-      status: v.status,
+    const counts = {
       walChecked: sum(v.archives, 'checked'),
       walInvalid: sum(v.archives, 'invalid'),
       backupFilesChecked: sum(v.backups, 'checked'),
       backupFilesInvalid: sum(v.backups, 'invalid'),
+    };
+    return {
+      ok: v.status === 'ok',
+      status: v.status,
+      detail: `pgbackrest verify: status ${v.status}; ${counts.walChecked} WAL files checked (${counts.walInvalid} invalid), ${counts.backupFilesChecked} backup files checked (${counts.backupFilesInvalid} invalid)`,
+      ...counts,
+      // verify reads back the files that exist; a segment that is not there is not its concern.
+      missingWal: null,
     };
   }
 

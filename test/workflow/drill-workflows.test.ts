@@ -128,7 +128,7 @@ function fakeHost(calls: Calls, hostId: string): Partial<HostActivities> {
     async checkArchive({ from, to }) {
       return {
         continuity: { ok: false, from, to, checked: 4, missing: ['000000010000000000000005'] },
-        repository: { ok: true, status: 'ok', walChecked: 8, walInvalid: 0, backupFilesChecked: 977, backupFilesInvalid: 0 },
+        repository: { ok: true, status: 'ok', detail: 'pgbackrest verify: status ok', walChecked: 8, walInvalid: 0, backupFilesChecked: 977, backupFilesInvalid: 0, missingWal: null },
       };
     },
     async verifyRestore() {

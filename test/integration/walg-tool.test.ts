@@ -1,0 +1,188 @@
+/**
+ * WAL-G as the backup tool, for real at tiny sizes: PostgreSQL 15 archiving with wal-push, a full and a delta base
+ * backup, restores to an LSN and a time between marker rows and to the end of the archive, wal-verify, and a removed
+ * archived segment failing both the restore and the check in bounded time. Once on a folder store and once on moto's
+ * S3 (plain HTTP, which WAL-G accepts). Bare hosts in temporary folders driven by the lab's own host activities in a
+ * mock activity context (bench/bench-host.ts), as the phases test does: the drill workflow is not under test here.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startBenchHost, type BenchHost } from '../../bench/bench-host';
+import {
+  checkArchive,
+  configureBackups,
+  initBackupRepository,
+  recoverFromBackup,
+  removeArchivedSegment,
+  restoreBackup,
+  takeBackup,
+} from '../../activities/host/backup';
+import { markTarget, verifyRestore, waitForArchive, writeHistory } from '../../activities/host/drills';
+import { loadData } from '../../activities/host/load';
+import { configurePostgres, stopPostgres } from '../../activities/host/postgres';
+import { withConnection } from '../../activities/lib/pg';
+import type { RecoveryTarget } from '../../activities/lib/backup-tool';
+import type { ResolvedBackupStore } from '../../common/backup-store';
+import type { BackupInfo, RestoreTarget } from '../../common/drill-result';
+import { parseSegmentName, segmentOfLsn } from '../../common/lsn';
+import { startMoto, type Moto } from '../helpers/moto';
+
+const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
+const TABLES = ['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'];
+/** Recovery of a few segments takes seconds; a missing segment must end it well within this. */
+const RECOVERY_TIMEOUT_SECONDS = 60;
+const tool = 'wal-g' as const;
+
+// moto accepts any keys; WAL-G (run by the agent and by the server's archive_command) takes them from the environment.
+process.env.AWS_ACCESS_KEY_ID = 'testing';
+process.env.AWS_SECRET_ACCESS_KEY = 'testing';
+
+describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (integration)', (kind) => {
+  let moto: Moto | undefined;
+  let storeDir: string | undefined;
+  let store: ResolvedBackupStore;
+  let source: BenchHost;
+  let restore: BenchHost;
+  const ids = { source: '', restore: '' };
+  let full: BackupInfo;
+  let delta: BackupInfo;
+  const targets: Partial<Record<'time' | 'lsn', { target: RestoreTarget; walLsn: string }>> = {};
+  let lastMarker = 0;
+  let lastArchivedSegment = '';
+
+  beforeAll(async () => {
+    if (kind === 's3') {
+      moto = await startMoto();
+      await moto.createBucket('lab-backups');
+      store = { kind: 's3', bucket: 'lab-backups', path: '/storage-lab/backups/walg-test', region: 'us-east-1', endpoint: moto.endpoint };
+    } else {
+      storeDir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-walg-store-'));
+      chmodSync(storeDir, 0o755);
+      store = { kind: 'folder', path: path.join(storeDir, 'run') };
+    }
+    source = await startBenchHost(`walg-${kind}-source`, SETTINGS);
+    ids.source = source.deps.config.hostId;
+    // A fresh host for the restores: the bench host's cluster stopped and its data folder removed.
+    restore = await startBenchHost(`walg-${kind}-restore`, SETTINGS);
+    ids.restore = restore.deps.config.hostId;
+    await emptyRestoreHost();
+  });
+  afterAll(async () => {
+    await source?.close();
+    await restore?.close();
+    await moto?.stop();
+    if (storeDir) rmSync(storeDir, { recursive: true, force: true });
+  });
+
+  async function emptyRestoreHost(): Promise<void> {
+    await restore.run(stopPostgres, { hostId: ids.restore, mode: 'immediate' });
+    rmSync(restore.deps.config.dataDir, { recursive: true, force: true });
+  }
+
+  /** Fetches the newest backup onto the empty restore host, replays to the target and promotes. */
+  async function restoreTo(target: RecoveryTarget) {
+    await emptyRestoreHost();
+    await restore.run(configureBackups, { hostId: ids.restore, store, tool, archiveTimeoutSeconds: 1 });
+    const fetched = await restore.run(restoreBackup, { hostId: ids.restore, store, tool, target });
+    const started = Date.now();
+    const recovery = await restore.run(recoverFromBackup, { hostId: ids.restore, settings: SETTINGS, timeoutSeconds: RECOVERY_TIMEOUT_SECONDS });
+    return { fetched, recovery, recoverySeconds: (Date.now() - started) / 1000 };
+  }
+
+  it('archives WAL with wal-push and takes a full and then a delta backup', async () => {
+    const archiving = await source.run(configureBackups, { hostId: ids.source, store, tool, compression: 'lz4', archiveTimeoutSeconds: 1 });
+    expect(archiving).toMatchObject({ tool: 'wal-g', version: '3.0.8' });
+    expect(archiving.settings.archive_command).toMatch(/wal-g --config \S+walg\.json wal-push %p$/);
+    await source.run(configurePostgres, { hostId: ids.source, settings: { ...SETTINGS, ...archiving.settings } });
+    // Forces a segment switch and waits until wal-push archived it: fails when archive_command cannot reach the store.
+    await source.run(initBackupRepository, { hostId: ids.source, store, tool });
+    await source.run(loadData, { hostId: ids.source, scale: 1, chunkRows: 50_000, writers: 1 });
+
+    full = await source.run(takeBackup, { hostId: ids.source, store, tool, kind: 'full' });
+    expect(full).toMatchObject({ tool: 'wal-g', toolVersion: '3.0.8', type: 'full' });
+    expect(full.label).toBe(`base_${full.walStart}`);
+    expect(full.databaseBytes).toBeGreaterThan(15 * 2 ** 20);
+    expect(full.repositoryBytes).toBeGreaterThan(0);
+    expect(full.repositoryBytes).toBeLessThan(full.databaseBytes);
+    expect(full.seconds).toBeGreaterThan(0);
+
+    await source.run(writeHistory, { hostId: ids.source, label: 'before delta', seconds: 2, clients: 2, markerIntervalMs: 50 });
+    delta = await source.run(takeBackup, { hostId: ids.source, store, tool, kind: 'delta' });
+    expect(delta.type).toBe('delta');
+    expect(delta.label).toBe(`base_${delta.walStart}_D_${full.walStart}`);
+    // A delta stores the pages that changed: far less than the full backup.
+    expect(delta.repositoryBytes).toBeLessThan(full.repositoryBytes / 2);
+    expect(parseSegmentName(delta.walStart)!.segno).toBeGreaterThan(parseSegmentName(full.walStop)!.segno);
+
+    // History after the delta, with two targets between marker rows, then everything archived.
+    await source.run(writeHistory, { hostId: ids.source, label: 'before time target', seconds: 2, clients: 2, markerIntervalMs: 50 });
+    targets.time = await source.run(markTarget, { hostId: ids.source, type: 'time', tables: TABLES });
+    await source.run(writeHistory, { hostId: ids.source, label: 'before lsn target', seconds: 2, clients: 2, markerIntervalMs: 50 });
+    targets.lsn = await source.run(markTarget, { hostId: ids.source, type: 'lsn', tables: TABLES });
+    const after = await source.run(writeHistory, { hostId: ids.source, label: 'after targets', seconds: 1.5, clients: 2, markerIntervalMs: 50 });
+    lastMarker = after.lastId;
+    const end = await withConnection(source.deps.config, async (c) => (await c.query<{ lsn: string }>('SELECT pg_switch_wal()::text AS lsn')).rows[0].lsn);
+    await source.run(waitForArchive, { hostId: ids.source, lsn: end, timeoutSeconds: 60 });
+    lastArchivedSegment = segmentOfLsn(end, 1);
+    // Stopped, as a drill's source dies: nothing is written after this.
+    await source.run(stopPostgres, { hostId: ids.source });
+  });
+
+  it('passes wal-verify and the continuity check over the whole archive', async () => {
+    const check = await source.run(checkArchive, { hostId: ids.source, store, tool, from: full.walStart, to: lastArchivedSegment });
+    expect(check.continuity).toMatchObject({ ok: true, missing: [] });
+    expect(check.repository).toMatchObject({ ok: true, status: 'integrity OK, timeline OK', walInvalid: 0, missingWal: [], backupFilesChecked: null });
+    expect(check.repository.walChecked).toBeGreaterThanOrEqual(check.continuity.checked);
+    expect(check.repository.detail).toContain(`..${lastArchivedSegment}`);
+  });
+
+  it('restores to an LSN between two marker rows, exactly', async () => {
+    const { target, walLsn } = targets.lsn!;
+    const { fetched, recovery } = await restoreTo({ type: 'lsn', lsn: walLsn });
+    expect(fetched.backupLabel).toBe(delta.label);
+    expect(fetched.fetchSeconds).toBeGreaterThan(0);
+    expect(recovery).toMatchObject({ ok: true });
+    expect(recovery.detail).toMatch(/recovery stopping after WAL location \(LSN\)/);
+    const v = await restore.run(verifyRestore, { hostId: ids.restore, expectedThroughId: target.lastIdBefore, exact: true, tables: TABLES, expectedChecksums: target.checksums });
+    expect(v.ledger).toMatchObject({ ok: true, maxPresentId: target.lastIdBefore, idsAfterTarget: 0 });
+    expect(v.checksums.ok).toBe(true);
+    expect(v.amcheck.ok).toBe(true);
+  });
+
+  it('restores to a time between two marker rows, exactly', async () => {
+    const { target } = targets.time!;
+    const { recovery } = await restoreTo({ type: 'time', time: target.time! });
+    expect(recovery).toMatchObject({ ok: true });
+    expect(recovery.detail).toMatch(/recovery stopping before commit/);
+    const v = await restore.run(verifyRestore, { hostId: ids.restore, expectedThroughId: target.lastIdBefore, exact: true, tables: TABLES, expectedChecksums: target.checksums });
+    expect(v.ledger).toMatchObject({ ok: true, maxPresentId: target.lastIdBefore, idsAfterTarget: 0 });
+    expect(v.checksums.ok).toBe(true);
+  });
+
+  it('restores to the end of the archive (latest): every marker row', async () => {
+    const { recovery } = await restoreTo({ type: 'latest' });
+    expect(recovery).toMatchObject({ ok: true });
+    const v = await restore.run(verifyRestore, { hostId: ids.restore, expectedThroughId: lastMarker, exact: true, tables: TABLES, expectedChecksums: null });
+    expect(v.ledger).toMatchObject({ ok: true, maxPresentId: lastMarker, missingIds: [] });
+  });
+
+  it('fails the restore and wal-verify in bounded time, naming the segment, when an archived segment is missing', async () => {
+    const { target, walLsn } = targets.lsn!;
+    const needed = segmentOfLsn(walLsn, 1);
+    const removed = await restore.run(removeArchivedSegment, { hostId: ids.restore, store, tool, after: delta.walStop, upTo: needed });
+    expect(removed > delta.walStop && removed <= needed).toBe(true);
+
+    const { recovery, recoverySeconds } = await restoreTo({ type: 'lsn', lsn: walLsn });
+    expect(recovery.ok).toBe(false);
+    expect(recovery.detail).toContain('recovery ended before configured recovery target was reached');
+    expect(recoverySeconds).toBeLessThan(RECOVERY_TIMEOUT_SECONDS);
+
+    const check = await restore.run(checkArchive, { hostId: ids.restore, store, tool, from: delta.walStart, to: needed });
+    expect(check.continuity).toMatchObject({ ok: false, missing: [removed] });
+    expect(check.repository.ok).toBe(false);
+    expect(check.repository.missingWal).toEqual([removed]);
+    expect(check.repository.detail).toContain(`missing: ${removed}`);
+    expect(target.lastIdBefore).toBeGreaterThan(0);
+  });
+});
