@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { SpecProblem } from './errors';
+import { versionProblems } from './postgres-versions';
 import {
   AWS_KINDS,
   AwsSchema,
@@ -160,6 +161,16 @@ function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
     );
   if (spec.provider === 'aws' && !spec.aws)
     issue(ctx, ['aws'], 'provider "aws" needs an aws section (region, subnetId, temporalAddress)');
+  const failover = 'rounds' in spec;
+  for (const p of versionProblems({
+    provider: spec.provider,
+    version: spec.postgres.version,
+    directIo: 'off',
+    backups: !failover,
+    replicas: failover,
+    fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'postgres.version', replicas: 'postgres.version' },
+  }))
+    issue(ctx, p.path.split('.'), p.message);
 }
 
 const drillCommon = (name: string) => ({

@@ -1,4 +1,5 @@
 /** Server settings a spec implies. Pure: the workflow computes them and hands them to the host's agent. */
+import { debugIoDirect } from './postgres-versions';
 import type { ExperimentSpec } from './spec';
 
 /** Connections beyond pgbench's clients: the sampler, the agent's own, replication and a person with psql. */
@@ -16,6 +17,9 @@ export function postgresSettings(spec: ExperimentSpec): Record<string, string> {
     log_checkpoints: 'on',
     synchronous_commit: 'on',
   };
+  // O_DIRECT data files (and WAL): writes go to the device as the writing backend's own I/O, in its host's cgroup.
+  const direct = debugIoDirect(spec.postgres.directIo);
+  if (direct) settings.debug_io_direct = direct;
   for (const [key, value] of Object.entries(spec.postgres.settings)) settings[key] = String(value);
   return settings;
 }

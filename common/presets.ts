@@ -2,6 +2,7 @@
  * Named presets: complete specs that inputs override field by field.
  * `seed-full` is the published experiment (common/reference/posette-2026.json); the others scale it down.
  */
+import { LOCAL_SERVER_MAJOR } from './postgres-versions';
 
 /** The reference's workload: one random single-row UPDATE. `:scale` comes from data.scale (pgbench -s). */
 export const RANDOM_UPDATE_SCRIPT =
@@ -35,13 +36,16 @@ function localPreset(name: string, sizes: Record<string, unknown>): Record<strin
 
 export const PRESETS: Record<PresetName, Record<string, unknown>> = {
   /**
-   * The experiment scaled to one small machine: data ~4.8x the host memory limit, so reads reach the device;
-   * measured by hand at this size: emulated gp3 ~1,770 TPS, local disk ~2,500 TPS (CPU-bound on 2 cores).
+   * The experiment scaled to one small machine: data ~4.8x the host memory limit, so reads reach the device.
+   * PostgreSQL 17 with O_DIRECT data files on both classes: the emulated volume's cap then holds writes as well
+   * as reads, and shared_buffers is the only cache of either class.
    */
   'local-quick': localPreset('local-quick', {
     host: { memoryLimitMiB: 768 },
     postgres: {
-      sharedBuffersMiB: 128,
+      version: LOCAL_SERVER_MAJOR,
+      directIo: 'data',
+      sharedBuffersMiB: 256,
       // Fewer checkpoints during the run: at the default 1 GB they came every 17-27 s under this load.
       maxWalSizeMiB: 4096,
       settings: { checkpoint_timeout: '15min' },

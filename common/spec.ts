@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from './errors';
+import { DIRECT_IO_MODES, versionProblems } from './postgres-versions';
 import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
 
 export const SPEC_VERSION = 1;
@@ -128,9 +129,16 @@ export const ExperimentSpecSchema = z
     host: hostSchema(64),
     postgres: z
       .object({
+        /** Without one: the newest full installation (server and client tools); locally Debian's 15. */
         version: int(12, 18, 'PostgreSQL major version').optional(),
         sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
         maxWalSizeMiB: int(32, 1_048_576, 'MiB'),
+        /**
+         * Files Postgres reads and writes with O_DIRECT (`debug_io_direct`, 16+), on every class alike: an emulated
+         * volume's cgroup limit then holds the data files' writes too (kernel writeback escapes cgroup v1), and no
+         * class caches data outside shared_buffers.
+         */
+        directIo: z.enum(DIRECT_IO_MODES, { error: `must be one of ${DIRECT_IO_MODES.join(', ')}` }).default('off'),
         settings: ServerSettingsSchema,
       })
       .strict(),
@@ -212,6 +220,16 @@ export const ExperimentSpecSchema = z
       );
     if (spec.provider === 'aws' && !spec.aws)
       add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
+    const backupsField = spec.durability.enabled ? 'durability.enabled' : 'durability.drills';
+    for (const p of versionProblems({
+      provider: spec.provider,
+      version: spec.postgres.version,
+      directIo: spec.postgres.directIo,
+      backups: spec.durability.enabled || spec.durability.drills.includes('restore'),
+      replicas: spec.durability.drills.includes('failover'),
+      fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: backupsField, replicas: 'durability.drills' },
+    }))
+      add(p.path.split('.'), p.message);
     const backsUp = spec.durability.enabled || spec.durability.drills.includes('restore');
     if (backsUp && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
       add(['durability', 'backupStore', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');

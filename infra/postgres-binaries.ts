@@ -1,28 +1,79 @@
-/** Finds this machine's PostgreSQL server binaries and the OS user that runs them. */
+/**
+ * Finds this machine's PostgreSQL binaries and the OS user that runs them. Two kinds of installation:
+ * Debian's (`/usr/lib/postgresql/<major>/bin`: server and client tools) and embedded server binaries in the tools
+ * cache (`<cache>/postgresql/<major>/bin`: initdb, pg_ctl, postgres and contrib, no client tools; infra/bootstrap.sh
+ * installs PostgreSQL 17 there from the npm registry). A cached server is driven by Debian's client tools.
+ */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { labPaths } from './lab-paths';
 
 const DEBIAN_ROOT = '/usr/lib/postgresql';
 
-/** The bin folder of an installed PostgreSQL (the requested major, or the newest), or null when none is. */
-export function findPostgresBinDir(major?: number): string | null {
+/** One installed major: where its server binaries are, and whether its client tools sit beside them. */
+export interface PostgresInstall {
+  major: number;
+  binDir: string;
+  /** Debian's full installation (true) or server binaries only, from the tools cache (false). */
+  clientTools: boolean;
+}
+
+/** Where the bootstrap puts embedded server binaries: one folder per major. */
+export function cachedPostgresRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return path.join(path.dirname(labPaths(env).cacheBin), 'postgresql');
+}
+
+function majorsUnder(root: string, clientTools: boolean): PostgresInstall[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .filter((v) => /^\d+$/.test(v) && existsSync(path.join(root, v, 'bin', 'pg_ctl')))
+    .map((v) => ({ major: Number(v), binDir: path.join(root, v, 'bin'), clientTools }));
+}
+
+/** The folders installations are looked for in. */
+export interface PostgresRoots {
+  debian: string;
+  cache: string;
+}
+
+const defaultRoots = (): PostgresRoots => ({ debian: DEBIAN_ROOT, cache: cachedPostgresRoot() });
+
+/** Every installation found, newest first; for one major Debian's comes before the cache's. */
+export function postgresInstalls(roots: PostgresRoots = defaultRoots()): PostgresInstall[] {
+  return [...majorsUnder(roots.debian, true), ...majorsUnder(roots.cache, false)].sort(
+    (a, b) => b.major - a.major || Number(b.clientTools) - Number(a.clientTools),
+  );
+}
+
+/**
+ * The bin folder of the server to run: the requested major, or without one the newest full installation (a
+ * cached server is used only when asked for by its major, so a spec without postgres.version keeps its tools).
+ */
+export function findPostgresBinDir(major?: number, roots: PostgresRoots = defaultRoots()): string | null {
   if (process.env.STORAGE_LAB_PG_BIN) return process.env.STORAGE_LAB_PG_BIN;
-  if (!existsSync(DEBIAN_ROOT)) return null;
-  const versions = readdirSync(DEBIAN_ROOT)
-    .filter((v) => /^\d+$/.test(v) && existsSync(path.join(DEBIAN_ROOT, v, 'bin', 'pg_ctl')))
-    .map(Number)
-    .sort((a, b) => b - a);
-  const pick = major === undefined ? versions[0] : versions.find((v) => v === major);
-  return pick === undefined ? null : path.join(DEBIAN_ROOT, String(pick), 'bin');
+  const installs = postgresInstalls(roots);
+  const pick = major === undefined ? installs.find((i) => i.clientTools) : installs.find((i) => i.major === major);
+  return pick?.binDir ?? null;
+}
+
+/**
+ * The folder with client tools (pgbench, psql, pg_recvlogical, pg_amcheck) for a server folder: the same folder
+ * when it has them, else the newest Debian installation (older clients drive a newer server over the protocol),
+ * or null when there is none.
+ */
+export function findClientBinDir(serverBinDir: string, roots: PostgresRoots = defaultRoots()): string | null {
+  if (existsSync(path.join(serverBinDir, 'psql'))) return serverBinDir;
+  return postgresInstalls(roots).find((i) => i.clientTools)?.binDir ?? null;
+}
+
+/** A client tool's path on a host: from its client folder when the server's folder has none. */
+export function clientTool(config: { pgBinDir: string; pgClientBinDir?: string }, tool: string): string {
+  return path.join(config.pgClientBinDir ?? config.pgBinDir, tool);
 }
 
 /** Installed PostgreSQL majors, newest first. */
-export function installedPostgresMajors(): number[] {
-  if (!existsSync(DEBIAN_ROOT)) return [];
-  return readdirSync(DEBIAN_ROOT)
-    .filter((v) => /^\d+$/.test(v))
-    .map(Number)
-    .sort((a, b) => b - a);
+export function installedPostgresMajors(roots: PostgresRoots = defaultRoots()): number[] {
+  return [...new Set(postgresInstalls(roots).map((i) => i.major))];
 }
 
 export interface OsUser {
@@ -39,6 +90,22 @@ export function lookupUser(name: string): OsUser | null {
   }
   return null;
 }
+
+/**
+ * The unprivileged OS user that runs the client tools (pgbench, psql, pg_recvlogical, pg_amcheck) when the agent is
+ * root: a workload never runs with more than that user's rights (it owns nothing but its own run folders). Null
+ * when the agent is not root (the tools then run as the agent's own user, which is not root either).
+ */
+export function clientOsUser(): OsUser | null {
+  if (process.getuid?.() !== 0) return null;
+  const name = process.env.STORAGE_LAB_CLIENT_USER ?? CLIENT_OS_USER;
+  const user = lookupUser(name);
+  if (!user) throw new Error(`running as root but there is no "${name}" OS user for the workload: run infra/bootstrap.sh (it creates it)`);
+  return user;
+}
+
+/** The OS user infra/bootstrap.sh creates for client tools. */
+export const CLIENT_OS_USER = 'storage-lab';
 
 /** The user Postgres runs as: `postgres` when we are root (Postgres refuses root), else ourselves. */
 export function postgresOsUser(): OsUser | null {

@@ -11,6 +11,7 @@ import type { Client } from 'pg';
 import type { BacklogPhaseResult } from '../../common/diagnostics';
 import { FAILURE_TYPES } from '../../common/errors';
 import { LAB_DATABASE } from '../../common/names';
+import { clientTool } from '../../infra/postgres-binaries';
 import { connectLocal, libpqEnv } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
 import { etaSeconds, every, progressReporter } from '../lib/progress';
@@ -97,7 +98,7 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
     });
     try {
       await runProcess(
-        path.join(deps.config.pgBinDir, 'pg_recvlogical'),
+        clientTool(deps.config, 'pg_recvlogical'),
         [
           '--dbname', LAB_DATABASE,
           '--slot', SLOT,

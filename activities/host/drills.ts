@@ -5,9 +5,9 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
-import path from 'node:path';
 import type { FailurePoint, RestoreTarget, RestoreVerification, TableChecksum } from '../../common/drill-result';
 import { compareLsn, lsnDiff, parseSegmentName, segmentEndLsn } from '../../common/lsn';
+import { clientTool } from '../../infra/postgres-binaries';
 import { libpqEnv, quoteIdent, withConnection } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../lib/progress';
@@ -278,7 +278,7 @@ async function amcheck(deps: HostDeps): Promise<RestoreVerification['amcheck']> 
   const ctx = Context.current();
   const args = ['--install-missing', '--heapallindexed', '--no-strict-names'];
   try {
-    await runProcess(path.join(deps.config.pgBinDir, 'pg_amcheck'), args, {
+    await runProcess(clientTool(deps.config, 'pg_amcheck'), args, {
       ...asPostgresUser(deps),
       env: libpqEnv(deps.config),
       cwd: deps.config.hostDir,

@@ -70,6 +70,11 @@ export interface HostConfig extends HostRecord {
   passwordFile: string;
   /** Folder with the PostgreSQL server binaries (pg_ctl, initdb, ...). */
   pgBinDir: string;
+  /**
+   * Folder with the client tools (pgbench, psql, pg_recvlogical, pg_amcheck) when pgBinDir has none (embedded
+   * server binaries, driven by Debian's client tools); absent: pgBinDir has them.
+   */
+  pgClientBinDir?: string;
   /** Cgroup directories whose counters the agent reads (cpu accounting), if any. */
   cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null } | null;
 }

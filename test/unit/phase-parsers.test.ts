@@ -44,6 +44,30 @@ describe('VACUUM (VERBOSE) parser', () => {
     expect(two[1].tuples.remain).toBe(2);
   });
 
+  it('reads PostgreSQL 17 reports (a "frozen" line added; O_DIRECT data files, so the reads are misses)', () => {
+    const [r] = parseVacuumVerbose(read('postgres-17', 'vacuum-verbose.txt'));
+    expect(r).toEqual({
+      relation: 'bench.public.pgbench_accounts',
+      indexScans: 1,
+      pages: { removed: 0, remain: 9222, scanned: 9222 },
+      tuples: { removed: 62500, remain: 500000, deadNotYetRemovable: 0 },
+      deadItems: { pages: 950, identifiersRemoved: 57850 },
+      indexes: [{ name: 'pgbench_accounts_pkey', pages: 1374, newlyDeleted: 0, currentlyDeleted: 0, reusable: 0 }],
+      ioTimingsMs: { read: 961.072, write: 1029.342 },
+      avgReadMBps: 39.69,
+      avgWriteMBps: 39.398,
+      buffers: { hits: 9255, misses: 11556, dirtied: 11471 },
+      wal: { records: 17036, fullPageImages: 6867, bytes: 47650865 },
+      cpu: { userSeconds: 0.12, systemSeconds: 0.58, elapsedSeconds: 2.27 },
+    });
+    const multi = parseVacuumVerbose(read('postgres-17', 'vacuum-verbose-multipass.txt'))[0];
+    expect(multi.indexScans).toBe(227);
+    expect(multi.deadItems).toEqual({ pages: 8276, identifiersRemoved: 250000 });
+    const idle = parseVacuumVerbose(read('postgres-17', 'vacuum-verbose-nothing-to-do.txt'))[0];
+    expect(idle.deadItems).toEqual({ pages: 0, identifiersRemoved: 0 });
+    expect(idle.pages.scanned).toBe(1);
+  });
+
   it('reads notices without the INFO prefix, and names a missing line', () => {
     const text = read('postgres-15', 'vacuum-verbose.txt').replace(/^INFO: {2}/gm, '');
     expect(parseVacuumVerbose(text)[0].pages.scanned).toBe(1969);
@@ -108,6 +132,20 @@ describe('pg_stat views', () => {
     expect(wal.wal_records).toBeGreaterThan(0);
     expect(wal.wal_bytes).toBeGreaterThan(0);
     expect(wal).not.toHaveProperty('stats_reset');
+  });
+
+  it('reads PostgreSQL 17\'s pg_stat_checkpointer and pg_stat_io as the sampler captures them', () => {
+    const b17 = JSON.parse(read('postgres-17', 'pg-stats-before.json')) as StatSnapshot;
+    const a17 = JSON.parse(read('postgres-17', 'pg-stats-after.json')) as StatSnapshot;
+    const c = checkpointDeltas(b17, a17)!;
+    // One CHECKPOINT between the snapshots, counted by pg_stat_checkpointer (pg_stat_bgwriter has no such column on 17).
+    expect(c.requested).toBe(1);
+    expect(c.buffersWritten).toBe((a17.checkpointer!.buffers_written as number) - (b17.checkpointer!.buffers_written as number));
+    expect(c.buffersWritten).toBeGreaterThan(0);
+    const io = ioDeltas(b17.io, a17.io)!;
+    expect(io['client backend'].reads).toBeGreaterThan(0);
+    expect(io.checkpointer.writes).toBe(c.buffersWritten);
+    expect(databaseDeltas(b17.db, a17.db).xactCommit).toBeGreaterThan(5000);
   });
 
   it('prefers pg_stat_checkpointer (17+) and sums pg_stat_io (16+) per backend type', () => {

@@ -23,7 +23,7 @@ import { classLimits } from '../../../common/spec';
 import { hostTaskQueue } from '../../../common/names';
 import { ensureDir } from '../../lab-paths';
 import { freePort } from '../../net';
-import { findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
+import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
 import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
 import {
   createHostCgroup,
@@ -76,8 +76,11 @@ export class LocalProvider implements HostProvider {
     const pgBinDir = findPostgresBinDir(req.postgresVersion);
     if (!pgBinDir)
       throw new Error(
-        `PostgreSQL ${req.postgresVersion ?? ''} server binaries not found; run infra/bootstrap.sh (installs Debian's postgresql)`,
+        `PostgreSQL ${req.postgresVersion ?? ''} server binaries not found; run infra/bootstrap.sh (installs Debian's postgresql and PostgreSQL 17)`,
       );
+    const pgClientBinDir = findClientBinDir(pgBinDir);
+    if (!pgClientBinDir)
+      throw new Error(`no PostgreSQL client tools (pgbench, psql) for ${pgBinDir}; run infra/bootstrap.sh (installs Debian's postgresql)`);
 
     const support = detectCgroups();
     const limits = classLimits(req.storageClass);
@@ -134,6 +137,7 @@ export class LocalProvider implements HostProvider {
       osUser: osUser?.name ?? null,
       passwordFile,
       pgBinDir,
+      ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
     };
     writeFileAtomic(configFile, JSON.stringify(config, null, 2));
