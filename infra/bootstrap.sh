@@ -11,6 +11,8 @@ bin=$cache/bin
 mkdir -p "$bin"
 
 TEMPORAL_CLI_VERSION=v1.5.1
+WALG_VERSION=v3.0.8
+WALG_COMMIT=f81943e64bdf97aa66f6c52fec55114703f97af7
 MOTO_VERSION=5.2.5
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
@@ -76,6 +78,37 @@ if [ ! -x "$bin/temporal" ] || [ "$(cat "$bin/temporal.version" 2>/dev/null)" !=
   log "building the Temporal CLI $TEMPORAL_CLI_VERSION (first time only: several minutes)"
   GOBIN="$bin" CGO_ENABLED=0 go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
   echo "$TEMPORAL_CLI_VERSION" > "$bin/temporal.version"
+fi
+
+# --- WAL-G (the default backup tool), built by the Go toolchain: `go install` where the module proxy serves
+# WAL-G, else from the source in vendor/wal-g/ (the proxy here refuses github.com/wal-g/wal-g; see its README).
+if [ ! -x "$bin/wal-g" ] || [ "$(cat "$bin/wal-g.version" 2>/dev/null)" != "$WALG_VERSION" ]; then
+  command -v go >/dev/null || { log "Go is needed to build WAL-G: install golang (apt-get install golang-go)"; exit 1; }
+  log "building WAL-G $WALG_VERSION (first time only: about two minutes with downloads on 2 cores)"
+  walg_started=$SECONDS
+  walg_tmp=$(mktemp -d)
+  # The release's version stamp (its Makefile sets it the same way), so `wal-g --version` and results name v3.0.8.
+  walg_ldflags="-s -w -X github.com/wal-g/wal-g/cmd/pg.walgVersion=$WALG_VERSION -X github.com/wal-g/wal-g/cmd/pg.gitRevision=${WALG_COMMIT:0:8}"
+  walg_src=vendor/wal-g/wal-g-$WALG_VERSION-src.tar.gz
+  # WAL-G imports encoding/json/v2, which Go 1.25+ builds only with GOEXPERIMENT=jsonv2.
+  if GOBIN="$walg_tmp" GOEXPERIMENT=jsonv2 CGO_ENABLED=0 go install -ldflags "$walg_ldflags" "github.com/wal-g/wal-g/main/pg@$WALG_VERSION" \
+    2>"$walg_tmp/go-install.log"; then
+    mv "$walg_tmp/pg" "$bin/wal-g"
+  elif [ -f "$walg_src" ]; then
+    log "go install failed ($(grep -v '^\s*$' "$walg_tmp/go-install.log" | tail -1 | sed 's/^[[:space:]]*//')); building from $walg_src"
+    mkdir "$walg_tmp/src" && tar -xzf "$walg_src" -C "$walg_tmp/src"
+    (cd "$walg_tmp/src" && GOEXPERIMENT=jsonv2 GOTOOLCHAIN=local CGO_ENABLED=0 go build -ldflags "$walg_ldflags" -o "$walg_tmp/wal-g" ./main/pg) ||
+      { log "WAL-G $WALG_VERSION did not build from $walg_src (Go $(go env GOVERSION); it needs Go 1.25+ and the module proxy for its dependencies)"; rm -rf "$walg_tmp"; exit 1; }
+    mv "$walg_tmp/wal-g" "$bin/wal-g"
+  else
+    log "WAL-G $WALG_VERSION: go install failed and $walg_src is missing; go install said:"
+    tail -5 "$walg_tmp/go-install.log" >&2
+    rm -rf "$walg_tmp"
+    exit 1
+  fi
+  rm -rf "$walg_tmp"
+  echo "$WALG_VERSION" > "$bin/wal-g.version"
+  log "WAL-G $WALG_VERSION installed in $bin/wal-g ($((SECONDS - walg_started)) s)"
 fi
 
 if [ "$mode" = test ]; then
