@@ -1,5 +1,6 @@
 /** The latency breakdown, the diagnosis checks and the SVG charts: pure functions on made-up but plausible figures. */
-import { boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../activities/control/diagnosis';
+import { ABOVE_CAP, boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../activities/control/diagnosis';
+import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../activities/control/report/fidelity';
 import { markdownToHtml, renderHtml } from '../../activities/control/report/html';
 import { barChart, escapeXml, lineChart, niceTicks } from '../../activities/control/report/svg-charts';
 import { aggregate } from '../../activities/control/aggregate';
@@ -117,6 +118,17 @@ describe('diagnosis', () => {
     expect(leakyChecks.find((c) => c.name === 'throttle engaged')!.ok).toBe(true);
     expect(leakyChecks.find((c) => c.name === 'throttle held')).toMatchObject({ ok: false, severity: 'warning' });
     expect(leakyChecks.find((c) => c.name === 'throttle held')!.detail).toMatch(/write IOPS 10000 \(cap 3000\)/);
+    // Writes held at the cap (O_DIRECT data files): the check passes, with the figures it judged.
+    const held = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 2990 })) });
+    const heldCheck = diagnosticChecks(cluster('gp3', 1, 1, held), cls, true).find((c) => c.name === 'throttle held')!;
+    expect(heldCheck.ok).toBe(true);
+    expect(heldCheck.detail).toMatch(/write IOPS 2990/);
+    // Just past the margin is an escape: a throttle that leaks a little is caught too.
+    const slightly = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 3000 * ABOVE_CAP + 30 })) });
+    expect(diagnosticChecks(cluster('gp3', 1, 1, slightly), cls, true).find((c) => c.name === 'throttle held')!.ok).toBe(false);
+    // A class without emulated limits has nothing to hold.
+    const free = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
+    expect(diagnosticChecks(cluster('local-disk', 1, 1, leaky), free, true).find((c) => c.name === 'throttle held')).toBeUndefined();
   });
 
   it('checks the breakdown sum, the sampler rate and the server-side time per transaction', () => {
@@ -162,6 +174,34 @@ describe('diagnosis', () => {
     expect(html.match(/<svg /g)?.length).toBe(6);
     expect(html).toContain('VACUUM over 8 MB of bloat');
     expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/); // Self-contained: nothing to run or fetch.
+  });
+});
+
+describe('fidelity to the reference', () => {
+  it('puts each class next to its published counterpart, with differences in per cent and what bound it', () => {
+    const spec = resolveSpec({ preset: 'local-quick' });
+    const series = (readIops: number, writeIops: number) => Array.from({ length: 10 }, (_, i) => ({ second: i + 1, activeSessions: 60, dataFileRead: 30, cpuCores: 0.5, readIops, writeIops, readMBps: 20, writeMBps: 25 }));
+    const gp3 = cluster('gp3', 1647.3, 38.745, diagnostics({ 'IO:DataFileRead': 47, 'IO:WALSync': 30, CPU: 23 }, { series: series(2950, 2980) }));
+    const local = cluster('local-disk', 4000, 16, diagnostics({ CPU: 86, 'IO:DataFileRead': 14 }));
+    const result = aggregate({ runId: 'r', spec, clusters: [gp3, local], startedAt: 's', finishedAt: 'f', environment: { cpus: 2, memoryMiB: 1, kernel: 'k', provider: 'local' }, cancelled: false });
+    const rows = fidelityRows(result);
+    expect(rows.map((r) => r.comparison)).toEqual(['emulated gp3 vs published gp3', 'local-disk vs published NVMe']);
+    expect(rows[0].tps).toEqual({ run: 1647.3, published: 1734, difference: (1647.3 - 1734) / 1734 });
+    const latency = result.classes.gp3.medianLatencyMs!;
+    expect(latency).toBeCloseTo(38.745, 1);
+    expect(rows[0].latencyMs.difference).toBeCloseTo((latency - 36.9) / 36.9, 9);
+    expect(rows[0].dataFileReadShare.run).toBeCloseTo(0.47, 9);
+    expect(rows[0].dataFileReadShare.difference).toBeCloseTo(0.02 / 0.45, 9);
+    expect(rows[0].boundBy).toBe('IO-bound (page reads)');
+    expect(rows[1].boundBy).toBe('CPU-bound at 2 cores');
+    const md = fidelityMarkdown(result).join('\n');
+    expect(md).toContain('| emulated gp3 vs published gp3 | 1,647 / 1,734 (-5 %) | 38.74 / 36.9 (+5 %) | 47 % / 45 % (+4.4 %) | IO-bound (page reads) |');
+    expect(md).toMatch(/h-gp3: write IOPS 2980 of the 3000 cap/);
+    expect(md).toContain('O_DIRECT (postgres.directIo "data")');
+    // Both reports carry it; a run without a comparison has no such section.
+    expect(renderHtml(result)).toContain('<td>emulated gp3 vs published gp3</td>');
+    expect(fidelityMarkdown({ ...result, compare: null })).toEqual([]);
+    expect(relativeDifference(null, 1734)).toBeNull();
   });
 });
 

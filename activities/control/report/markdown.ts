@@ -4,6 +4,7 @@ import { costMarkdown, type RunCost } from '../../../common/cost';
 import type { Verdict } from '../verdict';
 import { verdictMarkdown } from './verdict-markdown';
 import { diagnosticsMarkdown } from './diagnostics-markdown';
+import { fidelityMarkdown } from './fidelity';
 import type { DrillSummary } from '../../../common/drill-result';
 import { drillsSummaryMarkdown } from './drills-markdown';
 import { checkVerdict, fmt, summaryRows } from './summary';
@@ -40,6 +41,7 @@ export function renderMarkdown(result: ExperimentResult): string {
       lines.push(`| ${r.metric} | ${r.baseline} | ${r.candidate} | ${r.ratio} | ${r.refBaseline} | ${r.refCandidate} | ${r.refRatio} |`);
     lines.push('');
   }
+  lines.push(...fidelityMarkdown(result));
 
   lines.push('## Storage classes');
   lines.push('');
