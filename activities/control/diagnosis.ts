@@ -98,7 +98,7 @@ function p90(values: number[]): number | null {
 export function throttleUse(
   c: ClusterResult,
   limits: { iops: number | null; throughputMiBps: number | null },
-): { ratio: number; escaped: string[]; detail: string } | null {
+): { ratio: number; busiest: string | null; escaped: string[]; detail: string } | null {
   const series = c.diagnostics?.series.filter((s) => s.readIops !== null) ?? [];
   if (!limits.iops || !limits.throughputMiBps || series.length === 0) return null;
   const figures = [
@@ -112,6 +112,7 @@ export function throttleUse(
   const escaped = figures.filter((f) => f.ratio > ABOVE_CAP).map((f) => `${f.name} ${Math.round(f.value)} (cap ${f.cap})`);
   return {
     ratio: top?.ratio ?? 0,
+    busiest: top?.name ?? null,
     escaped,
     detail: `${top ? `${top.name} ${Math.round(top.value)} of the ${top.cap} cap` : 'no figure near its cap'} (p90 of per-second figures; ${figures.map((f) => `${f.name} ${Math.round(f.value)}`).join(', ')})`,
   };
@@ -138,8 +139,9 @@ export function boundBy(
   ]
     .filter(Boolean)
     .join('; ');
-  if ((throttle && throttle.ratio >= AT_CAP) || share('pageReads') >= DOMINANT_SHARE)
-    return { resource: 'IO-bound (page reads)', detail };
+  // The device at its cap names the bound by the figure that hit it: with O_DIRECT data files that can be the writes.
+  if (throttle && throttle.ratio >= AT_CAP) return { resource: `IO-bound (${throttle.busiest} at the cap)`, detail };
+  if (share('pageReads') >= DOMINANT_SHARE) return { resource: 'IO-bound (page reads)', detail };
   if (share('walFsync') >= DOMINANT_SHARE) return { resource: 'IO-bound (WAL flushes)', detail };
   if (cpu !== null && cpu >= CPU_SATURATED) return { resource: `CPU-bound at ${d.cpu!.cores} cores`, detail };
   if (share('lockAndScheduler') >= DOMINANT_SHARE) return { resource: 'lock-bound', detail };

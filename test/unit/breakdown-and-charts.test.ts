@@ -105,6 +105,7 @@ describe('diagnosis', () => {
     const t = throttleUse(cluster('gp3', 1, 1, d), limits)!;
     expect(t.ratio).toBeCloseTo(2900 / 3000, 6);
     expect(t.detail).toMatch(/read IOPS 2900 of the 3000 cap/);
+    expect(boundBy(cluster('gp3', 1, 1, d), limits)?.resource).toBe('IO-bound (read IOPS at the cap)');
     const cold = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => second(300)) });
     const cls = { emulated: true, limits: { ...limits, memoryLimitMiB: 384 } } as ClassResult;
     const checks = diagnosticChecks(cluster('gp3', 100, 640, cold), cls, false);
@@ -192,10 +193,10 @@ describe('fidelity to the reference', () => {
     expect(rows[0].latencyMs.difference).toBeCloseTo((latency - 36.9) / 36.9, 9);
     expect(rows[0].dataFileReadShare.run).toBeCloseTo(0.47, 9);
     expect(rows[0].dataFileReadShare.difference).toBeCloseTo(0.02 / 0.45, 9);
-    expect(rows[0].boundBy).toBe('IO-bound (page reads)');
+    expect(rows[0].boundBy).toBe('IO-bound (write IOPS at the cap)');
     expect(rows[1].boundBy).toBe('CPU-bound at 2 cores');
     const md = fidelityMarkdown(result).join('\n');
-    expect(md).toContain('| emulated gp3 vs published gp3 | 1,647 / 1,734 (-5 %) | 38.74 / 36.9 (+5 %) | 47 % / 45 % (+4.4 %) | IO-bound (page reads) |');
+    expect(md).toContain('| emulated gp3 vs published gp3 | 1,647 / 1,734 (-5 %) | 38.74 / 36.9 (+5 %) | 47 % / 45 % (+4.4 %) | IO-bound (write IOPS at the cap) |');
     expect(md).toMatch(/h-gp3: write IOPS 2980 of the 3000 cap/);
     expect(md).toContain('O_DIRECT (postgres.directIo "data")');
     // Both reports carry it; a run without a comparison has no such section.
