@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { SpecProblem } from './errors';
 import { versionProblems } from './postgres-versions';
+import { DRILL_MAX_CONNECTIONS, drillSpecRules } from './spec-rules';
 import {
   AWS_KINDS,
   AwsSchema,
@@ -152,13 +153,8 @@ function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
   const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
   if (!allowed.includes(spec.storageClass.kind))
     issue(ctx, ['storageClass', 'kind'], `"${spec.storageClass.kind}" cannot run on provider "${spec.provider}"; use ${allowed.join(' or ')}`);
-  const headroomMiB = 96;
-  if (spec.host.memoryLimitMiB < spec.postgres.sharedBuffersMiB + headroomMiB)
-    issue(
-      ctx,
-      ['host', 'memoryLimitMiB'],
-      `${spec.host.memoryLimitMiB} MiB is below shared_buffers (postgres.sharedBuffersMiB = ${spec.postgres.sharedBuffersMiB}) plus ${headroomMiB} MiB for backends and the agent; raise host.memoryLimitMiB`,
-    );
+  // Sizes that cannot fit: the primary's memory and connections, an explicit volume size (issue 9).
+  for (const p of drillSpecRules(spec)) issue(ctx, p.path.split('.'), p.message);
   if (spec.provider === 'aws' && !spec.aws)
     issue(ctx, ['aws'], 'provider "aws" needs an aws section (region, subnetId, temporalAddress)');
   const failover = 'rounds' in spec;
@@ -262,7 +258,7 @@ function resolveDrill<S extends z.ZodType>(
 export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
   const settings: Record<string, string> = {
     shared_buffers: `${spec.postgres.sharedBuffersMiB}MB`,
-    max_connections: '100',
+    max_connections: String(DRILL_MAX_CONNECTIONS),
     wal_level: 'replica',
     hot_standby: 'on',
     max_wal_senders: '10',

@@ -3,7 +3,7 @@ import { debugIoDirect } from './postgres-versions';
 import type { ExperimentSpec } from './spec';
 
 /** Connections beyond pgbench's clients: the sampler, the agent's own, replication and a person with psql. */
-const SPARE_CONNECTIONS = 20;
+export const SPARE_CONNECTIONS = 20;
 
 export function postgresSettings(spec: ExperimentSpec): Record<string, string> {
   const settings: Record<string, string> = {

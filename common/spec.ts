@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from './errors';
 import { DIRECT_IO_MODES, versionProblems } from './postgres-versions';
 import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
+import { ServerSettingsSchema } from './server-settings';
+import { experimentSpecRules } from './spec-rules';
 
 export const SPEC_VERSION = 1;
 
@@ -97,10 +99,7 @@ export const AwsSchema = z
   })
   .strict();
 
-/** Extra server settings, written to postgresql.conf as they are. */
-export const ServerSettingsSchema = z
-  .record(z.string().regex(/^[a-z_.]+$/), z.union([z.string(), z.number(), z.boolean()]))
-  .default({});
+export { ServerSettingsSchema };
 
 /** The host every Postgres of a run gets: a memory limit (at least `minMemoryMiB`) and, on AWS, an instance type. */
 export function hostSchema(minMemoryMiB: number) {
@@ -207,12 +206,8 @@ export const ExperimentSpecSchema = z
       if (!limited && (cls.iops !== undefined || cls.throughputMiBps !== undefined))
         add(['storageClasses', name, 'iops'], `a ${cls.kind} class has no provisioned IOPS or throughput; remove them`);
     }
-    const headroomMiB = 64;
-    if (spec.host.memoryLimitMiB < spec.postgres.sharedBuffersMiB + headroomMiB)
-      add(
-        ['host', 'memoryLimitMiB'],
-        `${spec.host.memoryLimitMiB} MiB is below shared_buffers (postgres.sharedBuffersMiB = ${spec.postgres.sharedBuffersMiB}) plus ${headroomMiB} MiB for backends; raise host.memoryLimitMiB or lower postgres.sharedBuffersMiB`,
-      );
+    // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
+    for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path.split('.'), p.message);
     if (spec.workload.threads > spec.workload.clients)
       add(
         ['workload', 'threads'],

@@ -1,0 +1,214 @@
+/**
+ * Rules for sizes that cannot fit and workloads that cannot do what a phase needs, shared by the experiment and
+ * drill specs (their zod superRefine calls these). Pure and workflow-safe: the CLI and every workflow refuse such a
+ * spec before any host exists, naming the field and the fix.
+ */
+import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
+import type { SpecProblem } from './errors';
+import { SPARE_CONNECTIONS } from './postgres-settings';
+import type { ExperimentSpec } from './spec';
+import { scriptProblems, scriptWrites } from './workload-script';
+
+/**
+ * Memory of a host's processes besides the page cache (which the kernel reclaims), measured with
+ * bench/backend-memory.ts (PostgreSQL 15, the lab's random UPDATE, Postgres and pgbench in a cgroup v1 memory
+ * group): 1.56 MiB more anonymous and kernel memory per client at shared_buffers 32 MiB (8-256 clients, 1.24
+ * anonymous + 0.32 kernel), 2.06 MiB at 256 MiB, the difference being page tables (8 bytes per 4 KiB page of
+ * shared_buffers each backend maps); the host agent took 60 MiB once polling, the server without clients ~40 MiB
+ * besides shared memory.
+ */
+export const HOST_MEMORY = {
+  /** A pgbench client: its backend and pgbench's side of the connection. */
+  perClientMiB: 1.6,
+  /** Page tables a backend needs per MiB of shared_buffers it maps. */
+  pageTablesPerSharedBufferMiB: 1 / 512,
+  /** The host agent, the postmaster and its auxiliary processes, shared memory beyond shared_buffers, a margin. */
+  baseMiB: 128,
+} as const;
+
+/** Estimated memory of one client connection (its backend and pgbench's side) at a shared_buffers size, in MiB. */
+export function perClientMiB(sharedBuffersMiB: number): number {
+  return HOST_MEMORY.perClientMiB + sharedBuffersMiB * HOST_MEMORY.pageTablesPerSharedBufferMiB;
+}
+
+/** Where the memory rule finds its figures in a spec, and how it names them. */
+export interface MemoryNeeds {
+  limitMiB: number;
+  sharedBuffersMiB: number;
+  /** Connections the workload opens at once. */
+  clients: number;
+  /** Connections the lab opens beside them (the sampler, the agent, a marker writer). */
+  labConnections: number;
+  /** Fields for the messages: the memory limit, and the setting behind `clients`. */
+  limitPath: string;
+  clientsPath: string;
+}
+
+/**
+ * The host's memory limit against shared_buffers, the base processes and the clients; at most one problem, on the
+ * field that is out of line: the limit when shared_buffers alone does not fit, else the clients.
+ */
+export function memoryProblems(n: MemoryNeeds): SpecProblem[] {
+  const base = n.sharedBuffersMiB + HOST_MEMORY.baseMiB;
+  if (n.limitMiB < base)
+    return [
+      {
+        path: n.limitPath,
+        message: `${n.limitMiB} MiB is below shared_buffers (postgres.sharedBuffersMiB = ${n.sharedBuffersMiB}) plus ${HOST_MEMORY.baseMiB} MiB for the server's own processes and the host agent; raise ${n.limitPath} to at least ${base} or lower postgres.sharedBuffersMiB`,
+      },
+    ];
+  const each = perClientMiB(n.sharedBuffersMiB);
+  const connections = n.clients + n.labConnections;
+  const needed = Math.ceil(base + connections * each);
+  if (n.limitMiB >= needed) return [];
+  const fits = Math.max(0, Math.floor((n.limitMiB - base) / each) - n.labConnections);
+  return [
+    {
+      path: n.clientsPath,
+      message: `${n.clients} clients (and ${n.labConnections} connections of the lab) need about ${needed} MiB but ${n.limitPath} is ${n.limitMiB}: shared_buffers ${n.sharedBuffersMiB} MiB + ${HOST_MEMORY.baseMiB} MiB for the server and the host agent + ${each.toFixed(2)} MiB per connection (measured: 1.6 MiB per backend and its pgbench connection, plus page tables of 1/512 of shared_buffers; sorts and hashes can add work_mem each); lower ${n.clientsPath} to at most ${fits} or raise ${n.limitPath} to at least ${needed}`,
+    },
+  ];
+}
+
+/** Where the connection rule finds its figures: the clients, and the settings that may override the lab's. */
+export interface ConnectionNeeds {
+  clients: number;
+  clientsPath: string;
+  /** Connections the lab opens beside the clients while they run (the sampler, the agent, a marker writer). */
+  labConnections: number;
+  /** The server's max_connections when the spec does not set it. */
+  defaultMaxConnections: number;
+  /** The spec's own settings (postgres.settings). */
+  settings: Record<string, string | number | boolean>;
+  settingsPath: string;
+}
+
+/** A whole number from a setting's value, or null when it is not one (the server's own check reports that). */
+function wholeNumber(value: string | number | boolean | undefined): number | null {
+  if (value === undefined || typeof value === 'boolean') return null;
+  const s = String(value).trim();
+  return /^\d+$/.test(s) ? Number(s) : null;
+}
+
+/**
+ * Clients against max_connections: every client, the lab's own connections and the slots the server keeps for
+ * superusers (superuser_reserved_connections, and reserved_connections on 16+) must fit.
+ */
+export function connectionProblems(n: ConnectionNeeds): SpecProblem[] {
+  const set = wholeNumber(n.settings.max_connections);
+  const max = set ?? n.defaultMaxConnections;
+  const reserved = (wholeNumber(n.settings.superuser_reserved_connections) ?? 3) + (wholeNumber(n.settings.reserved_connections) ?? 0);
+  const needed = n.clients + n.labConnections + reserved;
+  if (needed <= max) return [];
+  const where = set === null ? `the lab's max_connections of ${max}` : `${n.settingsPath}.max_connections = ${max}`;
+  return [
+    {
+      path: set === null ? n.clientsPath : `${n.settingsPath}.max_connections`,
+      message: `${n.clients} clients + ${n.labConnections} connections of the lab + ${reserved} reserved for superusers = ${needed}, more than ${where}; ${set === null ? `lower ${n.clientsPath} to at most ${max - n.labConnections - reserved}` : `raise max_connections to at least ${needed} or lower ${n.clientsPath}`}`,
+    },
+  ];
+}
+
+/** The script's problems, under its field. */
+export function workloadScriptProblems(script: string, path: string): SpecProblem[] {
+  return scriptProblems(script).map((message) => ({ path, message }));
+}
+
+/** A backlog is WAL the workload writes: a script that writes nothing cannot fill one. */
+export function backlogWorkloadProblems(script: string, backlogEnabled: boolean): SpecProblem[] {
+  if (!backlogEnabled || scriptWrites(script)) return [];
+  return [
+    {
+      path: 'workload.script',
+      message:
+        'writes nothing (no INSERT, UPDATE, DELETE, MERGE, COPY or DDL), so it cannot fill the backlog phase with WAL; add a data-modifying statement or set phases.backlog.enabled to false',
+    },
+  ];
+}
+
+/** An explicit volume size against what the host will write to it. */
+export function volumeSizeProblems(sizeGiB: number | undefined, neededBytes: number, path: string, what: string): SpecProblem[] {
+  if (sizeGiB === undefined || sizeGiB * 2 ** 30 >= neededBytes) return [];
+  const gib = neededBytes / 2 ** 30;
+  return [
+    {
+      path,
+      message: `${sizeGiB} GiB cannot hold ${what}, about ${gib.toFixed(1)} GiB; raise it to at least ${Math.ceil(gib)} or remove it (the default fits the data)`,
+    },
+  ];
+}
+
+/** Connections the lab opens next to an experiment's clients: the sampler and the agent's own. */
+const EXPERIMENT_LAB_CONNECTIONS = 2;
+
+/** The experiment's rules on sizes and its workload; `volumeBytes` is what one host writes (spec.ts volumeBytes). */
+export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): SpecProblem[] {
+  const { clients, script } = spec.workload;
+  const problems: SpecProblem[] = [
+    ...memoryProblems({
+      limitMiB: spec.host.memoryLimitMiB,
+      sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
+      clients,
+      labConnections: EXPERIMENT_LAB_CONNECTIONS,
+      limitPath: 'host.memoryLimitMiB',
+      clientsPath: 'workload.clients',
+    }),
+    ...connectionProblems({
+      clients,
+      clientsPath: 'workload.clients',
+      labConnections: EXPERIMENT_LAB_CONNECTIONS,
+      defaultMaxConnections: clients + SPARE_CONNECTIONS,
+      settings: spec.postgres.settings,
+      settingsPath: 'postgres.settings',
+    }),
+    ...workloadScriptProblems(script, 'workload.script'),
+    ...backlogWorkloadProblems(script, spec.phases.backlog.enabled),
+  ];
+  const what = `the data at scale ${spec.data.scale} with its indexes, WAL up to twice postgres.maxWalSizeMiB and the phases' bloat and backlog`;
+  for (const [name, cls] of Object.entries(spec.storageClasses))
+    problems.push(...volumeSizeProblems(cls.sizeGiB, volumeBytes, `storageClasses.${name}.sizeGiB`, what));
+  return problems;
+}
+
+/** max_connections of every drill host unless its spec sets one (common/drill-spec.ts drillPostgresSettings). */
+export const DRILL_MAX_CONNECTIONS = 100;
+
+/** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
+export function drillVolumeBytes(spec: RestoreDrillSpec | FailoverDrillSpec): number {
+  const data = 'data' in spec ? spec.data.scale * 100_000 * 146 * 1.15 : 0;
+  return data + 2 * 2 ** 30;
+}
+
+/** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
+export function drillSpecRules(spec: RestoreDrillSpec | FailoverDrillSpec): SpecProblem[] {
+  // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
+  const restore = 'workload' in spec;
+  const clients = restore ? spec.workload.clients : spec.writer.connections;
+  const clientsPath = restore ? 'workload.clients' : 'writer.connections';
+  // The agent's own connection and a verification; the restore drill's marker writer besides.
+  const labConnections = restore ? 3 : 2;
+  return [
+    ...memoryProblems({
+      limitMiB: spec.host.memoryLimitMiB,
+      sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
+      clients,
+      labConnections,
+      limitPath: 'host.memoryLimitMiB',
+      clientsPath,
+    }),
+    ...connectionProblems({
+      clients,
+      clientsPath,
+      labConnections,
+      defaultMaxConnections: DRILL_MAX_CONNECTIONS,
+      settings: spec.postgres.settings,
+      settingsPath: 'postgres.settings',
+    }),
+    ...volumeSizeProblems(
+      spec.storageClass.sizeGiB,
+      drillVolumeBytes(spec),
+      'storageClass.sizeGiB',
+      restore ? `the data at scale ${spec.data.scale} with its indexes and 2 GiB of WAL` : '2 GiB of WAL and ledger',
+    ),
+  ];
+}
