@@ -5,23 +5,18 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import os from 'node:os';
-import path from 'node:path';
-import { statfsSync } from 'node:fs';
-import { awsRunProblems } from '../../common/aws';
 import { runCost } from '../../common/cost';
 import type { DrillSummary } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
 import type { ClusterResult, ExperimentResult } from '../../common/result';
-import { volumeBytes, type ExperimentSpec } from '../../common/spec';
+import type { ExperimentSpec } from '../../common/spec';
 import type { HostProvider, HostRecord, HostRequest } from '../../infra/providers/host-provider';
-import { detectCgroups } from '../../infra/providers/local/cgroups';
-import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
-import { traversableByOthers } from '../../infra/lab-paths';
 import { aggregate, type EnvironmentInfo } from './aggregate';
 import { writeReports } from './report';
 import type { ResultsStore } from './results-store';
 import { createSweepActivities } from './sweep';
 import { createDrillControlActivities } from './drills';
+import { createPreflightActivities } from './preflight';
 import { historyEntry, RunHistory } from './history';
 import { createRegressionActivities } from './regression';
 
@@ -67,60 +62,7 @@ export function createControlActivities(deps: ControlDeps) {
 
   return {
     ...createRegressionActivities(deps),
-    /**
-     * Checks that this environment can run the spec before anything is created: a failure names the field and
-     * the fix, and is not retried.
-     */
-    async preflight(input: { spec: ExperimentSpec }): Promise<{ warnings: string[] }> {
-      const { spec } = input;
-      const problems: string[] = [];
-      const warnings: string[] = [];
-      provider(spec.provider);
-      if (spec.provider === 'local') {
-        if (!findPostgresBinDir(spec.postgres.version))
-          problems.push(
-            `postgres.version: PostgreSQL ${spec.postgres.version ?? ''} is not installed here (installed: ${installedPostgresMajors().join(', ') || 'none'}); install it (infra/bootstrap.sh) or remove postgres.version`,
-          );
-        if (process.getuid?.() === 0 && !traversableByOthers(deps.hostsDir))
-          problems.push(
-            `hosts folder ${deps.hostsDir}: the postgres user cannot reach it (a parent folder lacks o+x); set STORAGE_LAB_HOSTS_DIR to a folder it can reach, for example under /var/lib`,
-          );
-        const cgroups = detectCgroups();
-        for (const [name, cls] of Object.entries(spec.storageClasses)) {
-          if (cgroups.kind) continue;
-          if (cls.emulation === 'required')
-            problems.push(
-              `storageClasses.${name}.emulation: I/O and memory limits cannot be enforced here (${cgroups.reason}); run as root on a machine with cgroups, or set emulation to "preferred" to run unemulated`,
-            );
-          else warnings.push(`storage class ${name} will run not emulated: ${cgroups.reason}`);
-        }
-        const parallel = Math.min(spec.maxParallelClusters, spec.clustersPerClass * Object.keys(spec.storageClasses).length);
-        const memoryNeeded = parallel * spec.host.memoryLimitMiB;
-        const memoryMiB = Math.floor(os.totalmem() / 2 ** 20);
-        if (memoryNeeded > memoryMiB * 0.8)
-          problems.push(
-            `host.memoryLimitMiB: ${parallel} hosts at once x ${spec.host.memoryLimitMiB} MiB = ${memoryNeeded} MiB, more than 80 % of this machine's ${memoryMiB} MiB; lower host.memoryLimitMiB or maxParallelClusters`,
-          );
-        const diskNeeded = parallel * volumeBytes(spec);
-        const free = freeBytes(deps.hostsDir);
-        if (free !== null && diskNeeded > free)
-          problems.push(
-            `data.scale: ${parallel} hosts at once need about ${(diskNeeded / 2 ** 30).toFixed(1)} GiB but ${deps.hostsDir} has ${(free / 2 ** 30).toFixed(1)} GiB free; lower data.scale or maxParallelClusters`,
-          );
-      }
-      if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
-      // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
-      const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
-      problems.push(...(checked?.problems ?? []));
-      warnings.push(...(checked?.warnings ?? []));
-      if (problems.length)
-        throw ApplicationFailure.nonRetryable(
-          `This environment cannot run the spec:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
-          FAILURE_TYPES.preflight,
-          problems,
-        );
-      return { warnings };
-    },
+    ...createPreflightActivities(deps, provider),
 
     async provisionHost(input: ProvisionInput): Promise<HostRecord> {
       return provider(input.provider).provision(input.request);
@@ -201,15 +143,4 @@ export type ControlActivities = ReturnType<typeof createControlActivities>;
 
 export function environmentInfo(provider: string): EnvironmentInfo {
   return { cpus: os.cpus().length, memoryMiB: Math.round(os.totalmem() / 2 ** 20), kernel: os.release(), provider };
-}
-
-function freeBytes(dir: string): number | null {
-  for (let d = dir; ; d = path.dirname(d)) {
-    try {
-      const s = statfsSync(d);
-      return s.bavail * s.bsize;
-    } catch {
-      if (d === '/') return null;
-    }
-  }
 }

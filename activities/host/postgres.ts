@@ -156,7 +156,8 @@ export async function stopPostgres(deps: HostDeps, input: HostInput & { mode?: '
   if (await isRunning(deps)) await pgCtl(deps, ['stop', '-m', input.mode ?? 'fast', '-w', '-t', '600']);
 }
 
-function renderConf(settings: Record<string, string>): string {
+/** The lab's settings file as the host writes it: sorted, numbers bare, everything else quoted. */
+export function renderConf(settings: Record<string, string>): string {
   const lines = Object.entries(settings)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k} = ${/^-?\d+(\.\d+)?$/.test(v) ? v : quoteLiteral(v)}`);

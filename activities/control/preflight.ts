@@ -1,0 +1,158 @@
+/**
+ * The preflight activities: before any host exists, the spec is checked by the real tools (server settings,
+ * workload script: spec-checks.ts) and this environment is checked against it (PostgreSQL installed, cgroups,
+ * memory and disk of this machine, the provider's own checks). A failure names the field and the fix and is not
+ * retried: a spec mistake fails as InvalidSpecError, an environment that cannot run it as PreflightError.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import { statfsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { awsRunProblems } from '../../common/aws';
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/drill-spec';
+import { FAILURE_TYPES, formatSpecProblems } from '../../common/errors';
+import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/spec';
+import { drillVolumeBytes } from '../../common/spec-rules';
+import { traversableByOthers } from '../../infra/lab-paths';
+import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
+import type { HostProvider } from '../../infra/providers/host-provider';
+import { detectCgroups } from '../../infra/providers/local/cgroups';
+import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from './spec-checks';
+
+export interface PreflightDeps {
+  /** Folder the local provider puts hosts in (free space, reachable by the postgres user). */
+  hostsDir: string;
+}
+
+/** Fails at once with every spec problem the tools found, named by field (nothing was created). */
+function refuseSpecProblems(outcome: ToolCheckOutcome, subject: string): void {
+  if (outcome.problems.length)
+    throw ApplicationFailure.nonRetryable(formatSpecProblems(outcome.problems, subject), FAILURE_TYPES.invalidSpec, outcome.problems);
+}
+
+/** Fails with every environment problem (each "field: what and the fix"). */
+function refuseEnvironmentProblems(problems: string[]): void {
+  if (problems.length)
+    throw ApplicationFailure.nonRetryable(
+      `This environment cannot run the spec:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      FAILURE_TYPES.preflight,
+      problems,
+    );
+}
+
+/** What this machine must offer a local run: hosts at once, each with its memory limit, volume and classes. */
+interface LocalNeeds {
+  version: number | undefined;
+  classes: { path: string; cls: StorageClassSpec }[];
+  hostsAtOnce: number;
+  memoryLimitMiB: number;
+  volumeBytes: number;
+  /** The fields that set how many hosts run at once, for the fix (maxParallelClusters), if any. */
+  parallelField?: string;
+}
+
+/** Whether this machine can hold the local hosts: PostgreSQL, the hosts folder, cgroups, memory and disk. */
+function localProblems(hostsDir: string, n: LocalNeeds): { problems: string[]; warnings: string[] } {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const orParallel = n.parallelField ? ` or ${n.parallelField}` : '';
+  if (!findPostgresBinDir(n.version))
+    problems.push(
+      `postgres.version: PostgreSQL ${n.version ?? ''} is not installed here (installed: ${installedPostgresMajors().join(', ') || 'none'}); install it (infra/bootstrap.sh) or remove postgres.version`,
+    );
+  if (process.getuid?.() === 0 && !traversableByOthers(hostsDir))
+    problems.push(
+      `hosts folder ${hostsDir}: the postgres user cannot reach it (a parent folder lacks o+x); set STORAGE_LAB_HOSTS_DIR to a folder it can reach, for example under /var/lib`,
+    );
+  const cgroups = detectCgroups();
+  for (const { path: field, cls } of n.classes) {
+    if (cgroups.kind) continue;
+    if (cls.emulation === 'required')
+      problems.push(
+        `${field}.emulation: I/O and memory limits cannot be enforced here (${cgroups.reason}); run as root on a machine with cgroups, or set emulation to "preferred" to run unemulated`,
+      );
+    else warnings.push(`storage class ${field} will run not emulated: ${cgroups.reason}`);
+  }
+  const memoryNeeded = n.hostsAtOnce * n.memoryLimitMiB;
+  const memoryMiB = Math.floor(os.totalmem() / 2 ** 20);
+  if (memoryNeeded > memoryMiB * 0.8)
+    problems.push(
+      `host.memoryLimitMiB: ${n.hostsAtOnce} hosts at once x ${n.memoryLimitMiB} MiB = ${memoryNeeded} MiB, more than 80 % of this machine's ${memoryMiB} MiB; lower host.memoryLimitMiB${orParallel}`,
+    );
+  const diskNeeded = n.hostsAtOnce * n.volumeBytes;
+  const free = freeBytes(hostsDir);
+  if (free !== null && diskNeeded > free)
+    problems.push(
+      `data.scale: ${n.hostsAtOnce} hosts at once need about ${(diskNeeded / 2 ** 30).toFixed(1)} GiB but ${hostsDir} has ${(free / 2 ** 30).toFixed(1)} GiB free; lower data.scale${orParallel}`,
+    );
+  return { problems, warnings };
+}
+
+/** Free bytes of the file system a folder is (or will be) on. */
+function freeBytes(dir: string): number | null {
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      const s = statfsSync(d);
+      return s.bavail * s.bsize;
+    } catch {
+      if (d === '/') return null;
+    }
+  }
+}
+
+/** Hosts a drill has at once: the restore drill's source and restore host; the failover drill's three nodes and its client. */
+const DRILL_HOSTS = { restore: 2, failover: 4 } as const;
+
+export function createPreflightActivities(deps: PreflightDeps, provider: (name: 'local' | 'aws') => HostProvider) {
+  return {
+    /** Checks an experiment spec with the real tools and this environment against it, before anything is created. */
+    async preflight(input: { spec: ExperimentSpec }): Promise<{ warnings: string[] }> {
+      const { spec } = input;
+      provider(spec.provider);
+      const tools = await checkExperimentWithTools(spec, 'control-plane');
+      refuseSpecProblems(tools, 'experiment spec');
+      const problems: string[] = [];
+      const warnings = [...tools.notes];
+      if (spec.provider === 'local') {
+        const local = localProblems(deps.hostsDir, {
+          version: spec.postgres.version,
+          classes: Object.entries(spec.storageClasses).map(([name, cls]) => ({ path: `storageClasses.${name}`, cls })),
+          hostsAtOnce: Math.min(spec.maxParallelClusters, spec.clustersPerClass * Object.keys(spec.storageClasses).length),
+          memoryLimitMiB: spec.host.memoryLimitMiB,
+          volumeBytes: volumeBytes(spec),
+          parallelField: 'maxParallelClusters',
+        });
+        problems.push(...local.problems);
+        warnings.push(...local.warnings);
+      }
+      if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
+      // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
+      const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
+      problems.push(...(checked?.problems ?? []));
+      warnings.push(...(checked?.warnings ?? []));
+      refuseEnvironmentProblems(problems);
+      return { warnings };
+    },
+
+    /** The same for a drill: its settings by the real server, this machine against its hosts. */
+    async preflightDrill(input: { kind: 'restore' | 'failover'; spec: RestoreDrillSpec | FailoverDrillSpec }): Promise<{ warnings: string[] }> {
+      const { spec } = input;
+      provider(spec.provider);
+      const tools = await checkDrillWithTools(spec, 'control-plane');
+      refuseSpecProblems(tools, `${input.kind} drill spec`);
+      const warnings = [...tools.notes];
+      if (spec.provider === 'local') {
+        const local = localProblems(deps.hostsDir, {
+          version: spec.postgres.version,
+          classes: [{ path: 'storageClass', cls: spec.storageClass }],
+          hostsAtOnce: DRILL_HOSTS[input.kind],
+          memoryLimitMiB: spec.host.memoryLimitMiB,
+          volumeBytes: drillVolumeBytes(spec),
+        });
+        refuseEnvironmentProblems(local.problems);
+        warnings.push(...local.warnings);
+      }
+      return { warnings };
+    },
+  };
+}

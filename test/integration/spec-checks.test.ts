@@ -1,0 +1,121 @@
+/**
+ * The spec checked by the real tools on this machine: settings by the `postgres` of the version that will run
+ * (Debian's 15, the tools cache's 17), scripts by the real pgbench. No server, no host: each check takes
+ * milliseconds.
+ */
+import { checkDrillWithTools, checkExperimentWithTools, checkServerSettings, settingsCatalogue } from '../../activities/control/spec-checks';
+import { resolveRestoreDrill } from '../../common/drill-spec';
+import { REFUSED_SETTINGS, refusedSetting } from '../../common/server-settings';
+import { resolveSpec } from '../../common/spec';
+import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
+
+const ci = (over: Record<string, unknown>) => resolveSpec({ preset: 'ci', ...over });
+const settings = (s: Record<string, unknown>, version?: number) => ci({ postgres: { settings: s, ...(version ? { version } : {}) } });
+
+describe('spec checks by the real tools', () => {
+  it('accepts every preset', async () => {
+    for (const preset of ['ci', 'nightly', 'local-quick']) {
+      const outcome = await checkExperimentWithTools(resolveSpec({ preset }), 'control-plane');
+      expect({ preset, ...outcome }).toEqual({ preset, problems: [], notes: [] });
+    }
+    expect(await checkDrillWithTools(resolveRestoreDrill({ preset: 'ci' }), 'control-plane')).toEqual({ problems: [], notes: [] });
+  });
+
+  it("reports every setting the server refuses at once, in the server's own words, naming each field", async () => {
+    const started = Date.now();
+    const { problems } = await checkExperimentWithTools(
+      settings({ shared_bufers: '64MB', max_connections: 'lots', checkpoint_timeout: '5s', wal_sync_method: 'bogus', work_mem: '8MB' }),
+      'control-plane',
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        { path: 'postgres.settings.shared_bufers', message: expect.stringContaining('unrecognized configuration parameter "shared_bufers"; did you mean shared_buffers? fix the name or remove it') },
+        { path: 'postgres.settings.max_connections', message: expect.stringContaining('invalid value for parameter "max_connections": "lots"') },
+        { path: 'postgres.settings.checkpoint_timeout', message: expect.stringContaining('5 s is outside the valid range for parameter "checkpoint_timeout" (30 .. 86400)') },
+        { path: 'postgres.settings.wal_sync_method', message: expect.stringContaining('(Available values: fsync, fdatasync') },
+      ]),
+    );
+    expect(problems).toHaveLength(4);
+    for (const p of problems) expect(p.message).not.toContain('storage-lab-check-');
+  });
+
+  it('refuses a developer option the server knows but does not document', async () => {
+    const { problems } = await checkExperimentWithTools(settings({ trace_notify: 'on' }), 'control-plane');
+    expect(problems).toEqual([{ path: 'postgres.settings.trace_notify', message: expect.stringContaining('developer or internal option') }]);
+  });
+
+  it('asks the server of the version that will run', async () => {
+    if (!findPostgresBinDir(17) || !findPostgresBinDir(15)) throw new Error(`PostgreSQL 15 and 17 are both needed (installed: ${installedPostgresMajors().join(', ')}); run infra/bootstrap.sh`);
+    // summarize_wal is new in 17: 17's server accepts it, 15's does not know it.
+    expect((await checkExperimentWithTools(settings({ summarize_wal: 'on' }, 17), 'control-plane')).problems).toEqual([]);
+    expect((await checkExperimentWithTools(settings({ summarize_wal: 'on' }, 15), 'control-plane')).problems).toEqual([
+      { path: 'postgres.settings.summarize_wal', message: expect.stringContaining('PostgreSQL 15 says: unrecognized configuration parameter "summarize_wal"') },
+    ]);
+  });
+
+  it('names the spec field behind a setting the lab derives', async () => {
+    const { problems } = await checkServerSettings({
+      settings: { max_connections: '99999999' },
+      specSettings: {},
+      version: undefined,
+      derivedFrom: { max_connections: 'workload.clients' },
+      place: 'control-plane',
+      provider: 'local',
+    });
+    expect(problems).toEqual([{ path: 'workload.clients', message: expect.stringContaining('outside the valid range for parameter "max_connections"') }]);
+  });
+
+  it('refuses a refused setting before the server sees it', async () => {
+    const { problems } = await checkServerSettings({
+      settings: { archive_command: 'touch /tmp/x' },
+      specSettings: { archive_command: 'touch /tmp/x' },
+      version: undefined,
+      derivedFrom: {},
+      place: 'control-plane',
+      provider: 'local',
+    });
+    expect(problems).toEqual([{ path: 'postgres.settings.archive_command', message: expect.stringContaining('refused: runs a program') }]);
+  });
+
+  it("refuses by pattern only what the installed servers' catalogues hold of that kind", async () => {
+    // A pattern that caught an ordinary setting would refuse it silently: list what they catch beyond the exact names.
+    const exact = new Set(REFUSED_SETTINGS.map((r) => r.name).filter((n) => typeof n === 'string'));
+    const caught = new Set<string>();
+    for (const major of installedPostgresMajors()) {
+      const bin = findPostgresBinDir(major);
+      if (!bin) continue;
+      for (const name of (await settingsCatalogue(bin)).keys()) if (!exact.has(name) && refusedSetting(name)) caught.add(name);
+    }
+    expect([...caught].sort()).toEqual([
+      'ssl',
+      'ssl_ca_file',
+      'ssl_cert_file',
+      'ssl_ciphers',
+      'ssl_crl_dir',
+      'ssl_crl_file',
+      'ssl_dh_params_file',
+      'ssl_ecdh_curve',
+      'ssl_key_file',
+      'ssl_max_protocol_version',
+      'ssl_min_protocol_version',
+      'ssl_passphrase_command',
+      'ssl_passphrase_command_supports_reload',
+      'ssl_prefer_server_ciphers',
+      ...['recovery_target', 'recovery_target_action', 'recovery_target_inclusive', 'recovery_target_lsn', 'recovery_target_name', 'recovery_target_time', 'recovery_target_timeline', 'recovery_target_xid'],
+    ].sort());
+  });
+
+  it('checks the script with the real pgbench: line, column and command', async () => {
+    const { problems } = await checkExperimentWithTools(ci({ workload: { script: 'UPDATE pgbench_accounts SET abalance = 0 WHERE aid = 1;\n\\set x\n' } }), 'control-plane');
+    expect(problems).toEqual([{ path: 'workload.script', message: expect.stringMatching(/^pgbench 1\d\.\d+ refuses it: line 2: syntax error in command "set" at column 7 of "\\set x"; fix the script$/) }]);
+    const ok = await checkExperimentWithTools(ci({ workload: { script: '\\set aid random(1, 100000 * :scale)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid \\gset\nUPDATE pgbench_accounts SET abalance = :abalance + 1 WHERE aid = :aid;' } }), 'control-plane');
+    expect(ok.problems).toEqual([]);
+  });
+
+  it("lets the version's own pgbench narrow the allowed meta-commands", async () => {
+    // \syncpipeline is allowed by the rules (17+); Debian's pgbench 15, the one that runs locally, does not know it.
+    const { problems } = await checkExperimentWithTools(ci({ workload: { script: '\\startpipeline\nUPDATE pgbench_accounts SET abalance = 0 WHERE aid = 1;\n\\syncpipeline\n\\endpipeline\n' } }), 'control-plane');
+    expect(problems).toEqual([{ path: 'workload.script', message: expect.stringContaining('invalid command in command "syncpipeline"') }]);
+  });
+});
