@@ -7,9 +7,11 @@
  * server-only binaries (infra/bootstrap.sh installs 17) driven by Debian's 15 client tools. pgbench, psql,
  * pg_recvlogical and pg_amcheck 15 work against a 17 server; pg_basebackup and pg_rewind 15 refuse it ("incompatible
  * server version", "clusters are not compatible with this version of pg_rewind") and pgBackRest 2.45 does not know
- * its control file ("unexpected control version = 1700"). On AWS the host installs the requested major from
+ * its control file ("unexpected control version = 1700"); WAL-G v3.0.8 backs 17 up and restores it (backup-push,
+ * wal-push, backup-fetch, wal-fetch replay: checked here). On AWS the host installs the requested major from
  * apt.postgresql.org with matching tools, so these limits are local only.
  */
+import type { BackupToolName } from './backup-store';
 import type { SpecProblem } from './errors';
 
 /** The major whose client tools (and backup tool) a local host has: Debian 12's. */
@@ -35,6 +37,8 @@ export interface VersionNeeds {
   directIo: DirectIoMode;
   /** WAL archiving and base backups (experiment durability, restore drill). */
   backups: boolean;
+  /** The tool that takes them; absent means pgBackRest (what hosts run until a spec names one). */
+  backupTool?: BackupToolName;
   /** Streaming replicas cloned with pg_basebackup and rejoined with pg_rewind (failover drill). */
   replicas: boolean;
   /** Where in the spec each need comes from, for the messages. */
@@ -51,10 +55,10 @@ export function versionProblems(needs: VersionNeeds): SpecProblem[] {
       message: `"${needs.directIo}" needs PostgreSQL ${DIRECT_IO_MIN_MAJOR}+ (debug_io_direct); set ${fields.version} to ${LOCAL_SERVER_MAJOR}${version === undefined ? '' : ` (it is ${version})`} or ${fields.directIo} to "off"`,
     });
   const localNewer = needs.provider === 'local' && version !== undefined && version > LOCAL_CLIENT_MAJOR;
-  if (localNewer && needs.backups)
+  if (localNewer && needs.backups && needs.backupTool !== 'wal-g')
     problems.push({
       path: fields.backups,
-      message: `backups need a backup tool that supports PostgreSQL ${version}; locally that is pgBackRest 2.45, which supports up to ${LOCAL_CLIENT_MAJOR}; set ${fields.version} to ${LOCAL_CLIENT_MAJOR} for backups and drills, or run on AWS`,
+      message: `backups with pgBackRest need PostgreSQL ${LOCAL_CLIENT_MAJOR} here (Debian's pgBackRest 2.45 does not know ${version}'s control file); back up with WAL-G, set ${fields.version} to ${LOCAL_CLIENT_MAJOR}, or run on AWS`,
     });
   if (localNewer && needs.replicas)
     problems.push({

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { postgresSettings } from '../../common/postgres-settings';
+import { versionProblems } from '../../common/postgres-versions';
 import { InvalidSpecError, resolveSpec } from '../../common/spec';
 import { clientTool, findClientBinDir, findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
 
@@ -33,8 +34,8 @@ describe('version rules', () => {
     [{ postgres: { version: 15 } }, 'postgres.directIo', 'needs PostgreSQL 16+'],
     [{ postgres: { version: null } }, 'postgres.directIo', 'set postgres.version to 17'],
     [{ postgres: { directIo: 'wal' } }, 'postgres.directIo', 'must be one of off, data, data+wal'],
-    [{ durability: { enabled: true } }, 'durability.enabled', 'pgBackRest 2.45'],
-    [{ durability: { drills: ['restore'] } }, 'durability.drills', 'supports up to 15'],
+    [{ durability: { enabled: true } }, 'durability.enabled', 'pgBackRest 2.45 does not know 17'],
+    [{ durability: { drills: ['restore'] } }, 'durability.drills', 'back up with WAL-G'],
     [{ durability: { drills: ['failover'] } }, 'durability.drills', 'pg_basebackup / pg_rewind 15 refuse'],
   ])('refuses local-quick with %j, naming %s', (override, field, fragment) => {
     const problems = problemsOf(() => resolveSpec({ preset: 'local-quick', ...override }));
@@ -44,6 +45,13 @@ describe('version rules', () => {
   it('lets 17 back up and replicate on AWS, where the host installs matching tools, and 15 anywhere', () => {
     expect(problemsOf(() => resolveSpec({ preset: 'seed-full', postgres: { version: 17, directIo: 'data' }, durability: { enabled: true, drills: ['failover'], backupStore: { kind: 's3', bucket: 'b-1' } } }))).toEqual([]);
     expect(problemsOf(() => resolveSpec({ preset: 'local-quick', postgres: { version: 15, directIo: 'off' }, durability: { enabled: true, drills: ['restore', 'failover'] } }))).toEqual([]);
+  });
+
+  it('lets WAL-G back up a local 17, and nothing replicate it', () => {
+    const needs = { provider: 'local' as const, version: 17, directIo: 'data' as const, backups: true, replicas: false, fields: { version: 'v', directIo: 'd', backups: 'b', replicas: 'r' } };
+    expect(versionProblems({ ...needs, backupTool: 'wal-g' })).toEqual([]);
+    expect(versionProblems({ ...needs, backupTool: 'pgbackrest' }).map((p) => p.path)).toEqual(['b']);
+    expect(versionProblems({ ...needs, backupTool: 'wal-g', replicas: true }).map((p) => p.path)).toEqual(['r']);
   });
 
   it('keeps local drills on 15', () => {
