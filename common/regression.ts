@@ -8,32 +8,41 @@ import type { SpecProblem } from './errors';
 export const NIGHTLY_PRESET = 'nightly';
 
 export interface VerdictOptions {
-  /** Smallest relative change of median TPS that counts as a change (0.15 = 15 %). */
+  /** Smallest relative change of TPS that counts as a change (0.15 = 15 %). */
   minEffect: number;
-  /** Significance level: the interval is a (1 - alpha) interval and the U test must give p < alpha. */
+  /**
+   * Significance level of each direction: the one-sided t test over runs must give p < alpha, so under no change
+   * at most alpha of runs are called regressed (and at most alpha improved); the interval is a (1 - alpha) interval.
+   */
   alpha: number;
-  /** Bootstrap resamples. */
+  /** Hierarchical bootstrap resamples of the interval. */
   resamples: number;
-  /** Fewest baseline runs (clusters of the class) for any verdict but inconclusive. */
+  /** Fewest baseline runs (clusters of the class, outliers left out) for any verdict but inconclusive; at least 2. */
   minBaselineRuns: number;
-  /** Fewest per-second samples on each side. */
+  /** Fewest per-second samples a run needs to count (its statistic is their median). */
   minSamples: number;
   /** The most recent baseline runs compared against (a pinned baseline is used whole). */
   maxBaselineRuns: number;
+  /** Family-wise level at which a baseline run far outside the others is set aside (0 keeps every run). */
+  outlierAlpha: number;
 }
 
 /**
- * Defaults for one machine shared with other work: run-to-run spread of emulated gp3 was about 10 % between
- * undisturbed runs here, so a change must be at least 15 % to count.
+ * Defaults for one machine shared with other work, where undisturbed runs of emulated gp3 spread by about 10 %
+ * (CV of per-run TPS): a change must be at least 15 % to count. MIN_BASELINE_RUNS_WHY says why 5 runs.
  */
 export const DEFAULT_VERDICT_OPTIONS: VerdictOptions = {
   minEffect: 0.15,
   alpha: 0.05,
   resamples: 4000,
-  minBaselineRuns: 3,
+  minBaselineRuns: 5,
   minSamples: 5,
   maxBaselineRuns: 10,
+  outlierAlpha: 0.01,
 };
+
+/** Options that are fractions, checked above; the rest are counts. */
+const FRACTIONS = ['minEffect', 'alpha', 'outlierAlpha'];
 
 /** Every problem with verdict options, as `regression.<field>` paths. */
 export function verdictOptionProblems(partial: unknown): SpecProblem[] {
@@ -48,7 +57,12 @@ export function verdictOptionProblems(partial: unknown): SpecProblem[] {
     else if (typeof value !== 'number' || !Number.isFinite(value)) problems.push({ path, message: 'must be a number' });
     else if (key === 'minEffect' && !(value > 0 && value < 1)) problems.push({ path, message: 'must be between 0 and 1 (0.15 = 15 %)' });
     else if (key === 'alpha' && !(value > 0 && value < 0.5)) problems.push({ path, message: 'must be between 0 and 0.5 (0.05 is usual)' });
-    else if (key !== 'minEffect' && key !== 'alpha' && (!Number.isInteger(value) || value < 1 || value > 100_000))
+    else if (key === 'outlierAlpha' && !(value >= 0 && value < 0.5))
+      problems.push({ path, message: 'must be from 0 (keep every run) to below 0.5 (0.01 is the default)' });
+    else if (key === 'minBaselineRuns' && (!Number.isInteger(value) || value < 2 || value > 100_000))
+      problems.push({ path, message: 'must be a whole number from 2 (a run-to-run spread needs two runs) to 100000' });
+    else if (FRACTIONS.includes(key)) continue;
+    else if (!Number.isInteger(value) || value < 1 || value > 100_000)
       problems.push({ path, message: 'must be a whole number from 1 to 100000' });
   }
   return problems;
