@@ -4,8 +4,10 @@
  * preset and environment, `history unpin RUN...` releases it.
  */
 import { historyEntry, RunHistory, type HistoryEntry } from '../../activities/control/history';
+import { runSpread } from '../../activities/control/verdict';
 import type { ResultsStore } from '../../activities/control/results-store';
 import type { ExperimentResult } from '../../common/result';
+import { median } from '../../common/stats';
 import { UserError } from '../errors';
 import { printTable } from '../table';
 import { resultsStore } from './report';
@@ -53,10 +55,30 @@ export async function historyCommand(flags: HistoryFlags, given?: ResultsStore):
         ]),
         '  ',
       );
+      for (const line of spreadLines(runs)) console.log(`  ${line}`);
     }
   }
   if (flags.json) console.log(JSON.stringify(shown, null, 2));
   return shown;
+}
+
+/**
+ * Per class, the run-to-run spread of the runs a baseline may draw on (completed, not judged regressed): what a
+ * change must beat to be called a regression.
+ */
+function spreadLines(runs: HistoryEntry[]): string[] {
+  const eligible = runs.filter((e) => e.status === 'completed' && e.verdict?.verdict !== 'regressed');
+  const names = [...new Set(eligible.flatMap((e) => Object.keys(e.classes)))].sort();
+  return names.map((name) => {
+    const medians = eligible
+      .flatMap((e) => e.classes[name]?.units ?? [])
+      .map((u) => median(u.tpsSeries))
+      .filter((m): m is number => m !== null && m > 0);
+    const spread = runSpread(medians);
+    if (!spread) return `${name}: no completed run measured TPS`;
+    const round = (v: number) => Math.round(v).toLocaleString('en-US');
+    return `${name}: run-to-run CV ${spread.cv === null ? '–' : `${(spread.cv * 100).toFixed(1)} %`} over ${medians.length} run${medians.length === 1 ? '' : 's'} not judged regressed (median per-second TPS of each: ${round(spread.min)}-${round(spread.max)})`;
+  });
 }
 
 function verdictCell(e: HistoryEntry): string {
