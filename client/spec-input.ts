@@ -1,5 +1,7 @@
 /** Builds an experiment input from --preset, --spec FILE and --set overrides, and validates it here first. */
 import { readFileSync } from 'node:fs';
+import type { ToolCheckOutcome } from '../activities/control/spec-checks';
+import { formatSpecProblems } from '../common/errors';
 import { InvalidSpecError, resolveSpec, type ExperimentSpec } from '../common/spec';
 import { UserError } from './errors';
 
@@ -64,4 +66,14 @@ export function validateInput(input: Record<string, unknown>): ExperimentSpec {
     if (err instanceof InvalidSpecError) throw new UserError(err.message);
     throw err;
   }
+}
+
+/**
+ * The spec checked by the real tools on this machine (server settings by its postgres, the script by its pgbench)
+ * before any workflow starts, so the person at the terminal hears at once; the workflow's preflight checks again.
+ */
+export async function refuseToolProblems(check: Promise<ToolCheckOutcome>, subject = 'experiment spec'): Promise<void> {
+  const { problems, notes } = await check;
+  if (problems.length) throw new UserError(formatSpecProblems(problems, subject));
+  for (const note of notes) console.log(`note: ${note}`);
 }

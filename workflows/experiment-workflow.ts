@@ -18,10 +18,10 @@ import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../commo
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/drill-result';
 import { runExperimentDrills } from './experiment-drills';
-import { activityCause, failureMessage, resolveOrFail } from './failures';
+import { failureMessage, resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
-import { acceptInput, searchAttributes } from './search-attributes';
+import { acceptInput, preflightOrFail, searchAttributes } from './search-attributes';
 
 export interface ExperimentSummary extends ResultsSummary {
   runId: string;
@@ -54,12 +54,7 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
     storageClasses: Object.keys(s.storageClasses),
   }));
   const startedAt = new Date().toISOString();
-  try {
-    await preflightCalls.preflight({ spec });
-  } catch (err) {
-    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
-    throw activityCause(err);
-  }
+  await preflightOrFail(preflightCalls.preflight({ spec }));
   await resultCalls.saveSpec({ runId, spec });
 
   const clusters = planClusters(spec, runId);

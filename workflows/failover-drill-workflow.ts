@@ -26,8 +26,8 @@ import type { HostRecord } from '../infra/providers/host-provider';
 import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
-import { hostCalls, providerCalls, resultCalls } from './proxies';
-import { acceptInput, drillSearchAttributes, searchAttributes } from './search-attributes';
+import { hostCalls, preflightCalls, providerCalls, resultCalls } from './proxies';
+import { acceptInput, drillSearchAttributes, preflightOrFail, searchAttributes } from './search-attributes';
 
 type WriterResult = Awaited<ReturnType<typeof runFailoverWriter>>;
 
@@ -55,6 +55,8 @@ export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): s
 export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
+  // Settings by the real server, sizes against this environment: before any host exists.
+  await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
   const board = new ProgressBoard(`Failover drill ${runId}`, runId, 1, spec.parentWorkflowId);
   const provider = spec.provider;
   const { writer } = spec;

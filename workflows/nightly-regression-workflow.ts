@@ -17,8 +17,8 @@ import { FAILURE_TYPES, formatSpecProblems } from '../common/errors';
 import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/regression';
 import type { ExperimentInput } from '../common/spec';
 import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
-import { resultCalls } from './proxies';
-import { searchAttributes } from './search-attributes';
+import { preflightCalls, resultCalls } from './proxies';
+import { preflightOrFail, searchAttributes } from './search-attributes';
 
 export interface NightlyRegressionInput extends ExperimentInput {
   regression?: Partial<VerdictOptions>;
@@ -45,6 +45,8 @@ export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = 
       details: problems,
     });
 
+  // The experiment's own preflight, here: a spec the tools refuse starts no child.
+  await preflightOrFail(preflightCalls.preflight({ spec }));
   const runId = `${workflowInfo().workflowId}/experiment`;
   upsertSearchAttributes(searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', status: 'running' }));
   details('running the experiment', `Experiment \`${runId}\` (preset ${spec.preset ?? 'custom'}): its own page shows its progress.`);

@@ -23,8 +23,8 @@ import { accountRows } from '../common/spec';
 import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
-import { hostCalls, providerCalls, resultCalls } from './proxies';
-import { acceptInput, drillSearchAttributes, searchAttributes } from './search-attributes';
+import { hostCalls, preflightCalls, providerCalls, resultCalls } from './proxies';
+import { acceptInput, drillSearchAttributes, preflightOrFail, searchAttributes } from './search-attributes';
 
 /** The drill's steps in order, for its progress percentage. */
 const STEPS = [
@@ -48,6 +48,8 @@ const STEPS = [
 export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
   const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
+  // Settings by the real server, sizes against this environment: before any host exists.
+  await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
   const board = new ProgressBoard(`Restore drill ${runId}`, runId, 1, spec.parentWorkflowId);
   const provider = spec.provider;
   const source = hostIdFor(runId, 'source', 0);

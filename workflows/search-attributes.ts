@@ -2,7 +2,7 @@
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
 import { SEARCH_ATTRIBUTES } from '../common/names';
-import { resolveOrFail } from './failures';
+import { activityCause, resolveOrFail } from './failures';
 
 const keys = {
   experiment: defineSearchAttributeKey(SEARCH_ATTRIBUTES.experiment.name, SearchAttributeType.KEYWORD),
@@ -46,6 +46,19 @@ export function acceptInput<S>(
   }
   upsertSearchAttributes(searchAttributes({ ...describe(spec), status: 'running' }));
   return spec;
+}
+
+/**
+ * Awaits a preflight activity (the spec checked by the real tools, this environment against it): a failure marks
+ * the run "invalid" and fails it with the activity's own failure, naming the field and the fix.
+ */
+export async function preflightOrFail<T>(preflight: Promise<T>): Promise<T> {
+  try {
+    return await preflight;
+  } catch (err) {
+    upsertSearchAttributes(searchAttributes({ status: 'invalid' }));
+    throw activityCause(err);
+  }
 }
 
 /** What a drill is, for the lab's search attributes. */

@@ -6,6 +6,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runFolderName } from '../../activities/control/results-store';
+import { checkDrillWithTools } from '../../activities/control/spec-checks';
 import type { DrillResult, DrillSummary } from '../../common/drill-result';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
@@ -15,7 +16,7 @@ import { restoreSection, failoverSection } from '../../activities/control/report
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
-import { buildInput, type SpecFlags } from '../spec-input';
+import { buildInput, refuseToolProblems, type SpecFlags } from '../spec-input';
 import { failureMessage } from '../../workflows/failures';
 
 export type DrillKind = 'restore' | 'failover';
@@ -34,13 +35,15 @@ const DRILLS = {
 export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<string> {
   const drill = DRILLS[kind];
   const input = buildInput(flags);
-  let name: string;
+  let spec: ReturnType<typeof drill.resolve>;
   try {
-    name = drill.resolve(input).name;
+    spec = drill.resolve(input);
   } catch (err) {
     if (err instanceof InvalidSpecError) throw new UserError(err.message);
     throw err;
   }
+  await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${kind} drill spec`);
+  const { name } = spec;
   const runId = flags.id ?? `drill-${kind}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
   const lab = await connectClient();
   try {

@@ -8,12 +8,13 @@ import { planRun } from '../../common/plan';
 import type { ExperimentSpec } from '../../common/spec';
 import { labPaths } from '../../infra/lab-paths';
 import { runFolderName } from '../../activities/control/results-store';
+import { checkExperimentWithTools } from '../../activities/control/spec-checks';
 import type { ExperimentSummary } from '../../workflows/experiment-workflow';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
-import { buildInput, validateInput, type SpecFlags } from '../spec-input';
+import { buildInput, refuseToolProblems, validateInput, type SpecFlags } from '../spec-input';
 
 export interface RunFlags extends SpecFlags {
   out?: string;
@@ -39,6 +40,7 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
 export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | string> {
   const input = buildInput(flags);
   const spec = validateInput(input);
+  await refuseToolProblems(checkExperimentWithTools(spec, 'cli'));
   const runId = flags.id ?? defaultRunId(spec);
   const missingAws = awsRunProblems(spec).map((p) => `  - ${p.path}: ${p.message}`);
   const printCost = () => spec.provider === 'aws' && console.log(formatCost(estimateCost(spec)).join('\n'));

@@ -9,6 +9,7 @@ import {
   ScheduleOverlapPolicy,
   type ScheduleExecutionActionResult,
 } from '@temporalio/client';
+import { checkDrillWithTools, checkExperimentWithTools } from '../../activities/control/spec-checks';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { formatSpecProblems } from '../../common/errors';
 import { WORKFLOW_TYPES } from '../../common/names';
@@ -18,7 +19,7 @@ import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl, type LabClient } from '../connection';
 import { UserError } from '../errors';
 import { printTable } from '../table';
-import { buildInput, validateInput, type SpecFlags } from '../spec-input';
+import { buildInput, refuseToolProblems, validateInput, type SpecFlags } from '../spec-input';
 
 /** Workflows a schedule can start, by the name the CLI takes. */
 export const SCHEDULABLE_WORKFLOWS = {
@@ -40,8 +41,11 @@ export interface ScheduleCreateFlags extends SpecFlags {
   paused?: boolean;
 }
 
-/** What a schedule of `workflow` starts: the workflow type and its one input object, checked where we can. */
-export function scheduledAction(flags: ScheduleCreateFlags): { workflowType: string; input: Record<string, unknown> } {
+/**
+ * What a schedule of `workflow` starts: the workflow type and its one input object, checked where we can (the
+ * spec's rules, then the real tools on this machine), so a schedule never fires a run that is refused at once.
+ */
+export async function scheduledAction(flags: ScheduleCreateFlags): Promise<{ workflowType: string; input: Record<string, unknown> }> {
   const names = Object.keys(SCHEDULABLE_WORKFLOWS);
   if (!names.includes(flags.workflow))
     throw new UserError(`--workflow ${flags.workflow}: unknown; use one of: ${names.join(', ')}`);
@@ -49,19 +53,22 @@ export function scheduledAction(flags: ScheduleCreateFlags): { workflowType: str
   const input = buildInput(flags);
   if (workflow === 'nightly') {
     const { regression, ...experiment } = input;
-    validateInput({ preset: NIGHTLY_PRESET, ...experiment });
+    const spec = validateInput({ preset: NIGHTLY_PRESET, ...experiment });
     const problems = verdictOptionProblems(regression);
     if (problems.length) throw new UserError(formatSpecProblems(problems));
+    await refuseToolProblems(checkExperimentWithTools(spec, 'cli'));
   } else if (workflow === 'experiment') {
-    validateInput(input);
+    await refuseToolProblems(checkExperimentWithTools(validateInput(input), 'cli'));
   } else if (workflow === 'restore-drill' || workflow === 'failover-drill') {
     const resolve = workflow === 'restore-drill' ? resolveRestoreDrill : resolveFailoverDrill;
+    let spec: ReturnType<typeof resolve>;
     try {
-      resolve(input);
+      spec = resolve(input);
     } catch (err) {
       if (err instanceof InvalidSpecError) throw new UserError(err.message);
       throw err;
     }
+    await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${workflow.replace('-', ' ')} spec`);
   }
   return { workflowType: SCHEDULABLE_WORKFLOWS[workflow], input };
 }
@@ -86,7 +93,7 @@ async function withLab<T>(fn: (lab: LabClient) => Promise<T>): Promise<T> {
 
 export async function scheduleCreateCommand(name: string, flags: ScheduleCreateFlags): Promise<void> {
   checkScheduleName(name);
-  const { workflowType, input } = scheduledAction(flags);
+  const { workflowType, input } = await scheduledAction(flags);
   await withLab(async (lab) => {
     try {
       await lab.client.schedule.create({

@@ -1,89 +1,136 @@
 /**
- * Malformed input through the workflows (experiment, nightly regression, restore and failover drills) on the real
- * server with the real control worker: every spec below is rejected before anything is provisioned (no
- * provisionHost scheduled, no child workflow, no host folder), with a non-retryable failure naming the field.
+ * Hostile and malformed specs (issue 9), through every way a run starts: a workflow start on the real server with
+ * the real control worker (what the UI and schedules do), `storage-lab run|drill --spec FILE`, and the official
+ * `temporal workflow start --input-file`. Every spec below is refused before any host exists: the failure names the
+ * field and the fix and is non-retryable; nothing but the preflight ran, no child workflow started, nothing was
+ * created; the CLI exits 2 without starting a workflow; and the programs the hostile ones ask for never ran (each
+ * would touch a marker file in a folder anyone may write).
  */
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { runProcess } from '../../activities/lib/process-runner';
 import { WORKFLOW_TYPES } from '../../common/names';
+import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { temporalBinary } from '../../infra/temporal/dev-server';
 import { startTestLab, type TestLab } from '../helpers/lab';
-import { uniqueId } from '../helpers/temporal';
+import { serverAddress, uniqueId } from '../helpers/temporal';
+
+type FailureType = 'InvalidSpecError' | 'PreflightError';
 
 interface Case {
   name: string;
   input: unknown;
   /** The dotted path the failure must name, as "<path>:". */
   field: string;
-  type?: 'InvalidSpecError' | 'PreflightError';
+  /** A piece of the fix the message must suggest. */
+  fix: string;
+  type?: FailureType;
   workflow?: string;
+  /** The one activity it may run: the preflight that found the problem with the real tools or this environment. */
+  preflight?: 'preflight' | 'preflightDrill';
+  /** False for checks of the control worker's own environment, which the CLI cannot make for it. */
+  cli?: boolean;
 }
 
+/** Programs the hostile specs ask for would touch a file here; nobody may, so the folder must stay empty. */
+const markers = mkdtempSync(path.join(process.env.STORAGE_LAB_TEST_DIR ?? '/tmp', 'hostile-markers-'));
+chmodSync(markers, 0o1777);
+let markerCount = 0;
+const marker = () => path.join(markers, `ran-${++markerCount}`);
+
 const ci = (over: Record<string, unknown>) => ({ preset: 'ci', ...over });
+const withSettings = (settings: Record<string, unknown>) => ci({ postgres: { settings } });
+const UPDATE = 'UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1;';
+const refused = (name: string, value: unknown, fix = 'remove it'): Case => ({
+  name: `refused setting ${name}`,
+  input: withSettings({ [name]: value }),
+  field: `postgres.settings.${name}`,
+  fix,
+});
+const tool = (c: Omit<Case, 'preflight'>): Case => ({ ...c, preflight: c.workflow === WORKFLOW_TYPES.restoreDrill || c.workflow === WORKFLOW_TYPES.failoverDrill ? 'preflightDrill' : 'preflight' });
 
 const CASES: Case[] = [
-  { name: 'unknown preset', input: { preset: 'huge' }, field: 'preset' },
-  { name: 'not an object (a bare string in the UI form)', input: 'ci', field: '(spec)' },
-  { name: 'unknown top-level field', input: ci({ clients: 8 }), field: 'clients' },
-  { name: 'zero clients', input: ci({ workload: { clients: 0 } }), field: 'workload.clients' },
-  { name: 'more threads than clients', input: ci({ workload: { threads: 16 } }), field: 'workload.threads' },
-  { name: 'duration as text', input: ci({ workload: { durationSeconds: 'ten' } }), field: 'workload.durationSeconds' },
-  { name: 'empty pgbench script', input: ci({ workload: { script: '' } }), field: 'workload.script' },
-  { name: 'scale 0', input: ci({ data: { scale: 0 } }), field: 'data.scale' },
-  { name: 'tiny load chunks', input: ci({ data: { chunkRows: 10 } }), field: 'data.chunkRows' },
-  { name: 'EBS class on the local provider', input: ci({ storageClasses: { gp3: { kind: 'ebs' } } }), field: 'storageClasses.gp3.kind' },
-  { name: 'IOPS on a local disk', input: ci({ storageClasses: { 'local-disk': { iops: 3000 } } }), field: 'storageClasses.local-disk.iops' },
-  { name: 'IOPS below gp3 range', input: ci({ storageClasses: { gp3: { iops: 50 } } }), field: 'storageClasses.gp3.iops' },
-  { name: 'storage class name with capitals', input: ci({ storageClasses: { Fast_Disk: { kind: 'local-disk' } } }), field: 'storageClasses.Fast_Disk' },
-  { name: 'compare names a missing class', input: ci({ compare: { baseline: 'nvme', candidate: 'gp3' } }), field: 'compare.baseline' },
-  { name: 'memory limit below the minimum', input: ci({ host: { memoryLimitMiB: 32 } }), field: 'host.memoryLimitMiB' },
-  { name: 'shared_buffers above the memory limit', input: ci({ postgres: { sharedBuffersMiB: 1024 } }), field: 'host.memoryLimitMiB' },
-  { name: 'settings key with a space', input: ci({ postgres: { settings: { 'work mem': '4MB' } } }), field: 'postgres.settings.work mem' },
-  { name: 'sampler too fast', input: ci({ sampler: { intervalMs: 1 } }), field: 'sampler.intervalMs' },
-  { name: 'too many clusters per class', input: ci({ clustersPerClass: 100 }), field: 'clustersPerClass' },
-  { name: 'negative expiry', input: ci({ expiresAfterHours: -1 }), field: 'expiresAfterHours' },
-  { name: 'aws provider without an aws section', input: ci({ provider: 'aws', storageClasses: { 'local-disk': null, gp3: { kind: 'ebs' } } }), field: 'aws' },
-  {
-    name: 'PostgreSQL version not installed here',
-    input: ci({ postgres: { version: 13 } }),
-    field: 'postgres.version',
-    type: 'PreflightError',
-  },
-  {
-    name: 'memory limit beyond this machine',
-    input: ci({ host: { memoryLimitMiB: 900_000 } }),
-    field: 'host.memoryLimitMiB',
-    type: 'PreflightError',
-  },
-  {
-    name: 'nightly: bad regression option',
-    input: { preset: 'ci', regression: { minEffect: 3 } },
-    field: 'regression.minEffect',
-    workflow: WORKFLOW_TYPES.nightlyRegression,
-  },
-  {
-    name: 'restore drill: unknown recovery target',
-    input: { preset: 'ci', target: 'yesterday' },
-    field: 'target',
-    workflow: WORKFLOW_TYPES.restoreDrill,
-  },
-  {
-    name: 'restore drill: no table to checksum',
-    input: { preset: 'ci', checksumTables: [] },
-    field: 'checksumTables',
-    workflow: WORKFLOW_TYPES.restoreDrill,
-  },
-  {
-    name: 'failover drill: zero rounds',
-    input: { preset: 'ci', rounds: 0 },
-    field: 'rounds',
-    workflow: WORKFLOW_TYPES.failoverDrill,
-  },
-  {
-    name: 'nightly: bad spec field',
-    input: { preset: 'ci', data: { scale: -5 } },
-    field: 'data.scale',
-    workflow: WORKFLOW_TYPES.nightlyRegression,
-  },
+  // The 28 malformed specs of before.
+  { name: 'unknown preset', input: { preset: 'huge' }, field: 'preset', fix: 'use one of' },
+  { name: 'not an object (a bare string in the UI form)', input: 'ci', field: '(spec)', fix: '{"preset":"local-quick"}' },
+  { name: 'unknown top-level field', input: ci({ clients: 8 }), field: 'clients', fix: 'remove it or check its spelling' },
+  { name: 'zero clients', input: ci({ workload: { clients: 0 } }), field: 'workload.clients', fix: 'at least 1' },
+  { name: 'more threads than clients', input: ci({ workload: { threads: 16 } }), field: 'workload.threads', fix: 'threads <= clients' },
+  { name: 'duration as text', input: ci({ workload: { durationSeconds: 'ten' } }), field: 'workload.durationSeconds', fix: 'whole number' },
+  { name: 'empty pgbench script', input: ci({ workload: { script: '' } }), field: 'workload.script', fix: 'must not be empty' },
+  { name: 'scale 0', input: ci({ data: { scale: 0 } }), field: 'data.scale', fix: 'at least 1' },
+  { name: 'tiny load chunks', input: ci({ data: { chunkRows: 10 } }), field: 'data.chunkRows', fix: 'at least 1000' },
+  { name: 'EBS class on the local provider', input: ci({ storageClasses: { gp3: { kind: 'ebs' } } }), field: 'storageClasses.gp3.kind', fix: 'use local-disk or emulated-ebs' },
+  { name: 'IOPS on a local disk', input: ci({ storageClasses: { 'local-disk': { iops: 3000 } } }), field: 'storageClasses.local-disk.iops', fix: 'remove them' },
+  { name: 'IOPS below gp3 range', input: ci({ storageClasses: { gp3: { iops: 50 } } }), field: 'storageClasses.gp3.iops', fix: 'at least 100' },
+  { name: 'storage class name with capitals', input: ci({ storageClasses: { Fast_Disk: { kind: 'local-disk' } } }), field: 'storageClasses.Fast_Disk', fix: 'lower-case' },
+  { name: 'compare names a missing class', input: ci({ compare: { baseline: 'nvme', candidate: 'gp3' } }), field: 'compare.baseline', fix: 'use one of' },
+  { name: 'memory limit below the minimum', input: ci({ host: { memoryLimitMiB: 32 } }), field: 'host.memoryLimitMiB', fix: 'at least 64' },
+  { name: 'shared_buffers above the memory limit', input: ci({ postgres: { sharedBuffersMiB: 1024 } }), field: 'host.memoryLimitMiB', fix: 'raise host.memoryLimitMiB' },
+  { name: 'settings key with a space', input: withSettings({ 'work mem': '4MB' }), field: 'postgres.settings.work mem', fix: 'lower-case letters, underscores' },
+  { name: 'sampler too fast', input: ci({ sampler: { intervalMs: 1 } }), field: 'sampler.intervalMs', fix: 'at least 10' },
+  { name: 'too many clusters per class', input: ci({ clustersPerClass: 100 }), field: 'clustersPerClass', fix: 'at most 16' },
+  { name: 'negative expiry', input: ci({ expiresAfterHours: -1 }), field: 'expiresAfterHours', fix: '>0' },
+  { name: 'aws provider without an aws section', input: ci({ provider: 'aws', storageClasses: { 'local-disk': null, gp3: { kind: 'ebs' } } }), field: 'aws', fix: 'needs an aws section' },
+  { name: 'PostgreSQL version not installed here', input: ci({ postgres: { version: 13 } }), field: 'postgres.version', fix: 'install it', type: 'PreflightError', preflight: 'preflight', cli: false },
+  { name: 'memory limit beyond this machine', input: ci({ host: { memoryLimitMiB: 900_000 } }), field: 'host.memoryLimitMiB', fix: 'lower host.memoryLimitMiB', type: 'PreflightError', preflight: 'preflight', cli: false },
+  { name: 'nightly: bad regression option', input: { preset: 'ci', regression: { minEffect: 3 } }, field: 'regression.minEffect', fix: 'must be between 0 and 1', workflow: WORKFLOW_TYPES.nightlyRegression },
+  { name: 'restore drill: unknown recovery target', input: { preset: 'ci', target: 'yesterday' }, field: 'target', fix: 'must be "time", "lsn" or "latest"', workflow: WORKFLOW_TYPES.restoreDrill },
+  { name: 'restore drill: no table to checksum', input: { preset: 'ci', checksumTables: [] }, field: 'checksumTables', fix: 'at least one table', workflow: WORKFLOW_TYPES.restoreDrill },
+  { name: 'failover drill: zero rounds', input: { preset: 'ci', rounds: 0 }, field: 'rounds', fix: 'at least 1', workflow: WORKFLOW_TYPES.failoverDrill },
+  { name: 'nightly: bad spec field', input: { preset: 'ci', data: { scale: -5 } }, field: 'data.scale', fix: 'at least 1', workflow: WORKFLOW_TYPES.nightlyRegression },
+
+  // Scripts that run programs, or that pgbench refuses.
+  { name: '\\shell touching a marker', input: ci({ workload: { script: `\\shell touch ${marker()}\n${UPDATE}` } }), field: 'workload.script', fix: '\\shell is refused' },
+  { name: '\\setshell', input: ci({ workload: { script: `\\setshell x touch ${marker()}\n${UPDATE}` } }), field: 'workload.script', fix: '\\setshell is refused' },
+  { name: '\\SHELL after SQL on one line', input: ci({ workload: { script: `${UPDATE} \\SHELL touch ${marker()}` } }), field: 'workload.script', fix: '\\SHELL is refused' },
+  { name: 'nightly: \\shell', input: { preset: 'ci', workload: { script: `\\shell touch ${marker()}\n${UPDATE}` } }, field: 'workload.script', fix: 'remove it', workflow: WORKFLOW_TYPES.nightlyRegression },
+  tool({ name: 'script syntax error (pgbench)', input: ci({ workload: { script: `${UPDATE}\n\\set aid\n` } }), field: 'workload.script', fix: 'syntax error in command "set" at column 9' }),
+  { name: 'read-only script with the backlog on', input: ci({ workload: { script: 'SELECT abalance FROM pgbench_accounts WHERE aid = 1;' } }), field: 'workload.script', fix: 'set phases.backlog.enabled to false' },
+
+  // Settings: unknown, bad, multi-line, and every family that runs programs or moves files and sockets.
+  tool({ name: 'unknown setting', input: withSettings({ shared_bufers: '64MB' }), field: 'postgres.settings.shared_bufers', fix: 'did you mean shared_buffers?' }),
+  tool({ name: 'bad value', input: withSettings({ max_connections: 'lots' }), field: 'postgres.settings.max_connections', fix: 'set a value it accepts' }),
+  tool({ name: 'value out of range', input: withSettings({ checkpoint_timeout: '5s' }), field: 'postgres.settings.checkpoint_timeout', fix: '(30 .. 86400)' }),
+  tool({ name: 'developer option', input: withSettings({ trace_notify: true }), field: 'postgres.settings.trace_notify', fix: 'remove it' }),
+  { name: 'newline in a value', input: withSettings({ search_path: 'public\narchive_command = x' }), field: 'postgres.settings.search_path', fix: 'remove newlines' },
+  refused('archive_command', `touch ${marker()}`),
+  refused('restore_command', `touch ${marker()}`),
+  refused('archive_cleanup_command', `touch ${marker()}`),
+  refused('recovery_end_command', `touch ${marker()}`),
+  refused('ssl_passphrase_command', `touch ${marker()}`),
+  refused('shared_preload_libraries', 'auto_explain'),
+  refused('dynamic_library_path', markers),
+  refused('jit_provider', 'evil'),
+  refused('data_directory', markers),
+  refused('hba_file', marker()),
+  refused('external_pid_file', marker()),
+  refused('log_directory', markers),
+  refused('include', marker()),
+  refused('ssl_key_file', '/etc/shadow'),
+  refused('listen_addresses', '*'),
+  refused('port', 5432),
+  refused('unix_socket_directories', markers),
+  refused('archive_mode', 'on', 'set durability.enabled instead'),
+  refused('wal_level', 'minimal'),
+  refused('synchronous_standby_names', '*'),
+  refused('zero_damaged_pages', 'on'),
+  { name: "an extension's setting", input: withSettings({ 'auto_explain.log_min_duration': 0 }), field: 'postgres.settings.auto_explain.log_min_duration', fix: 'remove it' },
+
+  // Sizes that cannot fit.
+  { name: '2000 clients on ci (384 MiB hosts)', input: ci({ workload: { clients: 2000 } }), field: 'workload.clients', fix: 'lower workload.clients to at most' },
+  { name: 'clients above max_connections', input: ci({ workload: { clients: 64, threads: 2 }, postgres: { settings: { max_connections: 40 } } }), field: 'postgres.settings.max_connections', fix: 'raise max_connections to at least 69' },
+  { name: 'sizeGiB too small', input: ci({ storageClasses: { gp3: { sizeGiB: 0.25 } } }), field: 'storageClasses.gp3.sizeGiB', fix: 'raise it to at least' },
+
+  // The drills and the nightly run, through the tools.
+  { name: 'restore drill: archive_command', input: { preset: 'ci', postgres: { settings: { archive_command: `touch ${marker()}` } } }, field: 'postgres.settings.archive_command', fix: 'remove it', workflow: WORKFLOW_TYPES.restoreDrill },
+  { name: 'failover drill: restore_command', input: { preset: 'ci', postgres: { settings: { restore_command: `touch ${marker()}` } } }, field: 'postgres.settings.restore_command', fix: 'remove it', workflow: WORKFLOW_TYPES.failoverDrill },
+  { name: 'restore drill: more clients than max_connections', input: { preset: 'ci', host: { memoryLimitMiB: 4096 }, workload: { clients: 200 } }, field: 'workload.clients', fix: 'lower workload.clients to at most 94', workflow: WORKFLOW_TYPES.restoreDrill },
+  tool({ name: 'restore drill: bad value (server)', input: { preset: 'ci', postgres: { settings: { work_mem: 'lots' } } }, field: 'postgres.settings.work_mem', fix: 'set a value it accepts', workflow: WORKFLOW_TYPES.restoreDrill }),
+  tool({ name: 'failover drill: unknown setting (server)', input: { preset: 'ci', postgres: { settings: { wal_keep_segments: 64 } } }, field: 'postgres.settings.wal_keep_segments', fix: 'fix the name or remove it', workflow: WORKFLOW_TYPES.failoverDrill }),
+  tool({ name: 'nightly: bad value (server), no child', input: { preset: 'ci', postgres: { settings: { wal_sync_method: 'bogus' } } }, field: 'postgres.settings.wal_sync_method', fix: 'Available values', workflow: WORKFLOW_TYPES.nightlyRegression }),
 ];
 
 /** What the run did on the server: activity types it scheduled and children it started. */
@@ -99,50 +146,111 @@ async function sideEffects(client: Client, workflowId: string): Promise<{ activi
   };
 }
 
-describe('malformed specs (faults)', () => {
+/** Problems of one refused run: its failure and what it did on the server. */
+async function judge(client: Client, c: Case, workflowId: string, failure: unknown): Promise<string[]> {
+  if (!(failure instanceof WorkflowFailedError)) return [`${c.name}: not rejected (${String(failure)})`];
+  const problems: string[] = [];
+  const cause = failure.cause as { type?: string; nonRetryable?: boolean; message: string };
+  const type = c.type ?? 'InvalidSpecError';
+  if (cause.type !== type) problems.push(`${c.name}: failure type ${cause.type}, expected ${type}`);
+  if (!cause.nonRetryable) problems.push(`${c.name}: retryable`);
+  if (!cause.message.includes(`${c.field}:`)) problems.push(`${c.name}: message does not name ${c.field}: ${cause.message}`);
+  if (!cause.message.includes(c.fix)) problems.push(`${c.name}: message does not suggest "${c.fix}": ${cause.message}`);
+  const done = await sideEffects(client, workflowId);
+  const expected = c.preflight ? [c.preflight] : [];
+  if (done.activities.join() !== expected.join() || done.children)
+    problems.push(`${c.name}: ran [${done.activities.join(', ')}] and ${done.children} children; expected [${expected.join(', ')}] and none`);
+  return problems;
+}
+
+/** Runs fn over items, at most `limit` at once (CLI processes on 2 shared cores). */
+async function inBatches<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += limit) out.push(...(await Promise.all(items.slice(i, i + limit).map(fn))));
+  return out;
+}
+
+const CLI_COMMANDS: Record<string, string[]> = {
+  [WORKFLOW_TYPES.experiment]: ['run'],
+  [WORKFLOW_TYPES.restoreDrill]: ['drill', 'restore'],
+  [WORKFLOW_TYPES.failoverDrill]: ['drill', 'failover'],
+};
+
+describe('hostile and malformed specs (faults)', () => {
   let lab: TestLab;
   beforeAll(async () => {
-    lab = await startTestLab('malformed');
+    lab = await startTestLab('hostile');
   });
   afterAll(async () => {
     await lab?.close();
   });
+  afterAll(() => {
+    // The last word, after every path: no program a spec asked for ever ran.
+    expect(readdirSync(markers)).toEqual([]);
+  });
 
-  it(`rejects ${CASES.length} malformed specs before provisioning anything, naming the field`, async () => {
+  it(`refuses ${CASES.length} specs started as workflows (the UI's path) before any host exists, naming field and fix`, async () => {
     const runs = await Promise.all(
       CASES.map(async (c) => {
-        const workflowId = uniqueId('bad');
-        const handle = await lab.client.workflow.start(c.workflow ?? WORKFLOW_TYPES.experiment, {
-          taskQueue: lab.taskQueue,
-          workflowId,
-          args: [c.input],
-        });
-        const failure = await handle.result().then(
-          () => null,
-          (e: unknown) => e,
-        );
-        return { c, workflowId, failure };
+        const workflowId = uniqueId('hostile');
+        const handle = await lab.client.workflow.start(c.workflow ?? WORKFLOW_TYPES.experiment, { taskQueue: lab.taskQueue, workflowId, args: [c.input] });
+        return { c, workflowId, failure: await handle.result().then(() => null, (e: unknown) => e) };
       }),
     );
-    const problems: string[] = [];
-    for (const { c, workflowId, failure } of runs) {
-      if (!(failure instanceof WorkflowFailedError)) {
-        problems.push(`${c.name}: not rejected`);
-        continue;
-      }
-      const cause = failure.cause as { type?: string; nonRetryable?: boolean; message: string };
-      const type = c.type ?? 'InvalidSpecError';
-      if (cause.type !== type) problems.push(`${c.name}: failure type ${cause.type}, expected ${type}`);
-      if (!cause.nonRetryable) problems.push(`${c.name}: retryable`);
-      if (!cause.message.includes(`${c.field}:`)) problems.push(`${c.name}: message does not name ${c.field}: ${cause.message}`);
-      const done = await sideEffects(lab.client, workflowId);
-      const allowed = type === 'PreflightError' ? ['preflight'] : [];
-      const extra = done.activities.filter((a) => !allowed.includes(a));
-      if (extra.length || done.children) problems.push(`${c.name}: ran ${extra.join(', ')} and ${done.children} children`);
-    }
+    const problems = (await Promise.all(runs.map(({ c, workflowId, failure }) => judge(lab.client, c, workflowId, failure)))).flat();
     expect(problems).toEqual([]);
-    expect(CASES.length).toBeGreaterThanOrEqual(15);
+    expect(markerCount).toBeGreaterThanOrEqual(12);
     // Nothing was created: no host folder, no mount, no loop device, no cgroup, no process.
     expect(lab.leftovers([])).toEqual([]);
+    expect(readdirSync(markers)).toEqual([]);
+  });
+
+  it('refuses them through storage-lab run|drill --spec FILE: exit code 2, field and fix, no workflow started', async () => {
+    const cases = CASES.filter((c) => c.cli !== false && CLI_COMMANDS[c.workflow ?? WORKFLOW_TYPES.experiment]);
+    const dir = mkdtempSync(path.join(lab.paths.home, 'specs-'));
+    const env = { ...process.env, TEMPORAL_ADDRESS: serverAddress(), STORAGE_LAB_CONTROL_QUEUE: lab.taskQueue, STORAGE_LAB_HOME: lab.paths.home };
+    const results = await inBatches(cases, 4, async (c) => {
+      const file = path.join(dir, `${uniqueId('spec')}.json`);
+      writeFileSync(file, JSON.stringify(c.input));
+      const workflowId = uniqueId('hostile-cli');
+      const args = [path.join(PROJECT_ROOT, 'dist/client/cli.js'), ...CLI_COMMANDS[c.workflow ?? WORKFLOW_TYPES.experiment], '--spec', file, '--id', workflowId];
+      const r = await runProcess(process.execPath, args, { env, timeoutMs: 60_000, okExitCodes: [0, 1, 2] });
+      const started = await lab.client.workflow.getHandle(workflowId).describe().then(
+        () => true,
+        (e: unknown) => !(e instanceof WorkflowNotFoundError),
+      );
+      const problems: string[] = [];
+      if (r.exitCode !== 2) problems.push(`${c.name}: exit code ${r.exitCode}\n${r.stdout}${r.stderr}`);
+      if (!r.stderr.includes(`${c.field}:`)) problems.push(`${c.name}: stderr does not name ${c.field}: ${r.stderr}`);
+      if (!r.stderr.includes(c.fix)) problems.push(`${c.name}: stderr does not suggest "${c.fix}": ${r.stderr}`);
+      if (started) problems.push(`${c.name}: a workflow was started`);
+      return problems;
+    });
+    expect(results.flat()).toEqual([]);
+    expect(cases.length).toBeGreaterThanOrEqual(50);
+    expect(lab.leftovers([])).toEqual([]);
+  });
+
+  it('refuses them through the official temporal workflow start --input-file', async () => {
+    const picked = ['\\shell touching a marker', 'unknown setting', 'refused setting archive_command', 'nightly: bad value (server), no child', 'restore drill: archive_command'];
+    const cases = picked.map((name) => CASES.find((c) => c.name === name)!);
+    const dir = mkdtempSync(path.join(lab.paths.home, 'inputs-'));
+    const problems = (
+      await Promise.all(
+        cases.map(async (c) => {
+          const file = path.join(dir, `${uniqueId('input')}.json`);
+          writeFileSync(file, JSON.stringify(c.input));
+          const workflowId = uniqueId('hostile-temporal');
+          const args = ['workflow', 'start', '--address', serverAddress(), '--namespace', 'default', '--task-queue', lab.taskQueue];
+          args.push('--type', c.workflow ?? WORKFLOW_TYPES.experiment, '--workflow-id', workflowId, '--input-file', file);
+          await runProcess(temporalBinary(), args, { timeoutMs: 60_000 });
+          const failure = await lab.client.workflow.getHandle(workflowId).result().then(() => null, (e: unknown) => e);
+          return judge(lab.client, c, workflowId, failure);
+        }),
+      )
+    ).flat();
+    expect(problems).toEqual([]);
+    expect(lab.leftovers([])).toEqual([]);
+    expect(existsSync(markers) && readdirSync(markers)).toEqual([]);
   });
 });
