@@ -16,6 +16,10 @@ type Calls = string[];
 
 function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<ControlActivities> {
   return {
+    async preflightDrill() {
+      calls.push('preflightDrill');
+      return { warnings: [] };
+    },
     async prepareBackupStore() {
       calls.push('prepareBackupStore');
       return { kind: 'folder', path: '/tmp/backups/run' };
@@ -203,6 +207,8 @@ describe('drill workflows with mocked activities', () => {
     expect(result.verdict).toMatch(/^failed: recovery failed: recovery ended before .*archive: missing from the archive: 000000010000000000000005/);
     expect(result.rto).toBeNull();
     expect(result.rpo).toEqual({ seconds: 0.5, bytes: 256, lostMarkers: null, lostWindowSeconds: null });
+    // The spec was checked before anything was created.
+    expect(calls[0]).toBe('preflightDrill');
     // The source died at the failure point, before the restore; nothing is verified after a failed recovery.
     expect(calls.indexOf(`kill ${source}`)).toBeLessThan(calls.indexOf(`provision ${restore}`));
     expect(calls).not.toContain(`verifyRestore ${restore}`);
