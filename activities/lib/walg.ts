@@ -83,6 +83,9 @@ export function renderWalgConfig(input: WalgConfigInput): Record<string, string>
     WALG_DELTA_MAX_STEPS: '6',
     // An archived segment is never replaced by different bytes of the same name (a retried push of the same file is fine).
     WALG_PREVENT_WAL_OVERWRITE: 'true',
+    // wal-push uploads the next ready segments too; left to Postgres to mark them done, pg_stat_archiver still counts
+    // every segment (the drills read the archive lag there), and their own wal-push returns at once.
+    PG_READY_RENAME: 'false',
     // backup-push and wal-verify (without --lsn) connect to the host's server over its socket.
     PGHOST: input.pg.socketDir,
     PGPORT: String(input.pg.port),
@@ -224,7 +227,9 @@ export class WalG implements BackupTool {
               'SELECT last_archived_wal AS wal, failed_count::text AS failed, last_failed_wal AS last_failed FROM pg_stat_archiver',
             )
           ).rows[0];
-          if (s.wal && parseSegmentName(s.wal) && s.wal >= seg) return;
+          // A segment, or a backup history file named after one (archived after that segment).
+          const archived = /^[0-9A-F]{24}/.exec(s.wal ?? '')?.[0];
+          if (archived && archived >= seg) return;
           if (Date.now() - started > ARCHIVE_CHECK_TIMEOUT_MS)
             throw new Error(
               `archive_command did not archive ${seg} to ${backupStoreLocation(this.store)} within ${ARCHIVE_CHECK_TIMEOUT_MS / 1000} s ` +

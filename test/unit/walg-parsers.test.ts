@@ -120,6 +120,8 @@ describe('wal-g tool, pure parts', () => {
   it('configures a folder store, an S3 store with a plain-HTTP endpoint, and AWS S3; never with credentials', () => {
     const folder = renderWalgConfig({ store: { kind: 'folder', path: '/b/run-1' }, pg, compression: 'lz4' });
     expect(folder).toMatchObject({ WALG_FILE_PREFIX: '/b/run-1', WALG_COMPRESSION_METHOD: 'lz4', PGHOST: '/h/run', PGPORT: '5433', PGUSER: 'lab' });
+    // Postgres, not wal-push's look-ahead, marks segments done: pg_stat_archiver (the drills' archive lag) sees them all.
+    expect(folder.PG_READY_RENAME).toBe('false');
     expect(folder).not.toHaveProperty('WALG_S3_PREFIX');
     const moto = renderWalgConfig({
       store: { kind: 's3', bucket: 'lab', path: '/storage-lab/backups/run-1', region: 'us-east-1', endpoint: 'http://127.0.0.1:5000' },
