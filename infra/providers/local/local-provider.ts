@@ -21,7 +21,7 @@ import {
 import path from 'node:path';
 import { classLimits } from '../../../common/spec';
 import { hostTaskQueue } from '../../../common/names';
-import { ensureDir } from '../../lab-paths';
+import { ensureDir, traversableByOthers } from '../../lab-paths';
 import { freePort } from '../../net';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
 import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
@@ -81,6 +81,11 @@ export class LocalProvider implements HostProvider {
     const pgClientBinDir = findClientBinDir(pgBinDir);
     if (!pgClientBinDir)
       throw new Error(`no PostgreSQL client tools (pgbench, psql) for ${pgBinDir}; run infra/bootstrap.sh (installs Debian's postgresql)`);
+    // Root runs Postgres as the postgres user, who must reach the binaries (a tools cache below /root is private).
+    if (osUser && !traversableByOthers(pgBinDir))
+      throw new Error(
+        `PostgreSQL binaries in ${pgBinDir} are out of the ${osUser.name} user's reach (a parent folder lacks o+x); set STORAGE_LAB_CACHE to a folder it can reach and run infra/bootstrap.sh again`,
+      );
 
     const support = detectCgroups();
     const limits = classLimits(req.storageClass);
