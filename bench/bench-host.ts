@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { configurePostgres, stopPostgres } from '../activities/host/postgres';
 import type { HostDeps } from '../activities/host/deps';
-import { findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
+import { clientOsUser, findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
 import type { HostConfig } from '../infra/providers/host-provider';
 import { deviceOfPath } from '../infra/providers/local/block-devices';
 import { freePort } from '../infra/net';
@@ -52,7 +52,7 @@ export async function startBenchHost(name: string, settings: Record<string, stri
     pgBinDir,
     cgroup: null,
   };
-  const deps: HostDeps = { config, osUser, client: null };
+  const deps: HostDeps = { config, osUser, clientUser: clientOsUser() };
   const run = <A extends unknown[], R>(fn: (d: HostDeps, ...args: A) => Promise<R>, ...args: A): Promise<R> =>
     new MockActivityEnvironment().run(() => fn(deps, ...args));
   await run(configurePostgres, { hostId: config.hostId, settings });

@@ -1,36 +1,88 @@
 /**
- * Progress bars for a run: one per cluster (phase, percent, ETA, the latest figures), from the workflow's progress
- * query. Without a terminal it prints a line per cluster whenever its phase changes, and every 30 s.
+ * Progress of a run as the CLI shows it, read on demand: the run's progress query, its children's (clusters,
+ * drills, a nightly's experiment), and each running phase's last heartbeat from the server's description of the
+ * pending activities. With a terminal: one bar per host; without: every phase each host went through (from the
+ * workflows' own records, so none is missed between two polls), then a line per host every 30 s.
  */
-import type { WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter, type Client, type WorkflowHandle } from '@temporalio/client';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
-import { progressQuery, type PhaseProgress, type RunProgress } from '../common/messages';
-import { clusterPercent } from '../common/progress';
+import { progressQuery, type ActivityProgress, type PhaseProgress, type RunProgress } from '../common/messages';
+import { CLUSTER_PHASES, clusterPercent, detailText } from '../common/progress';
 
 const POLL_MS = 1_000;
 const PLAIN_EVERY_MS = 30_000;
+/** Children of children are read too (experiment → drill); deeper trees do not exist. */
+const MAX_DEPTH = 3;
 
-function describe(p: PhaseProgress): string {
-  const detail = p.detail
-    ? Object.entries(p.detail)
-        .map(([k, v]) => `${k} ${typeof v === 'number' ? Math.round(v * 10) / 10 : v}`)
-        .join(' ')
-    : '';
+/** A run's progress with its children's hosts merged in and running phases refined by their heartbeats. */
+export interface ViewedProgress extends RunProgress {
+  /** Host ids whose phase is a cluster phase get the weighted percentage; others their workflow's own. */
+  hostPercent: Record<string, number>;
+}
+
+/** Reads a run's progress now; null when the workflow cannot answer (not started, no worker). */
+export async function readProgress(client: Client, workflowId: string, finished = new Map<string, ViewedProgress>(), depth = 0): Promise<ViewedProgress | null> {
+  const cached = finished.get(workflowId);
+  if (cached) return cached;
+  const handle = client.workflow.getHandle(workflowId);
+  const progress = await handle.query(progressQuery).catch(() => null);
+  if (!progress) return null;
+  const viewed: ViewedProgress = { ...progress, clusters: { ...progress.clusters }, hostPercent: {} };
+  const description = await handle.describe().catch(() => null);
+  for (const beat of (description?.raw.pendingActivities ?? []).map((a) => heartbeatOf(a.heartbeatDetails?.payloads?.[0]))) {
+    const host = beat && viewed.clusters[beat.hostId];
+    if (!beat || !host) continue;
+    viewed.clusters[beat.hostId] = {
+      ...host,
+      detail: beat.detail,
+      ...(beat.phase === host.phase ? { percent: beat.percent, etaSeconds: beat.etaSeconds } : {}),
+    };
+  }
+  for (const h of Object.values(viewed.clusters))
+    viewed.hostPercent[h.hostId] = CLUSTER_PHASES.some((p) => p.name === h.phase) ? clusterPercent(h) : progress.percent;
+  if (depth < MAX_DEPTH) {
+    const percents: number[] = [];
+    for (const child of progress.children) {
+      const sub = child.state === 'waiting' ? null : await readProgress(client, child.workflowId, finished, depth + 1);
+      if (sub) {
+        Object.assign(viewed.clusters, sub.clusters);
+        Object.assign(viewed.hostPercent, sub.hostPercent);
+      }
+      const subPercent = sub ? Math.max(...Object.values(sub.hostPercent), sub.percent) : 0;
+      percents.push(child.state === 'done' || child.state === 'failed' ? 100 : child.state === 'waiting' ? 0 : subPercent);
+    }
+    if (percents.length) viewed.percent = Math.round((10 * percents.reduce((s, p) => s + p, 0)) / percents.length) / 10;
+  }
+  if (description && description.status.name !== 'RUNNING') finished.set(workflowId, viewed);
+  return viewed;
+}
+
+function heartbeatOf(payload: Parameters<typeof defaultPayloadConverter.fromPayload>[0] | undefined): ActivityProgress | null {
+  if (!payload) return null;
+  try {
+    const value = defaultPayloadConverter.fromPayload<ActivityProgress>(payload);
+    return value && typeof value.hostId === 'string' && typeof value.phase === 'string' ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** "load 42% eta 12s rows 1,200,000 mb 180": a host's running phase in one line. */
+export function describePhase(p: PhaseProgress): string {
   const eta = p.etaSeconds !== undefined ? ` eta ${p.etaSeconds}s` : '';
-  return `${p.phase}${p.percent !== undefined ? ` ${p.percent}%` : ''}${eta} ${detail}`.trim();
+  return `${p.phase}${p.percent !== undefined ? ` ${p.percent}%` : ''}${eta} ${detailText(p.detail, 6).join(' ')}`.trim();
 }
 
 /** Shows progress until the workflow closes, then returns its result (or throws its failure). */
-export async function watchWorkflow<T>(handle: WorkflowHandle, out: NodeJS.WriteStream = process.stdout): Promise<T> {
+export async function watchWorkflow<T>(client: Client, handle: WorkflowHandle, out: NodeJS.WriteStream = process.stdout): Promise<T> {
   const tty = Boolean(out.isTTY);
   const multibar = tty
-    ? new MultiBar(
-        { format: '{host} |{bar}| {percentage}% | {info}', hideCursor: true, clearOnComplete: false, stream: out },
-        Presets.shades_classic,
-      )
+    ? new MultiBar({ format: '{host} |{bar}| {percentage}% | {info}', hideCursor: true, clearOnComplete: false, stream: out }, Presets.shades_classic)
     : null;
   const bars = new Map<string, SingleBar>();
-  const printed = new Map<string, { phase: string; at: number }>();
+  /** Plain output: how many of each host's phases were printed, and when its last line was. */
+  const printed = new Map<string, { phases: number; at: number }>();
+  const finished = new Map<string, ViewedProgress>();
   let overall: SingleBar | undefined;
   const resultPromise = handle.result() as Promise<T>;
   let done = false;
@@ -40,38 +92,44 @@ export async function watchWorkflow<T>(handle: WorkflowHandle, out: NodeJS.Write
   );
   try {
     while (!done) {
-      const progress = await handle.query(progressQuery).catch(() => null as RunProgress | null);
+      const progress = await readProgress(client, handle.workflowId, finished).catch(() => null);
       if (progress) render(progress);
       await Promise.race([new Promise((r) => setTimeout(r, POLL_MS)), resultPromise.catch(() => undefined)]);
     }
-    const final = await handle.query(progressQuery).catch(() => null);
+    const final = await readProgress(client, handle.workflowId, finished).catch(() => null);
     if (final) render(final);
   } finally {
     multibar?.stop();
   }
   return resultPromise;
 
-  function render(progress: RunProgress): void {
+  function render(progress: ViewedProgress): void {
     if (multibar) {
       overall ??= multibar.create(100, 0, { host: 'run'.padEnd(20), info: '' });
-      overall.update(progress.percent, { info: `${progress.phase}${progress.etaSeconds !== undefined ? ` eta ${progress.etaSeconds}s` : ''}` });
+      overall.update(progress.percent, { info: progress.phase });
       for (const c of Object.values(progress.clusters)) {
         let bar = bars.get(c.hostId);
-        if (!bar) {
-          bar = multibar.create(100, 0, { host: c.hostId.padEnd(20), info: '' });
-          bars.set(c.hostId, bar);
-        }
-        bar.update(clusterPercent(c), { info: describe(c) });
+        if (!bar) bars.set(c.hostId, (bar = multibar.create(100, 0, { host: c.hostId.padEnd(20), info: '' })));
+        bar.update(progress.hostPercent[c.hostId] ?? 0, { info: describePhase(c) });
       }
       return;
     }
     for (const c of Object.values(progress.clusters)) {
-      const last = printed.get(c.hostId);
-      const finished = c.phase === 'done' || c.phase === 'failed';
-      if (!last || last.phase !== c.phase || (!finished && Date.now() - last.at > PLAIN_EVERY_MS)) {
-        out.write(`[${new Date().toISOString()}] ${c.hostId} ${clusterPercent(c)}% ${describe(c)}\n`);
-        printed.set(c.hostId, { phase: c.phase, at: Date.now() });
+      const seen = printed.get(c.hostId) ?? { phases: 0, at: 0 };
+      const phases = c.phases ?? [];
+      // Every phase the host's workflow recorded, in order, each with its own time: none is lost between polls.
+      for (const entry of phases.slice(seen.phases)) {
+        const at = entry === phases.at(-1) ? c : { ...c, phase: entry.phase, percent: undefined, etaSeconds: undefined, detail: undefined };
+        out.write(`[${entry.at}] ${c.hostId} ${clusterPercent(at)}% ${describePhase(at)}\n`);
+        seen.at = Date.now();
       }
+      seen.phases = phases.length;
+      const finishedHost = c.phase === 'done' || c.phase === 'failed';
+      if (!finishedHost && Date.now() - seen.at > PLAIN_EVERY_MS) {
+        out.write(`[${new Date().toISOString()}] ${c.hostId} ${progress.hostPercent[c.hostId] ?? 0}% ${describePhase(c)}\n`);
+        seen.at = Date.now();
+      }
+      printed.set(c.hostId, seen);
     }
   }
 }

@@ -54,15 +54,20 @@ const drillBase = {
   aws: AwsSchema.optional(),
   /** Hosts older than this are the sweeper's, whatever their drill's state. */
   expiresAfterHours: z.number().positive().max(24 * 14),
-  /** Set when the drill runs as a phase of another workflow: progress is passed up to it. */
-  parentWorkflowId: z.string().min(1).optional(),
 };
 
 export const RestoreDrillSpecSchema = z
   .object({
     ...drillBase,
     /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in checkpointed chunks. */
-    data: z.object({ scale: int(1, 100_000, 'pgbench scale'), chunkRows: int(1_000, 100_000_000, 'rows per chunk') }).strict(),
+    data: z
+      .object({
+        scale: int(1, 100_000, 'pgbench scale'),
+        chunkRows: int(1_000, 100_000_000, 'rows per chunk'),
+        /** Parallel chunk writers: at seed scale a single writer would need more than a day. */
+        loadWriters: int(1, 64, 'parallel chunk writers').default(2),
+      })
+      .strict(),
     /** Writes before and after the target: pgbench (tpcb-like) next to a ledger writer that commits a marker row each interval. */
     workload: z
       .object({

@@ -10,6 +10,10 @@ export const FAILURE_TYPES = {
   verification: 'VerificationError',
   regression: 'RegressionError',
   hostGone: 'HostGoneError',
+  /** The host's memory limit killed a process of the workload: the same workload would be killed again. */
+  outOfMemory: 'HostOutOfMemoryError',
+  /** Tearing a host down failed after every retry: its resources may be left (the sweeper tries again). */
+  teardown: 'TeardownFailedError',
   /** The cloud API refused the request as given (bad parameter, quota, permission): a retry gets the same answer. */
   cloudRejected: 'CloudRequestRejectedError',
 } as const;
@@ -24,6 +28,7 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.verification,
   FAILURE_TYPES.regression,
   FAILURE_TYPES.hostGone,
+  FAILURE_TYPES.outOfMemory,
   FAILURE_TYPES.cloudRejected,
 ];
 

@@ -1,30 +1,57 @@
-/** Signal, query and update definitions in one module; workflows and clients both import them from here. */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+/**
+ * Query definitions and the shapes of progress, in one module; workflows and clients both import them from here.
+ * Progress is read on demand (queries, current details, pending activities' heartbeats), never streamed into a
+ * workflow as signals: a workflow's history then stays bounded whatever the run's length.
+ */
+import { defineQuery } from '@temporalio/workflow';
 
-/** Where a cluster (or drill) is: the phase, how far, and the figures a person watches. */
+/** One phase a host entered, and when: a workflow's own record, so no phase is lost between two polls. */
+export interface PhaseEntry {
+  phase: string;
+  at: string;
+}
+
+/**
+ * Where a host (a cluster's, a drill step's) is. The workflow records the phases; the percentage, ETA and figures
+ * within a phase come from its running activity's last heartbeat (an ActivityProgress), added by whoever reads it.
+ */
 export interface PhaseProgress {
   hostId: string;
   phase: string;
+  /** Every phase entered, oldest first (absent in an activity's heartbeat). */
+  phases?: PhaseEntry[];
   /** 0-100 within the phase, when known. */
   percent?: number;
+  /** Seconds left in the phase; only when the estimate covers every remaining step of it. */
   etaSeconds?: number;
   /** Free-form figures: rows, MB, rows/s, latest TPS, ... */
   detail?: Record<string, number | string>;
   at: string;
 }
 
-/** The whole run: one entry per cluster, and an overall percentage. */
+/** What a host activity heartbeats: its phase's progress (the UI shows it on the pending activity). */
+export type ActivityProgress = Omit<PhaseProgress, 'phases'>;
+
+/** A child workflow of a run (a cluster, a drill, a nightly's experiment), as its parent knows it. */
+export interface ChildProgress {
+  workflowId: string;
+  /** What it is: a host id for a cluster, "restore drill", ... */
+  label: string;
+  state: 'waiting' | 'running' | 'done' | 'failed';
+}
+
+/** A run as its own workflow knows it: its phase, its hosts' phases, its children, its failures. */
 export interface RunProgress {
   runId: string;
   phase: string;
+  /** The workflow's own estimate (its steps, or its children finished); readers refine it from children. */
   percent: number;
-  etaSeconds?: number;
+  /** Hosts this workflow drives itself (a cluster's one host, a drill's hosts). */
   clusters: Record<string, PhaseProgress>;
+  /** Child workflows, whose own progress query tells more. */
+  children: ChildProgress[];
   failures: string[];
 }
 
-/** Activities and children report progress to their workflow with this signal (throttled by the sender). */
-export const phaseProgressSignal = defineSignal<[PhaseProgress]>('phaseProgress');
-
-/** The run's progress; the CLI polls it and the UI shows it. */
+/** The run's progress; the CLI polls it (and its children's) and the UI shows it as current details. */
 export const progressQuery = defineQuery<RunProgress>('progress');

@@ -34,8 +34,14 @@ export const WORKFLOW_TYPES = {
   failoverDrill: 'failoverDrillWorkflow',
   nightlyRegression: 'nightlyRegressionWorkflow',
   sweeper: 'sweeperWorkflow',
+  diagnose: 'diagnoseWorkflow',
 } as const;
 
 /** Database and role the lab creates on every host. */
 export const LAB_DATABASE = 'bench';
 export const LAB_ROLE = 'lab';
+/**
+ * The role the spec's workload (pgbench with its script) connects as: no superuser, only reads and writes of the
+ * pgbench tables, so no script can run a program (COPY ... PROGRAM), read or write server files, or change settings.
+ */
+export const WORKLOAD_ROLE = 'lab_workload';

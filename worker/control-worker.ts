@@ -14,6 +14,7 @@ import type { HostProvider } from '../infra/providers/host-provider';
 import { LocalProvider } from '../infra/providers/local/local-provider';
 import { awsControlSetup, awsEnv } from './aws-setup';
 import { connectionOptions, controlTaskQueue, temporalEnv, type TemporalEnv } from './env';
+import { installLogging, log } from './logging';
 
 export interface ControlWorkerOptions {
   connection: NativeConnection;
@@ -56,13 +57,15 @@ export async function createControlWorker(opts: ControlWorkerOptions): Promise<W
 }
 
 async function main(): Promise<void> {
+  const taskQueue = controlTaskQueue();
+  installLogging({ role: 'control-worker', taskQueue });
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
-  const taskQueue = controlTaskQueue();
   const worker = await createControlWorker({ connection, temporal, paths: labPaths(), taskQueue });
-  console.log(`control worker polling "${taskQueue}" on ${temporal.address} (namespace ${temporal.namespace})`);
   const aws = awsEnv();
-  console.log(aws ? `  provider aws: ${aws.region}, results in s3://${aws.bucket}/${aws.resultsPrefix}` : '  provider aws: off (STORAGE_LAB_AWS=1 turns it on)');
+  log('INFO', `control worker polling "${taskQueue}" on ${temporal.address} (namespace ${temporal.namespace})`, {
+    aws: aws ? `${aws.region}, results in s3://${aws.bucket}/${aws.resultsPrefix}` : 'off (STORAGE_LAB_AWS=1 turns it on)',
+  });
   try {
     await worker.run();
   } finally {
@@ -72,7 +75,7 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((err) => {
-    console.error(err);
+    log('ERROR', `control worker stopped: ${(err as Error).stack ?? err}`);
     process.exit(1);
   });
 }

@@ -1,28 +1,28 @@
 /**
  * The host agent: an activities-only worker on task queue `host:<hostId>`, next to the host's Postgres.
- * Started inside the host's cgroups (locally by the provider, on EC2 by systemd), so what it starts inherits them.
+ * Started inside the host's cgroups (locally by its supervisor, on EC2 by systemd), so what it starts inherits them.
  */
-import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createHostActivities } from '../activities/host';
-import { postgresOsUser } from '../infra/postgres-binaries';
+import { clientOsUser, postgresOsUser } from '../infra/postgres-binaries';
 import { readConfig } from '../infra/providers/local/local-provider';
 import { connectionOptions, temporalEnv } from './env';
+import { installLogging, log } from './logging';
 
 async function main(): Promise<void> {
   const configFile = process.argv[2];
   if (!configFile) throw new Error('usage: host-agent <host.json>');
   const config = readConfig(configFile);
+  installLogging({ role: 'host-agent', hostId: config.hostId, runId: config.runId });
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
-  const client = new Client({ connection, namespace: temporal.namespace });
   const worker = await Worker.create({
     connection,
     namespace: temporal.namespace,
     taskQueue: config.taskQueue,
-    activities: createHostActivities({ config, osUser: postgresOsUser(), client }),
+    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser() }),
   });
-  console.log(`host agent ${config.hostId} (pid ${process.pid}) polling "${config.taskQueue}" on ${temporal.address}`);
+  log('INFO', `host agent ${config.hostId} (pid ${process.pid}) polling "${config.taskQueue}" on ${temporal.address}`);
   try {
     await worker.run();
   } finally {
@@ -31,6 +31,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(err);
+  log('ERROR', `host agent stopped: ${(err as Error).stack ?? err}`);
   process.exit(1);
 });

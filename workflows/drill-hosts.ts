@@ -1,23 +1,37 @@
 /**
- * What both drill workflows share: the hosts' requests and timeouts, provisioning with a wait for the host's agent,
+ * What both drill workflows share: the hosts' requests and bounds, provisioning with a wait for the host's agent,
  * and tearing every host down.
  */
+import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ProviderName } from '../activities/control';
+import { agentStartSeconds, loadBoundHours, phaseBoundSeconds, type HostTimeouts } from '../common/bounds';
+import type { DrillSummary } from '../common/drill-result';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../common/drill-spec';
+import { FAILURE_TYPES } from '../common/errors';
+import { accountRows, hostDeadAfterSeconds } from '../common/spec';
 import type { HostRecord, HostRequest } from '../infra/providers/host-provider';
 import { waitForAgent } from './agents';
+import type { PlanOutcome } from './compensation';
 import { failureMessage } from './failures';
-import { providerCalls, teardownCalls, type HostTimeouts } from './proxies';
+import type { ProgressBoard } from './progress';
+import { providerCalls, teardownCalls } from './proxies';
+import { searchAttributes } from './search-attributes';
 
 type DrillSpec = RestoreDrillSpec | FailoverDrillSpec;
 
-/** Timeouts of a drill's host activities: `measureSeconds` bounds its longest single step. */
+/**
+ * Bounds of a drill's host activities: `measureSeconds` bounds its longest single step; the load (restore drill)
+ * is bounded from its data size and writers, like an experiment cluster's.
+ */
 export function drillTimeouts(spec: DrillSpec, measureSeconds: number): HostTimeouts {
+  const data = 'data' in spec ? spec.data : { scale: 1, loadWriters: 1 };
   return {
-    agentStartSeconds: spec.provider === 'aws' ? 15 * 60 : 120,
-    loadHours: 2,
+    agentStartSeconds: agentStartSeconds(spec.provider),
+    deadAfterSeconds: hostDeadAfterSeconds(spec),
+    loadHours: loadBoundHours(accountRows(data.scale), data.loadWriters, [spec.storageClass]),
     measureSeconds: Math.ceil(measureSeconds) + 600,
-    phaseSeconds: Math.ceil(measureSeconds) + 600,
+    // A base backup and a restore copy the data set once each: bounded like a phase that moves it.
+    phaseSeconds: Math.max(Math.ceil(measureSeconds) + 600, phaseBoundSeconds((accountRows(data.scale) * 146 * 1.15) / 2 ** 20, [spec.storageClass])),
   };
 }
 
@@ -61,4 +75,24 @@ export async function teardownAll(provider: ProviderName, hostIds: string[]): Pr
     ),
   );
   return errors;
+}
+
+/**
+ * How a drill ends once it has compensated: its status on the board and in the search attributes, then its
+ * failure raised (a drill that did not pass fails its workflow, with the verdict), or its summary returned.
+ */
+export function finishDrill(
+  board: ProgressBoard,
+  outcome: PlanOutcome<void>,
+  kind: DrillSummary['kind'],
+  runId: string,
+  result: { status: DrillSummary['status']; verdict: string },
+  figures: DrillSummary['figures'],
+): DrillSummary {
+  upsertSearchAttributes(searchAttributes({ status: result.status }));
+  board.setPhase(result.status);
+  if (outcome.failure) throw outcome.failure;
+  if (result.status !== 'passed')
+    throw ApplicationFailure.nonRetryable(`${kind.replace("-", " ")} ${runId} failed: ${result.verdict}\nresults: ${outcome.location}`, FAILURE_TYPES.verification);
+  return { runId, kind, status: result.status, verdict: result.verdict, location: outcome.location, figures };
 }

@@ -9,6 +9,7 @@ import type { DrillInput } from '../common/drill-spec';
 import type { ExperimentSpec } from '../common/spec';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
 import { failureMessage } from './failures';
+import type { ProgressBoard } from './progress';
 import { restoreDrillWorkflow } from './restore-drill-workflow';
 
 type DrillKind = ExperimentSpec['durability']['drills'][number];
@@ -22,7 +23,11 @@ export function drillInputFor(kind: DrillKind, spec: ExperimentSpec): DrillInput
     provider: spec.provider,
     storageClass: spec.storageClasses[className],
     // A drill host runs Postgres and the agent: shared_buffers plus room for both.
-    host: { memoryLimitMiB: Math.max(spec.host.memoryLimitMiB, spec.postgres.sharedBuffersMiB + 128), instanceType: spec.host.instanceType },
+    host: {
+      memoryLimitMiB: Math.max(spec.host.memoryLimitMiB, spec.postgres.sharedBuffersMiB + 128),
+      instanceType: spec.host.instanceType,
+      ...(spec.host.deadAfterSeconds ? { deadAfterSeconds: spec.host.deadAfterSeconds } : {}),
+    },
     postgres: { version: spec.postgres.version, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, settings: spec.postgres.settings },
     ...(spec.aws ? { aws: spec.aws } : {}),
     expiresAfterHours: spec.expiresAfterHours,
@@ -30,7 +35,7 @@ export function drillInputFor(kind: DrillKind, spec: ExperimentSpec): DrillInput
   if (kind === 'failover') return common;
   return {
     ...common,
-    data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows },
+    data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters },
     backup: { store: spec.durability.backupStore, archiveTimeoutSeconds: spec.durability.archiveTimeoutSeconds },
   };
 }
@@ -41,15 +46,19 @@ export function drillWorkflowId(runId: string, kind: DrillKind): string {
 }
 
 /** Runs the spec's drills one after the other; returns one summary each, passed or failed. */
-export async function runExperimentDrills(spec: ExperimentSpec, runId: string): Promise<DrillSummary[]> {
+export async function runExperimentDrills(spec: ExperimentSpec, runId: string, board: ProgressBoard): Promise<DrillSummary[]> {
   const summaries: DrillSummary[] = [];
+  for (const kind of spec.durability.drills) board.child(drillWorkflowId(runId, kind), `${kind} drill`, 'waiting');
   for (const kind of spec.durability.drills) {
     const workflowId = drillWorkflowId(runId, kind);
     const options = { workflowId, args: [drillInputFor(kind, spec)] as [DrillInput], parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL };
+    board.child(workflowId, `${kind} drill`, 'running');
     try {
       summaries.push(kind === 'restore' ? await executeChild(restoreDrillWorkflow, options) : await executeChild(failoverDrillWorkflow, options));
+      board.child(workflowId, `${kind} drill`, 'done');
     } catch (err) {
       if (isCancellation(err)) throw err;
+      board.child(workflowId, `${kind} drill`, 'failed');
       summaries.push({
         runId: workflowId,
         kind: kind === 'restore' ? 'restore-drill' : 'failover-drill',

@@ -5,7 +5,6 @@
  */
 import {
   ApplicationFailure,
-  CancellationScope,
   ParentClosePolicy,
   executeChild,
   isCancellation,
@@ -17,6 +16,7 @@ import { hostIdFor } from '../common/ids';
 import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/spec';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/drill-result';
+import { runCompensated } from './compensation';
 import { runExperimentDrills } from './experiment-drills';
 import { failureMessage, resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
@@ -28,7 +28,7 @@ export interface ExperimentSummary extends ResultsSummary {
 }
 
 /** The clusters of a spec, in the order they run: class by class, index by index. */
-export function planClusters(spec: ExperimentSpec, runId: string): Omit<ClusterInput, 'spec' | 'parentWorkflowId'>[] {
+export function planClusters(spec: ExperimentSpec, runId: string): Omit<ClusterInput, 'spec'>[] {
   return Object.keys(spec.storageClasses).flatMap((className) =>
     Array.from({ length: spec.clustersPerClass }, (_, index) => ({
       runId,
@@ -46,7 +46,7 @@ export function validateOrFail(input: unknown): ExperimentSpec {
 
 export async function experimentWorkflow(input: ExperimentInput = {}): Promise<ExperimentSummary> {
   const runId = workflowInfo().workflowId;
-  const board = new ProgressBoard(`Experiment ${runId}`, runId, 0);
+  const board = new ProgressBoard(`Experiment ${runId}`, runId);
   board.setPhase('validating');
   const spec = acceptInput(resolveSpec, input, (s) => ({
     experiment: s.name,
@@ -58,58 +58,60 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
   await resultCalls.saveSpec({ runId, spec });
 
   const clusters = planClusters(spec, runId);
-  board.setTotal(clusters.length);
-  board.setPhase('running clusters');
-  let cancellation: unknown;
-  try {
-    await forEachBounded(clusters, spec.maxParallelClusters, async (cluster) => {
-      try {
-        await executeChild(clusterWorkflow, {
-          workflowId: clusterWorkflowId(runId, cluster.className, cluster.index),
-          args: [{ ...cluster, spec, parentWorkflowId: runId }],
-          // A child outlives a terminated parent only long enough to tear its host down; the sweeper covers the rest.
-          parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-        });
-        // The child's own last progress signal may not arrive before it closes: its end is known here for sure.
-        board.enter(cluster.hostId, 'done');
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        // One cluster's failure is recorded (its result is saved); the others still run.
-        board.enter(cluster.hostId, 'failed');
-        board.fail(`${cluster.hostId}: ${failureMessage(err)}`);
-      }
-    });
-  } catch (err) {
-    if (!isCancellation(err)) throw err;
-    cancellation = err;
-  }
-  // The durability drills the spec asks for, as child workflows; a cancellation stops them like the clusters.
+  for (const c of clusters) board.child(clusterWorkflowId(runId, c.className, c.index), c.hostId, 'waiting');
   let drills: DrillSummary[] = [];
-  if (cancellation === undefined && spec.durability.drills.length) {
-    board.setPhase('running drills');
-    try {
-      drills = await runExperimentDrills(spec, runId);
-    } catch (err) {
-      if (!isCancellation(err)) throw err;
-      cancellation = err;
-    }
-  }
-  const cancelled = cancellation !== undefined;
-
-  // Results are written even when cancelled: nothing measured is lost.
-  const summary = await CancellationScope.nonCancellable(async () => {
-    board.setPhase('writing results');
-    return resultCalls.writeResults({ runId, spec, startedAt, cancelled, drills });
-  });
-  upsertSearchAttributes(searchAttributes({ status: summary.status }));
-  board.setPhase(summary.status);
-  if (cancelled) throw cancellation;
+  let cancelled = false;
+  let summary: ResultsSummary | undefined;
+  const outcome = await runCompensated(
+    board,
+    async () => {
+      board.setPhase('running clusters');
+      await forEachBounded(clusters, spec.maxParallelClusters, (cluster) => runCluster(board, spec, cluster));
+      // The durability drills the spec asks for, as child workflows; a cancellation stops them like the clusters.
+      if (spec.durability.drills.length) {
+        board.setPhase('running drills');
+        drills = await runExperimentDrills(spec, runId, board);
+      }
+    },
+    {
+      failed: (_err, status) => (cancelled = status === 'cancelled'),
+      // Results are written even when cancelled: nothing measured is lost. Each cluster tore its own host down.
+      async save() {
+        board.setPhase('writing results');
+        summary = await resultCalls.writeResults({ runId, spec, startedAt, cancelled, drills });
+        return summary.location;
+      },
+      teardown: async () => [],
+    },
+  );
+  upsertSearchAttributes(searchAttributes({ status: summary?.status ?? outcome.status }));
+  board.setPhase(summary?.status ?? outcome.status);
+  if (outcome.failure || !summary) throw outcome.failure;
   if (summary.status !== 'completed')
     throw ApplicationFailure.nonRetryable(
       `experiment ${runId} did not measure every storage class; see ${summary.location}/report.md\n${summary.failedChecks.join('\n')}`,
       'ExperimentFailedError',
     );
   return { runId, ...summary };
+}
+
+/** Runs one cluster as a child workflow; its failure is recorded (its result is saved), the others still run. */
+async function runCluster(board: ProgressBoard, spec: ExperimentSpec, cluster: Omit<ClusterInput, 'spec'>): Promise<void> {
+  const workflowId = clusterWorkflowId(cluster.runId, cluster.className, cluster.index);
+  board.child(workflowId, cluster.hostId, 'running');
+  try {
+    await executeChild(clusterWorkflow, {
+      workflowId,
+      args: [{ ...cluster, spec }],
+      // A child outlives a terminated parent only long enough to tear its host down; the sweeper covers the rest.
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    });
+    board.child(workflowId, cluster.hostId, 'done');
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    board.child(workflowId, cluster.hostId, 'failed');
+    board.fail(`${cluster.hostId}: ${failureMessage(err)}`);
+  }
 }
 
 /**

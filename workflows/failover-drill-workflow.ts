@@ -8,7 +8,7 @@
  * primary (0 under ANY 1; "async" mode shows the contrast). The old primary rejoins with pg_rewind for the next round.
  * Results are saved, then every host is torn down in a non-cancellable scope. One object argument: {"preset":"ci"}.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, continueAsNew, sleep, workflowInfo } from '@temporalio/workflow';
 import type { DrillNode, runFailoverWriter } from '../activities/host/failover-writer';
 import {
   drillResultHead,
@@ -23,11 +23,13 @@ import { hostIdFor } from '../common/ids';
 import { compareLsn } from '../common/lsn';
 import { median } from '../common/stats';
 import type { HostRecord } from '../infra/providers/host-provider';
-import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from './drill-hosts';
+import type { HostTimeouts } from '../common/bounds';
+import { runCompensated } from './compensation';
+import { drillHostRequest, drillTimeouts, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, preflightCalls, providerCalls, resultCalls } from './proxies';
-import { acceptInput, drillSearchAttributes, preflightOrFail, searchAttributes } from './search-attributes';
+import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 type WriterResult = Awaited<ReturnType<typeof runFailoverWriter>>;
 
@@ -52,194 +54,296 @@ export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): s
   return mode === 'sync' ? `ANY 1 (${standbys.join(', ')})` : '';
 }
 
-export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
+/** Rounds per workflow execution: the drill continues as new after this many, so its history stays bounded. */
+export const ROUNDS_PER_EXECUTION = 10;
+
+/** Where the drill stands between executions (continue-as-new): the hosts, the roles, the rounds so far. */
+export interface FailoverContinuation {
+  startedAt: string;
+  postgresVersion: string | null;
+  records: Record<Node, HostRecord>;
+  hbaLines: string[];
+  primary: Node;
+  standbys: Node[];
+  rounds: FailoverRound[];
+  nextRound: number;
+}
+
+/** Everything a round needs: the spec, the hosts, their proxies and the drill's record. */
+interface Drill {
+  spec: FailoverDrillSpec;
+  runId: string;
+  board: ProgressBoard;
+  result: FailoverDrillResult;
+  hostOf: Record<Node, string>;
+  client: string;
+  calls: (node: Node) => ReturnType<typeof hostCalls>;
+  clientCalls: ReturnType<typeof hostCalls>;
+  settings: Record<string, string>;
+  timeouts: HostTimeouts;
+  state: Omit<FailoverContinuation, 'startedAt' | 'postgresVersion' | 'rounds' | 'nextRound'>;
+  progress: (phase: string, done: number, hostId?: string) => void;
+}
+
+export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: FailoverContinuation): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
-  // Settings by the real server, sizes against this environment: before any host exists.
-  await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
-  const board = new ProgressBoard(`Failover drill ${runId}`, runId, 1, spec.parentWorkflowId);
+  // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
+  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+  const board = new ProgressBoard(`Failover drill ${runId}`, runId);
   const provider = spec.provider;
   const { writer } = spec;
-  const roundSeconds = writer.killAfterSeconds + writer.maxOutageSeconds + writer.afterFailoverSeconds + 30;
-  const timeouts = drillTimeouts(spec, roundSeconds);
+  const timeouts = drillTimeouts(spec, writer.killAfterSeconds + writer.maxOutageSeconds + writer.afterFailoverSeconds + 30);
   const client = hostIdFor(runId, 'client', 0);
   const hostOf = Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1)])) as Record<Node, string>;
-  const calls = (node: Node) => hostCalls(hostOf[node], timeouts);
-  const clientCalls = hostCalls(client, timeouts);
-  const settings = drillPostgresSettings(spec);
-  const sync = spec.mode === 'sync';
-  const records: Partial<Record<Node, HostRecord>> = {};
-  const address = (node: Node): DrillNode => ({ node, host: records[node]!.postgres.host, port: records[node]!.postgres.port });
-  const request = (hostId: string, role: string) => drillHostRequest(spec, runId, hostId, role, 2 * 2 ** 30);
   const result: FailoverDrillResult = {
     ...drillResultHead('failover-drill', runId, spec),
+    ...(continued ? { startedAt: continued.startedAt, postgresVersion: continued.postgresVersion } : {}),
     mode: spec.mode,
     synchronousStandbyNames: quorumOf(spec.mode, ['n2', 'n3']) || null,
     hosts: { client, nodes: hostOf },
-    rounds: [],
+    rounds: continued?.rounds ?? [],
     summary: { rounds: 0, lostCommits: 0, rtoSecondsMedian: null, rtoSecondsMax: null },
     errors: [],
   };
   const totalSteps = 2 + spec.rounds;
-  const progress = (phase: string, done: number, hostId = client) => {
-    board.step(hostId, phase);
-    board.setPercent((100 * done) / totalSteps);
+  const drill: Drill = {
+    spec,
+    runId,
+    board,
+    result,
+    hostOf,
+    client,
+    calls: (node) => hostCalls(hostOf[node], timeouts),
+    clientCalls: hostCalls(client, timeouts),
+    settings: drillPostgresSettings(spec),
+    timeouts,
+    state: continued ?? { records: {} as Record<Node, HostRecord>, hbaLines: [], primary: 'n1', standbys: ['n2', 'n3'] },
+    progress: (phase, done, hostId = client) => {
+      board.step(hostId, phase);
+      board.setPercent((100 * done) / totalSteps);
+    },
   };
+  const allHosts = [client, ...NODES.map((n) => hostOf[n])];
 
-  const provisioned: string[] = [];
-  let failure: unknown;
-  try {
-    progress('provision', 0);
-    provisioned.push(client, ...NODES.map((n) => hostOf[n]));
-    const clientRecord = await provisionAndWait(provider, request(client, 'client'), timeouts);
-    await Promise.all(
-      NODES.map(async (n) => {
-        records[n] = await provisionAndWait(provider, request(hostOf[n], 'node'), timeouts);
-      }),
-    );
+  const outcome = await runCompensated(
+    board,
+    async () => {
+      const first = continued?.nextRound ?? 1;
+      if (!continued) await setUpCluster(drill, allHosts);
+      for (let round = first; round <= spec.rounds; round++) {
+        if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
+          await continueAsNew<typeof failoverDrillWorkflow>(input, {
+            ...drill.state,
+            startedAt: result.startedAt,
+            postgresVersion: result.postgresVersion,
+            rounds: result.rounds,
+            nextRound: round,
+          });
+        await failoverRound(drill, round);
+      }
+      result.status = 'passed';
+    },
+    {
+      failed(err, status) {
+        result.status = status;
+        result.errors.push(failureMessage(err));
+      },
+      async save() {
+        summarise(result);
+        result.verdict = verdictOf(result, result.errors[0]);
+        board.setPhase('save results');
+        result.finishedAt = new Date().toISOString();
+        return resultCalls.saveDrillResult({ runId, result });
+      },
+      async teardown() {
+        board.setPhase('teardown');
+        const errors = await teardownAll(provider, allHosts);
+        board.setPercent(100);
+        return errors;
+      },
+    },
+  );
+  return finishDrill(board, outcome, 'failover-drill', runId, result, {
+    rounds: result.summary.rounds,
+    lostCommits: result.summary.lostCommits,
+    rtoSecondsMedian: result.summary.rtoSecondsMedian,
+    rtoSecondsMax: result.summary.rtoSecondsMax,
+  });
+}
 
-    // Peers on other machines (AWS) may connect for replication, pg_rewind and the writer; 127.0.0.1 already may.
-    const peers = [clientRecord, ...NODES.map((n) => records[n]!)].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1');
-    const hbaLines = [...new Set(peers)].flatMap((h) => [`host all all ${h}/32 scram-sha-256`, `host replication all ${h}/32 scram-sha-256`]);
+/** Provisions the client and the three nodes, then a primary and two streaming standbys (the quorum once both stream). */
+async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
+  const { spec, runId, hostOf, state } = d;
+  d.progress('provision', 0);
+  const request = (hostId: string, role: string) => drillHostRequest(spec, runId, hostId, role, 2 * 2 ** 30);
+  const [clientRecord, ...nodeRecords] = await Promise.all(
+    allHosts.map((hostId) => provisionAndWait(spec.provider, request(hostId, hostId === d.client ? 'client' : 'node'), d.timeouts)),
+  );
+  NODES.forEach((n, i) => (state.records[n] = nodeRecords[i]));
+  // Peers on other machines (AWS) may connect for replication, pg_rewind and the writer; 127.0.0.1 already may.
+  const peers = [clientRecord, ...nodeRecords].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1');
+  state.hbaLines = [...new Set(peers)].flatMap((h) => [`host all all ${h}/32 scram-sha-256`, `host replication all ${h}/32 scram-sha-256`]);
 
-    progress('replication', 1, hostOf.n1);
-    let primary: Node = 'n1';
-    let standbys: Node[] = ['n2', 'n3'];
-    const pg = await calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings, hbaLines });
-    result.postgresVersion = pg.postgresVersion;
-    await calls(primary).setup.createFailoverLedger({ hostId: hostOf[primary] });
-    await Promise.all(
-      standbys.map(async (n) => {
-        await calls(n).setup.cloneStandby({ hostId: hostOf[n], primary: address(primary), node: n });
-        await calls(n).setup.configurePostgres({ hostId: hostOf[n], settings, hbaLines });
-      }),
-    );
-    // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
-    await calls(primary).setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbyNames: quorumOf(spec.mode, standbys) });
-    await calls(primary).measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
+  d.progress('replication', 1, hostOf.n1);
+  const { primary, standbys, hbaLines } = state;
+  const pg = await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: d.settings, hbaLines });
+  d.result.postgresVersion = pg.postgresVersion;
+  await d.calls(primary).setup.createFailoverLedger({ hostId: hostOf[primary] });
+  await Promise.all(
+    standbys.map(async (n) => {
+      await d.calls(n).setup.cloneStandby({ hostId: hostOf[n], primary: address(d, primary), node: n });
+      await d.calls(n).setup.configurePostgres({ hostId: hostOf[n], settings: d.settings, hbaLines });
+    }),
+  );
+  // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
+  await d.calls(primary).setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbyNames: quorumOf(spec.mode, standbys) });
+  await d.calls(primary).measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync: spec.mode === 'sync', timeoutSeconds: STANDBY_WAIT_SECONDS });
+}
 
-    for (let round = 1; round <= spec.rounds; round++) {
-      progress(`round ${round}: writing on ${primary}`, 1 + round - 1, client);
-      const writing: Promise<WriterResult> = clientCalls.measure.runFailoverWriter.executeWithOptions(
-        { summary: `round ${round}: ${writer.connections} writers commit ledger rows on the primary (${primary}) and record every acknowledged id` },
-        [
-          {
-            hostId: client,
-            round,
-            nodes: NODES.map(address),
-            initialNode: primary,
-            connections: writer.connections,
-            firstId: round * IDS_PER_ROUND + 1,
-            afterSwitchSeconds: writer.afterFailoverSeconds,
-            maxOutageSeconds: writer.maxOutageSeconds,
-            maxSeconds: roundSeconds,
-          },
-        ],
-      );
-      // A failed writer must not leave this round waiting on its timer.
-      writing.catch(() => undefined);
-      await sleep(writer.killAfterSeconds * 1000);
+/** Where a node's Postgres listens, as the other hosts reach it. */
+function address(d: Drill, node: Node): DrillNode {
+  const r = d.state.records[node];
+  return { node, host: r.postgres.host, port: r.postgres.port };
+}
 
-      progress(`round ${round}: kill ${primary}`, 1 + round - 0.8, hostOf[primary]);
-      const killedAt = new Date().toISOString();
-      await providerCalls.killHost.executeWithOptions({ summary: `round ${round}: kill -9 the primary ${primary} (${hostOf[primary]})` }, [
-        { provider, hostId: hostOf[primary] },
-      ]);
-      const positions: StandbyPosition[] = await Promise.all(
-        standbys.map(async (n) => {
-          const p = await calls(n).measure.standbyPosition({ hostId: hostOf[n] });
-          return { hostId: hostOf[n], node: n, receiveLsn: p.receiveLsn, replayLsn: p.replayLsn };
-        }),
-      );
-      const winner = mostAdvanced(positions).node as Node;
-      const others = standbys.filter((n) => n !== winner);
-      const killed = primary;
-
-      progress(`round ${round}: promote ${winner}`, 1 + round - 0.6, hostOf[winner]);
-      // The other standby follows the winner before the promotion (cascading, then across the new timeline), and
-      // the winner's quorum names it and the old primary, so commits after the promotion have a standby to wait for.
-      await Promise.all(
-        others.map((n) => calls(n).setup.setReplication({ hostId: hostOf[n], primary: address(winner), node: n, synchronousStandbyNames: '' })),
-      );
-      await calls(winner).setup.setReplication({
-        hostId: hostOf[winner],
-        primary: null,
-        node: winner,
-        synchronousStandbyNames: quorumOf(spec.mode, [...others, killed]),
-      });
-      const promoted = await calls(winner).measure.promoteStandby.executeWithOptions({ summary: `round ${round}: promote ${winner}, the most advanced standby` }, [
-        { hostId: hostOf[winner] },
-      ]);
-      const written: WriterResult = await writing;
-      const ledger = await clientCalls.measure.countLostCommits({
-        hostId: client,
-        primary: address(winner),
-        rounds: Array.from({ length: round }, (_, i) => i + 1),
-      });
-
-      const entry: FailoverRound = {
+/**
+ * One round: the writer commits on the primary; the primary host is killed; the most advanced standby is promoted
+ * and the other follows it; write downtime and lost acknowledged commits are measured; the old primary rejoins.
+ */
+async function failoverRound(d: Drill, round: number): Promise<void> {
+  const { spec, hostOf, state } = d;
+  const { writer } = spec;
+  const sync = spec.mode === 'sync';
+  const { primary, standbys } = state;
+  d.progress(`round ${round}: writing on ${primary}`, round, d.client);
+  const writing: Promise<WriterResult> = d.clientCalls.measure.runFailoverWriter.executeWithOptions(
+    { summary: `round ${round}: ${writer.connections} writers commit ledger rows on the primary (${primary}) and record every acknowledged id` },
+    [
+      {
+        hostId: d.client,
         round,
-        killedHost: hostOf[killed],
-        killedNode: killed,
-        killedAt,
-        standbys: positions,
-        promotedHost: hostOf[winner],
-        promotedNode: winner,
-        repointedHost: others.map((n) => hostOf[n]).join(', '),
-        promoteSeconds: promoted.seconds,
-        writer: {
-          acknowledged: written.acknowledged,
-          failedWrites: written.failedWrites,
-          inDoubt: written.inDoubt,
-          lastAckBeforeKillAt: written.lastAckBeforeKillAt,
-          firstAckAfterAt: written.firstAckAfterAt,
-          newPrimaryNode: written.newPrimaryNode,
-          outageSeconds: written.outageSeconds,
-        },
-        rtoSeconds: written.outageSeconds,
-        lostCommits: ledger.lost,
-        lostSample: ledger.lostSample,
-        acknowledgedTotal: ledger.acknowledged,
-        inDoubtPresent: ledger.inDoubtPresent,
-        oldPrimary: { action: 'left down', seconds: null, detail: 'rejoin is "none"' },
-        ok: false,
-      };
-      const problems: string[] = [];
-      if (written.outageSeconds === null)
-        problems.push(
-          written.lastAckBeforeKillAt === null
-            ? `the writer had no acknowledged commit on ${killed} before the kill; raise writer.killAfterSeconds`
-            : `no write was acknowledged on a new primary (${written.stopReason})`,
-        );
-      else if (written.newPrimaryNode !== winner) problems.push(`the writer's new primary was ${written.newPrimaryNode}, not the promoted ${winner}`);
-      if (sync && ledger.lost > 0) problems.push(`${ledger.lost} acknowledged commits missing on ${winner} (first ids ${ledger.lostSample.join(', ')})`);
-      entry.ok = problems.length === 0;
-      if (problems.length) entry.error = problems.join('; ');
-      result.rounds.push(entry);
+        nodes: NODES.map((n) => address(d, n)),
+        initialNode: primary,
+        connections: writer.connections,
+        firstId: round * IDS_PER_ROUND + 1,
+        afterSwitchSeconds: writer.afterFailoverSeconds,
+        maxOutageSeconds: writer.maxOutageSeconds,
+        maxSeconds: d.timeouts.measureSeconds - 600,
+      },
+    ],
+  );
+  // A failed writer must not leave this round waiting on its timer.
+  writing.catch(() => undefined);
+  await sleep(writer.killAfterSeconds * 1000);
 
-      if (spec.rejoin === 'rewind') {
-        progress(`round ${round}: ${killed} rejoins`, 1 + round - 0.3, hostOf[killed]);
-        // Provisioning a killed host again starts its agent; its data folder is where the kill left it.
-        await provisionAndWait(provider, request(hostOf[killed], 'node'), timeouts);
-        const rejoined = await calls(killed).setup.rejoinAsStandby.executeWithOptions(
-          { summary: `round ${round}: ${killed} rejoins as a standby of ${winner} (pg_rewind)` },
-          [{ hostId: hostOf[killed], primary: address(winner), node: killed }],
-        );
-        await calls(killed).setup.configurePostgres({ hostId: hostOf[killed], settings, hbaLines });
-        await calls(winner).measure.waitForStandbys({ hostId: hostOf[winner], nodes: [...others, killed], sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
-        entry.oldPrimary = { action: rejoined.action, seconds: rejoined.seconds, detail: rejoined.detail };
-        standbys = [...others, killed];
-      } else standbys = others;
-      primary = winner;
-      if (!entry.ok) throw ApplicationFailure.nonRetryable(`round ${round}: ${entry.error}`, FAILURE_TYPES.verification);
-    }
-  } catch (err) {
-    failure = err;
-    result.status = isCancellation(err) ? 'cancelled' : 'failed';
-    result.errors.push(failureMessage(err));
-    board.fail(failureMessage(err).split('\n')[0]);
-  }
+  d.progress(`round ${round}: kill ${primary}`, round + 0.2, hostOf[primary]);
+  const killedAt = new Date().toISOString();
+  await providerCalls.killHost.executeWithOptions({ summary: `round ${round}: kill -9 the primary ${primary} (${hostOf[primary]})` }, [
+    { provider: spec.provider, hostId: hostOf[primary] },
+  ]);
+  const positions: StandbyPosition[] = await Promise.all(
+    standbys.map(async (n) => {
+      const p = await d.calls(n).measure.standbyPosition({ hostId: hostOf[n] });
+      return { hostId: hostOf[n], node: n, receiveLsn: p.receiveLsn, replayLsn: p.replayLsn };
+    }),
+  );
+  const winner = mostAdvanced(positions).node as Node;
+  const others = standbys.filter((n) => n !== winner);
 
+  d.progress(`round ${round}: promote ${winner}`, round + 0.4, hostOf[winner]);
+  // The other standby follows the winner before the promotion (cascading, then across the new timeline), and
+  // the winner's quorum names it and the old primary, so commits after the promotion have a standby to wait for.
+  await Promise.all(others.map((n) => d.calls(n).setup.setReplication({ hostId: hostOf[n], primary: address(d, winner), node: n, synchronousStandbyNames: '' })));
+  await d.calls(winner).setup.setReplication({ hostId: hostOf[winner], primary: null, node: winner, synchronousStandbyNames: quorumOf(spec.mode, [...others, primary]) });
+  const promoted = await d.calls(winner).measure.promoteStandby.executeWithOptions({ summary: `round ${round}: promote ${winner}, the most advanced standby` }, [
+    { hostId: hostOf[winner] },
+  ]);
+  const written: WriterResult = await writing;
+  const ledger = await d.clientCalls.measure.countLostCommits({
+    hostId: d.client,
+    primary: address(d, winner),
+    rounds: Array.from({ length: round }, (_, i) => i + 1),
+  });
+  const entry = roundEntry(d, round, { killed: primary, winner, others, positions, killedAt, promoteSeconds: promoted.seconds, written, ledger, sync });
+  d.result.rounds.push(entry);
+
+  if (spec.rejoin === 'rewind') {
+    d.progress(`round ${round}: ${primary} rejoins`, round + 0.7, hostOf[primary]);
+    // Provisioning a killed host again starts its agent; its data folder is where the kill left it.
+    await provisionAndWait(spec.provider, drillHostRequest(spec, d.runId, hostOf[primary], 'node', 2 * 2 ** 30), d.timeouts);
+    const rejoined = await d.calls(primary).setup.rejoinAsStandby.executeWithOptions(
+      { summary: `round ${round}: ${primary} rejoins as a standby of ${winner} (pg_rewind)` },
+      [{ hostId: hostOf[primary], primary: address(d, winner), node: primary }],
+    );
+    await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: d.settings, hbaLines: state.hbaLines });
+    await d.calls(winner).measure.waitForStandbys({ hostId: hostOf[winner], nodes: [...others, primary], sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
+    entry.oldPrimary = { action: rejoined.action, seconds: rejoined.seconds, detail: rejoined.detail };
+    state.standbys = [...others, primary];
+  } else state.standbys = others;
+  state.primary = winner;
+  if (!entry.ok) throw ApplicationFailure.nonRetryable(`round ${round}: ${entry.error}`, FAILURE_TYPES.verification);
+}
+
+/** A round's record, and whether it passed: a new primary acknowledged writes, and (sync) no acknowledged commit was lost. */
+function roundEntry(
+  d: Drill,
+  round: number,
+  m: {
+    killed: Node;
+    winner: Node;
+    others: Node[];
+    positions: StandbyPosition[];
+    killedAt: string;
+    promoteSeconds: number;
+    written: WriterResult;
+    ledger: { lost: number; lostSample: number[]; acknowledged: number; inDoubtPresent: number };
+    sync: boolean;
+  },
+): FailoverRound {
+  const { hostOf } = d;
+  const { written, ledger } = m;
+  const problems: string[] = [];
+  if (written.outageSeconds === null)
+    problems.push(
+      written.lastAckBeforeKillAt === null
+        ? `the writer had no acknowledged commit on ${m.killed} before the kill; raise writer.killAfterSeconds`
+        : `no write was acknowledged on a new primary (${written.stopReason})`,
+    );
+  else if (written.newPrimaryNode !== m.winner) problems.push(`the writer's new primary was ${written.newPrimaryNode}, not the promoted ${m.winner}`);
+  if (m.sync && ledger.lost > 0) problems.push(`${ledger.lost} acknowledged commits missing on ${m.winner} (first ids ${ledger.lostSample.join(', ')})`);
+  return {
+    round,
+    killedHost: hostOf[m.killed],
+    killedNode: m.killed,
+    killedAt: m.killedAt,
+    standbys: m.positions,
+    promotedHost: hostOf[m.winner],
+    promotedNode: m.winner,
+    repointedHost: m.others.map((n) => hostOf[n]).join(', '),
+    promoteSeconds: m.promoteSeconds,
+    writer: {
+      acknowledged: written.acknowledged,
+      failedWrites: written.failedWrites,
+      inDoubt: written.inDoubt,
+      lastAckBeforeKillAt: written.lastAckBeforeKillAt,
+      firstAckAfterAt: written.firstAckAfterAt,
+      newPrimaryNode: written.newPrimaryNode,
+      outageSeconds: written.outageSeconds,
+    },
+    rtoSeconds: written.outageSeconds,
+    lostCommits: ledger.lost,
+    lostSample: ledger.lostSample,
+    acknowledgedTotal: ledger.acknowledged,
+    inDoubtPresent: ledger.inDoubtPresent,
+    oldPrimary: { action: 'left down', seconds: null, detail: 'rejoin is "none"' },
+    ok: problems.length === 0,
+    ...(problems.length ? { error: problems.join('; ') } : {}),
+  };
+}
+
+/** The drill's headline figures from its rounds. */
+function summarise(result: FailoverDrillResult): void {
   const rtos = result.rounds.map((r) => r.rtoSeconds).filter((x): x is number => x !== null);
   result.summary = {
     rounds: result.rounds.length,
@@ -247,48 +351,13 @@ export async function failoverDrillWorkflow(input: DrillInput = {}): Promise<Dri
     rtoSecondsMedian: rtos.length ? Math.round(median(rtos)! * 1000) / 1000 : null,
     rtoSecondsMax: rtos.length ? Math.max(...rtos) : null,
   };
-  if (!failure) result.status = 'passed';
-  result.verdict = verdictOf(result, failure);
-
-  // Compensation: results first (nothing measured is lost), then every host, whatever happened.
-  const location = await CancellationScope.nonCancellable(async () => {
-    board.setPhase('save results');
-    result.finishedAt = new Date().toISOString();
-    let saved = '';
-    try {
-      saved = await resultCalls.saveDrillResult({ runId, result });
-    } catch (err) {
-      failure ??= err;
-      board.fail(`saving results failed: ${failureMessage(err)}`);
-    }
-    board.setPhase('teardown');
-    for (const e of await teardownAll(provider, provisioned)) board.fail(e);
-    board.setPercent(100);
-    return saved;
-  });
-  upsertSearchAttributes(searchAttributes({ status: result.status }));
-  board.setPhase(result.status);
-  if (failure) throw failure;
-  return {
-    runId,
-    kind: 'failover-drill',
-    status: result.status,
-    verdict: result.verdict,
-    location,
-    figures: {
-      rounds: result.summary.rounds,
-      lostCommits: result.summary.lostCommits,
-      rtoSecondsMedian: result.summary.rtoSecondsMedian,
-      rtoSecondsMax: result.summary.rtoSecondsMax,
-    },
-  };
 }
 
 /** The one line a person reads first. */
-function verdictOf(r: FailoverDrillResult, failure: unknown): string {
+function verdictOf(r: FailoverDrillResult, failure: string | undefined): string {
   const s = r.summary;
   const figures = `${s.rounds} failover${s.rounds === 1 ? '' : 's'}, ${s.lostCommits} acknowledged commits lost, RTO median ${s.rtoSecondsMedian ?? '–'} s (max ${s.rtoSecondsMax ?? '–'} s)`;
-  if (failure) return `${r.status}: ${failureMessage(failure).split('\n')[0]} (${figures})`;
+  if (failure !== undefined) return `${r.status}: ${failure.split('\n')[0]} (${figures})`;
   return r.mode === 'sync'
     ? `passed: ${figures} under synchronous_standby_names = ANY 1`
     : `passed (async, for contrast): ${figures}; without synchronous standbys acknowledged commits can be lost`;

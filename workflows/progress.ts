@@ -1,33 +1,26 @@
 /**
- * Progress state of a workflow: fed by phase changes and by activities' progress signals, read by the progress
- * query, shown in the UI as "current details", and passed up to a parent workflow when there is one.
+ * Progress state of a workflow, read on demand: the progress query returns it and the UI shows it as "current
+ * details". It records every phase each host entered and the state of each child workflow. No signals: neither
+ * activities nor children report into it, so a workflow's history does not grow with the run's length; a reader
+ * that wants the figures of a running phase asks the children (their own query) and the server (pending
+ * activities' heartbeats).
  */
-import { getExternalWorkflowHandle, setCurrentDetails, setHandler } from '@temporalio/workflow';
-import { phaseProgressSignal, progressQuery, type PhaseProgress, type RunProgress } from '../common/messages';
-import { progressMarkdown, runPercent } from '../common/progress';
+import { setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { progressQuery, type ChildProgress, type PhaseProgress, type RunProgress } from '../common/messages';
+import { childrenPercent, clusterPercent, progressMarkdown } from '../common/progress';
 
 export class ProgressBoard {
-  private readonly clusters: Record<string, PhaseProgress> = {};
+  private readonly hosts: Record<string, PhaseProgress> = {};
+  private readonly children: ChildProgress[] = [];
   private phase = 'starting';
   private readonly failures: string[] = [];
   private percentOverride: number | undefined;
 
-  /**
-   * @param totalClusters clusters the run will have, so the percentage counts the ones not started yet
-   * @param parentWorkflowId where to pass progress up to (a child cluster reports to its experiment)
-   */
   constructor(
     private readonly title: string,
     private readonly runId: string,
-    private totalClusters: number,
-    private readonly parentWorkflowId?: string,
   ) {
-    setHandler(phaseProgressSignal, (p) => this.onSignal(p));
     setHandler(progressQuery, () => this.snapshot());
-  }
-
-  setTotal(total: number): void {
-    this.totalClusters = total;
   }
 
   /** The run's own phase ("validating", "running clusters", "writing results", ...). */
@@ -36,15 +29,21 @@ export class ProgressBoard {
     this.publish();
   }
 
-  /** The one host of this workflow (a cluster's, a drill step's) moved on: the workflow's phase follows it. */
+  /** A host of this workflow (a cluster's, a drill step's) entered a phase; the workflow's phase follows it. */
   step(hostId: string, phase: string): void {
     this.phase = phase;
-    this.enter(hostId, phase);
+    const at = new Date().toISOString();
+    const phases = [...(this.hosts[hostId]?.phases ?? []), { phase, at }];
+    this.hosts[hostId] = { hostId, phase, phases, at };
+    this.publish();
   }
 
-  /** A cluster entered a phase; its percentage starts again at 0. */
-  enter(hostId: string, phase: string): void {
-    this.update({ hostId, phase, percent: 0, at: new Date().toISOString() });
+  /** A child workflow this run waits for (or its new state). */
+  child(workflowId: string, label: string, state: ChildProgress['state']): void {
+    const existing = this.children.find((c) => c.workflowId === workflowId);
+    if (existing) existing.state = state;
+    else this.children.push({ workflowId, label, state });
+    this.publish();
   }
 
   /** The run's percentage when its own steps measure it better than its hosts' phases (a drill's). */
@@ -58,33 +57,21 @@ export class ProgressBoard {
     this.publish();
   }
 
-  /** Progress from an activity, or from a child passing its own up. */
-  private onSignal(p: PhaseProgress): void {
-    const current = this.clusters[p.hostId];
-    // A late signal from a phase the cluster already left must not move it back; a child's own phase changes
-    // (percent 0) always count.
-    if (current && current.phase !== p.phase && p.percent !== 0) return;
-    this.update(p);
-  }
-
-  private update(p: PhaseProgress): void {
-    this.clusters[p.hostId] = p;
-    this.publish();
-    if (this.parentWorkflowId)
-      getExternalWorkflowHandle(this.parentWorkflowId)
-        .signal(phaseProgressSignal, p)
-        .catch(() => undefined); // The parent may be gone (cancelled); progress is best effort.
-  }
-
   snapshot(): RunProgress {
-    const clusters = Object.values(this.clusters);
-    const etas = clusters.map((c) => c.etaSeconds).filter((e): e is number => e !== undefined);
+    const hosts = Object.values(this.hosts);
+    const percent =
+      this.percentOverride ??
+      (this.children.length
+        ? childrenPercent(this.children)
+        : hosts.length
+          ? Math.round((10 * hosts.reduce((s, h) => s + clusterPercent(h), 0)) / hosts.length) / 10
+          : 0);
     return {
       runId: this.runId,
       phase: this.phase,
-      percent: this.percentOverride ?? runPercent(clusters, this.totalClusters),
-      etaSeconds: etas.length ? Math.max(...etas) : undefined,
-      clusters: { ...this.clusters },
+      percent,
+      clusters: Object.fromEntries(hosts.map((h) => [h.hostId, { ...h, phases: [...(h.phases ?? [])] }])),
+      children: this.children.map((c) => ({ ...c })),
       failures: [...this.failures],
     };
   }

@@ -5,6 +5,7 @@ import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow'
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import type { HostTimeouts } from '../common/bounds';
 import { hostTaskQueue } from '../common/names';
 
 /**
@@ -57,20 +58,17 @@ export const preflightCalls = proxyActivities<ControlActivities>({
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
 });
 
-export interface HostTimeouts {
-  /** How long a new host's agent may take to come up (cloud boots are slow). */
-  agentStartSeconds: number;
-  /** Upper bound of the data load, from the data size. */
-  loadHours: number;
-  /** Upper bound of one measured run (pgbench duration plus overrun). */
-  measureSeconds: number;
-  /** Upper bound of one measured phase (bloat + VACUUM, backlog + drain), from the sizes it works on. */
-  phaseSeconds: number;
-}
+export type { HostTimeouts };
 
-/** Host activities of one host, routed to its agent's own task queue. */
+/**
+ * Host activities of one host, routed to its agent's own task queue. Every one is bounded by the host's silence
+ * (schedule-to-start: a task nobody polls for; heartbeat: a task whose agent died) as well as by its own length.
+ */
 export function hostCalls(hostId: string, timeouts: HostTimeouts) {
   const taskQueue = hostTaskQueue(hostId);
+  // Milliseconds: the SDK's Duration is a number of ms or a fixed string form.
+  const silence = (seconds: number) => Math.min(seconds, timeouts.deadAfterSeconds) * 1000;
+  const scheduleToStartTimeout = timeouts.deadAfterSeconds * 1000;
   return {
     /** The agent's hello: fails fast when no agent polls the queue, instead of waiting for a dead host. */
     hello: proxyActivities<HostActivities>({
@@ -79,11 +77,13 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
       startToCloseTimeout: '1 minute',
       retry: { maximumAttempts: 1 },
     }),
-    /** Configure and start Postgres: idempotent, heartbeats while pg_ctl waits. */
+    /** Configure and start Postgres, backups: idempotent, heartbeat while they wait. */
     setup: proxyActivities<HostActivities>({
       taskQueue,
-      startToCloseTimeout: '2 hours',
-      heartbeatTimeout: '2 minutes',
+      scheduleToStartTimeout,
+      // Base backups copy the data set: as long as a phase that moves it, and never under 2 hours.
+      startToCloseTimeout: Math.max(2 * 3600, timeouts.phaseSeconds) * 1000,
+      heartbeatTimeout: silence(120),
       retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
@@ -93,8 +93,9 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
      */
     load: proxyActivities<HostActivities>({
       taskQueue,
+      scheduleToStartTimeout,
       startToCloseTimeout: `${timeouts.loadHours} hours`,
-      heartbeatTimeout: '30 seconds',
+      heartbeatTimeout: silence(30),
       retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 30, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
@@ -104,8 +105,9 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
      */
     measure: proxyActivities<HostActivities>({
       taskQueue,
+      scheduleToStartTimeout,
       startToCloseTimeout: `${timeouts.measureSeconds} seconds`,
-      heartbeatTimeout: '1 minute',
+      heartbeatTimeout: silence(60),
       retry: { maximumAttempts: 1 },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
@@ -115,8 +117,9 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
      */
     phase: proxyActivities<HostActivities>({
       taskQueue,
+      scheduleToStartTimeout,
       startToCloseTimeout: `${timeouts.phaseSeconds} seconds`,
-      heartbeatTimeout: '1 minute',
+      heartbeatTimeout: silence(60),
       retry: { maximumAttempts: 1 },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),

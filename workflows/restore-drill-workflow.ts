@@ -4,27 +4,23 @@
  * recovery target (a time or LSN between two markers, or the end of the archive), the archive lag at the failure
  * point, and the source killed. Restore host: fetch the backup, replay to the target, promote; verify the markers
  * (every one up to the target, none after), the tables' checksums at the target, pg_amcheck, the archive's
- * continuity and the repository check. Results are saved, then every host is torn down in a non-cancellable scope.
+ * continuity and the repository check. Then, whatever happened, results are saved and every host is torn down.
  * One object argument with defaults, so the UI, the CLI and schedules start it alike: {"preset":"ci"}.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import type { RecoveryTarget } from '../activities/lib/backup-tool';
-import { backupStoreLocation } from '../common/backup-store';
-import {
-  drillResultHead,
-  type DrillSummary,
-  type RestoreDrillResult,
-} from '../common/drill-result';
+import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
+import { drillResultHead, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/drill-result';
 import { drillPostgresSettings, resolveRestoreDrill, type DrillInput } from '../common/drill-spec';
-import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
 import { parseSegmentName, segmentOfLsn } from '../common/lsn';
 import { accountRows } from '../common/spec';
-import { drillHostRequest, drillTimeouts, provisionAndWait, teardownAll } from './drill-hosts';
+import { runCompensated } from './compensation';
+import { drillHostRequest, drillTimeouts, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, preflightCalls, providerCalls, resultCalls } from './proxies';
-import { acceptInput, drillSearchAttributes, preflightOrFail, searchAttributes } from './search-attributes';
+import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 /** The drill's steps in order, for its progress percentage. */
 const STEPS = [
@@ -44,18 +40,18 @@ const STEPS = [
   'save results',
   'teardown',
 ] as const;
+type Step = (typeof STEPS)[number];
 
 export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
   const runId = workflowInfo().workflowId;
   const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists.
   await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
-  const board = new ProgressBoard(`Restore drill ${runId}`, runId, 1, spec.parentWorkflowId);
+  const board = new ProgressBoard(`Restore drill ${runId}`, runId);
   const provider = spec.provider;
   const source = hostIdFor(runId, 'source', 0);
   const restore = hostIdFor(runId, 'restore', 0);
-  const writeSeconds = spec.workload.beforeSeconds + spec.workload.afterSeconds;
-  const timeouts = drillTimeouts(spec, Math.max(writeSeconds, spec.restoreTimeoutSeconds));
+  const timeouts = drillTimeouts(spec, Math.max(spec.workload.beforeSeconds + spec.workload.afterSeconds, spec.restoreTimeoutSeconds));
   const src = hostCalls(source, timeouts);
   const dst = hostCalls(restore, timeouts);
   const settings = drillPostgresSettings(spec);
@@ -74,91 +70,73 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     verification: {},
     errors: [],
   };
+  const provisioned: string[] = [];
   /** Enters a step: the run's phase, the host it runs on, and the drill's percentage. */
-  const step = (name: (typeof STEPS)[number]) => {
+  const step = (name: Step) => {
     board.step(STEPS.indexOf(name) < STEPS.indexOf('provision restore host') ? source : restore, name);
     board.setPercent((100 * STEPS.indexOf(name)) / STEPS.length);
   };
 
-  const provisioned: string[] = [];
-  let failure: unknown;
-  try {
-    step('backup store');
-    const store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep });
-    result.backupStore = backupStoreLocation(store);
-
+  /** Source host: archiving to the store, the data, and a full base backup. */
+  async function setUpSource(store: ResolvedBackupStore): Promise<void> {
     step('provision source');
     provisioned.push(source);
     await provisionAndWait(provider, drillHostRequest(spec, runId, source, 'source', volumeBytes), timeouts);
-
     step('configure source');
     const archiving = await src.setup.configureBackups({ hostId: source, store, archiveTimeoutSeconds: spec.backup.archiveTimeoutSeconds });
-    const pg = await src.setup.configurePostgres({ hostId: source, settings: { ...settings, ...archiving.settings } });
-    result.postgresVersion = pg.postgresVersion;
+    result.postgresVersion = (await src.setup.configurePostgres({ hostId: source, settings: { ...settings, ...archiving.settings } })).postgresVersion;
     await src.setup.initBackupRepository({ hostId: source, store });
-
     step('load');
-    await src.load.loadData({ hostId: source, scale: spec.data.scale, chunkRows: spec.data.chunkRows, writers: 1 });
-
+    const { scale, chunkRows, loadWriters } = spec.data;
+    await src.load.loadData({ hostId: source, scale, chunkRows, writers: loadWriters });
     step('base backup');
-    const backup = await src.setup.takeBackup.executeWithOptions({ summary: `full base backup of ${source} to ${result.backupStore}` }, [
+    result.backup = await src.setup.takeBackup.executeWithOptions({ summary: `full base backup of ${source} to ${result.backupStore}` }, [
       { hostId: source, store },
     ]);
-    result.backup = backup;
+  }
 
-    const { clients, markerIntervalMs } = spec.workload;
+  /** Writes with marker rows before and after the target; the failure point's archive lag is the achieved RPO. */
+  async function writeAroundTarget() {
+    const { clients, markerIntervalMs, beforeSeconds, afterSeconds } = spec.workload;
     step('writes before target');
-    await src.measure.writeHistory({ hostId: source, label: 'writes before target', seconds: spec.workload.beforeSeconds, clients, markerIntervalMs });
-
+    await src.measure.writeHistory({ hostId: source, label: 'writes before target', seconds: beforeSeconds, clients, markerIntervalMs });
     step('target');
     const marked = await src.measure.markTarget({ hostId: source, type: spec.target, tables: spec.checksumTables });
     result.target = marked.target;
-
     step('writes after target');
-    const after = await src.measure.writeHistory({
-      hostId: source,
-      label: 'writes after target',
-      seconds: spec.workload.afterSeconds,
-      clients,
-      markerIntervalMs,
-      failurePoint: true,
-    });
+    const after = await src.measure.writeHistory({ hostId: source, label: 'writes after target', seconds: afterSeconds, clients, markerIntervalMs, failurePoint: true });
     const failurePoint = after.failurePoint!;
     result.failurePoint = failurePoint;
     result.rpo = { seconds: failurePoint.archiveLagSeconds, bytes: failurePoint.archiveLagBytes, lostMarkers: null, lostWindowSeconds: null };
-
     step('failure');
     // A target inside the archive is the drill's premise: archive_timeout closes its segment within seconds.
     if (spec.target !== 'latest')
       await src.measure.waitForArchive({ hostId: source, lsn: marked.walLsn, timeoutSeconds: 3 * spec.backup.archiveTimeoutSeconds + 60 });
     await providerCalls.killHost.executeWithOptions({ summary: `kill -9 everything on ${source}: the failure` }, [{ provider, hostId: source }]);
+    return { marked, failurePoint };
+  }
 
+  /** The last WAL segment the restore needs: the target's, or the newest archived one for "latest". */
+  function lastNeededSegment(marked: { walLsn: string }, failurePoint: FailurePoint): string {
+    const backup = result.backup!;
+    if (spec.target !== 'latest') return segmentOfLsn(marked.walLsn, parseSegmentName(backup.walStop)?.timeline ?? 1);
+    return failurePoint.lastArchivedWal && parseSegmentName(failurePoint.lastArchivedWal) ? failurePoint.lastArchivedWal : backup.walStop;
+  }
+
+  /** A fresh host fetches the backup, replays to the target and promotes: the RTO split. */
+  async function restoreOnFreshHost(store: ResolvedBackupStore, marked: Awaited<ReturnType<typeof writeAroundTarget>>['marked'], lastNeeded: string) {
     step('provision restore host');
     provisioned.push(restore);
     await provisionAndWait(provider, drillHostRequest(spec, runId, restore, 'restore', volumeBytes), timeouts);
     await dst.setup.configureBackups({ hostId: restore, store, archiveTimeoutSeconds: spec.backup.archiveTimeoutSeconds });
-    const timeline = parseSegmentName(backup.walStop)?.timeline ?? 1;
-    // The last segment the restore needs: the target's, or the newest archived one for "latest".
-    const lastNeeded =
-      spec.target === 'latest'
-        ? failurePoint.lastArchivedWal && parseSegmentName(failurePoint.lastArchivedWal)
-          ? failurePoint.lastArchivedWal
-          : backup.walStop
-        : segmentOfLsn(marked.walLsn, timeline);
     if (spec.inject.missingWalSegment)
-      result.injectedMissingSegment = await dst.measure.removeArchivedSegment({ hostId: restore, store, after: backup.walStop, upTo: lastNeeded });
-
+      result.injectedMissingSegment = await dst.measure.removeArchivedSegment({ hostId: restore, store, after: result.backup!.walStop, upTo: lastNeeded });
     step('fetch');
     const target: RecoveryTarget =
-      spec.target === 'time'
-        ? { type: 'time', time: marked.target.time! }
-        : spec.target === 'lsn'
-          ? { type: 'lsn', lsn: marked.target.lsn! }
-          : { type: 'latest' };
-    const fetched = await dst.measure.restoreBackup.executeWithOptions({ summary: `fetch backup ${backup.label} onto ${restore}, target ${spec.target}` }, [
+      spec.target === 'time' ? { type: 'time', time: marked.target.time! } : spec.target === 'lsn' ? { type: 'lsn', lsn: marked.target.lsn! } : { type: 'latest' };
+    const fetched = await dst.phase.restoreBackup.executeWithOptions({ summary: `fetch backup ${result.backup!.label} onto ${restore}, target ${spec.target}` }, [
       { hostId: restore, store, target },
     ]);
-
     step('replay and promote');
     const recovery = await dst.measure.recoverFromBackup.executeWithOptions(
       { summary: `replay WAL to the target and promote, at most ${spec.restoreTimeoutSeconds} s` },
@@ -172,15 +150,16 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
         promoteSeconds: recovery.promoteSeconds,
         totalSeconds: fetched.fetchSeconds + recovery.replaySeconds + recovery.promoteSeconds,
       };
+  }
 
+  /** Archive continuity, the repository check, then (after a recovery) markers, checksums and pg_amcheck. */
+  async function verify(store: ResolvedBackupStore, marked: Awaited<ReturnType<typeof writeAroundTarget>>['marked'], failurePoint: FailurePoint, lastNeeded: string) {
     step('verify');
-    const archive = await dst.measure.checkArchive({ hostId: restore, store, from: backup.walStart, to: lastNeeded });
+    const archive = await dst.measure.checkArchive({ hostId: restore, store, from: result.backup!.walStart, to: lastNeeded });
     const c = archive.continuity;
     result.verification.archiveContinuity = {
       ...c,
-      detail: c.ok
-        ? `${c.checked} segments ${c.from}..${c.to}, none missing`
-        : `missing from the archive: ${c.missing.join(', ')} (needed between ${c.from} and ${c.to})`,
+      detail: c.ok ? `${c.checked} segments ${c.from}..${c.to}, none missing` : `missing from the archive: ${c.missing.join(', ')} (needed between ${c.from} and ${c.to})`,
     };
     const repo = archive.repository;
     result.verification.backupVerify = {
@@ -191,77 +170,70 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
       backupFilesChecked: repo.backupFilesChecked,
       backupFilesInvalid: repo.backupFilesInvalid,
     };
-    if (recovery.ok) {
-      const latest = spec.target === 'latest';
-      const checked = await dst.measure.verifyRestore({
-        hostId: restore,
-        expectedThroughId: latest ? failurePoint.lastArchivedMarkerId : marked.target.lastIdBefore,
-        exact: !latest,
-        tables: spec.checksumTables,
-        expectedChecksums: marked.target.checksums,
-      });
-      result.verification.ledger = checked.ledger;
-      result.verification.checksums = checked.checksums;
-      result.verification.amcheck = checked.amcheck;
-      if (latest)
-        result.rpo = {
-          ...result.rpo,
-          lostMarkers: failurePoint.lastMarkerId - checked.ledger.maxPresentId,
-          lostWindowSeconds: checked.maxPresentCommittedAt
-            ? Math.max(0, (Date.parse(failurePoint.at) - Date.parse(checked.maxPresentCommittedAt)) / 1000)
-            : null,
-        };
-    }
-    result.verdict = verdictOf(result);
-    result.status = result.verdict.startsWith('passed') ? 'passed' : 'failed';
-  } catch (err) {
-    failure = err;
-    result.status = isCancellation(err) ? 'cancelled' : 'failed';
-    result.errors.push(failureMessage(err));
-    result.verdict = `${result.status}: ${failureMessage(err).split('\n')[0]}`;
-    board.fail(result.verdict);
+    if (!result.recovery?.ok) return;
+    const latest = spec.target === 'latest';
+    const checked = await dst.measure.verifyRestore({
+      hostId: restore,
+      expectedThroughId: latest ? failurePoint.lastArchivedMarkerId : marked.target.lastIdBefore,
+      exact: !latest,
+      tables: spec.checksumTables,
+      expectedChecksums: marked.target.checksums,
+    });
+    result.verification.ledger = checked.ledger;
+    result.verification.checksums = checked.checksums;
+    result.verification.amcheck = checked.amcheck;
+    if (latest)
+      result.rpo = {
+        ...result.rpo!,
+        lostMarkers: failurePoint.lastMarkerId - checked.ledger.maxPresentId,
+        lostWindowSeconds: checked.maxPresentCommittedAt ? Math.max(0, (Date.parse(failurePoint.at) - Date.parse(checked.maxPresentCommittedAt)) / 1000) : null,
+      };
   }
 
-  // Compensation: results first (nothing measured is lost), then every host and the run's backups, whatever happened.
-  const location = await CancellationScope.nonCancellable(async () => {
-    step('save results');
-    result.finishedAt = new Date().toISOString();
-    let saved = '';
-    try {
-      saved = await resultCalls.saveDrillResult({ runId, result });
-    } catch (err) {
-      failure ??= err;
-      board.fail(`saving results failed: ${failureMessage(err)}`);
-    }
-    step('teardown');
-    const errors = await teardownAll(provider, provisioned);
-    if (!spec.backup.keep)
-      await providerCalls.removeBackupStore({ runId, store: spec.backup.store }).catch((err) => errors.push(failureMessage(err)));
-    for (const e of errors) board.fail(e);
-    board.setPercent(100);
-    return saved;
-  });
-  upsertSearchAttributes(searchAttributes({ status: result.status }));
-  board.setPhase(result.status);
-  if (failure) throw failure;
-  if (result.status !== 'passed')
-    throw ApplicationFailure.nonRetryable(`restore drill ${runId} failed: ${result.verdict}\nresults: ${location}`, FAILURE_TYPES.verification);
-  return {
-    runId,
-    kind: 'restore-drill',
-    status: result.status,
-    verdict: result.verdict,
-    location,
-    figures: {
-      fetchSeconds: result.rto?.fetchSeconds ?? null,
-      replaySeconds: result.rto?.replaySeconds ?? null,
-      promoteSeconds: result.rto?.promoteSeconds ?? null,
-      rtoSeconds: result.rto?.totalSeconds ?? null,
-      rpoSeconds: result.rpo?.seconds ?? null,
-      rpoBytes: result.rpo?.bytes ?? null,
-      lostMarkers: result.rpo?.lostMarkers ?? null,
+  const outcome = await runCompensated(
+    board,
+    async () => {
+      step('backup store');
+      const store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep });
+      result.backupStore = backupStoreLocation(store);
+      await setUpSource(store);
+      const { marked, failurePoint } = await writeAroundTarget();
+      const lastNeeded = lastNeededSegment(marked, failurePoint);
+      await restoreOnFreshHost(store, marked, lastNeeded);
+      await verify(store, marked, failurePoint, lastNeeded);
+      result.verdict = verdictOf(result);
+      result.status = result.verdict.startsWith('passed') ? 'passed' : 'failed';
     },
-  };
+    {
+      failed(err, status) {
+        result.status = status;
+        result.errors.push(failureMessage(err));
+        result.verdict = `${status}: ${failureMessage(err).split('\n')[0]}`;
+      },
+      async save() {
+        step('save results');
+        result.finishedAt = new Date().toISOString();
+        return resultCalls.saveDrillResult({ runId, result });
+      },
+      async teardown() {
+        step('teardown');
+        const errors = await teardownAll(provider, provisioned);
+        if (!spec.backup.keep)
+          await providerCalls.removeBackupStore({ runId, store: spec.backup.store }).catch((err) => errors.push(failureMessage(err)));
+        board.setPercent(100);
+        return errors;
+      },
+    },
+  );
+  return finishDrill(board, outcome, 'restore-drill', runId, result, {
+    fetchSeconds: result.rto?.fetchSeconds ?? null,
+    replaySeconds: result.rto?.replaySeconds ?? null,
+    promoteSeconds: result.rto?.promoteSeconds ?? null,
+    rtoSeconds: result.rto?.totalSeconds ?? null,
+    rpoSeconds: result.rpo?.seconds ?? null,
+    rpoBytes: result.rpo?.bytes ?? null,
+    lostMarkers: result.rpo?.lostMarkers ?? null,
+  });
 }
 
 /** The one line a person reads first: "passed: ..." with the figures, or "failed: ..." with every reason. */

@@ -15,8 +15,9 @@ import { clientTool } from '../../infra/postgres-binaries';
 import { connectLocal, libpqEnv } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
 import { etaSeconds, every, progressReporter } from '../lib/progress';
-import { assertHost, type HostDeps, type HostInput } from './deps';
-import { workloadAppName, workloadArgs } from './pgbench';
+import { asClientUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
+import { stopLeftovers } from './leftovers';
+import { workloadAppName, workloadArgs, workloadEnv } from './pgbench';
 import { HostCounters } from './sampler';
 
 export interface BacklogPhaseInput extends HostInput {
@@ -34,6 +35,9 @@ const PUBLICATION = 'storage_lab_backlog';
 const PLUGIN = 'pgoutput';
 const MB = 2 ** 20;
 const POLL_MS = 200;
+/** A workload that adds less WAL than this in a window writes nothing worth a backlog (checkpoints add a little). */
+const NO_WAL_WINDOW_MS = 30_000;
+const MIN_WAL_PER_WINDOW = 2 ** 20;
 /** The workload's -T: far longer than any fill; the phase stops it as soon as the backlog is big enough. */
 const FILL_LIMIT_SECONDS = 86_400;
 
@@ -42,8 +46,10 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
   if (!(input.backlogMB > 0))
     throw ApplicationFailure.nonRetryable('phases.backlog.backlogMB must be positive', FAILURE_TYPES.invalidSpec);
   const ctx = Context.current();
-  const report = progressReporter(deps.client, input.hostId, 'backlog');
+  const report = progressReporter(input.hostId, 'backlog');
   const requested = Math.round(input.backlogMB * MB);
+  // A retry after the agent died may find the earlier attempt's workload or consumer still running: stop them first.
+  const cleanup = await stopLeftovers(deps);
   const db = await connectLocal(deps.config, { applicationName: 'storage-lab backlog phase' });
   try {
     const walLevel = (await db.query<{ v: string }>("SELECT current_setting('wal_level') AS v")).rows[0].v;
@@ -52,8 +58,6 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
         `the backlog phase needs wal_level = logical, the server has ${walLevel}; remove postgres.settings.wal_level from the spec (the lab sets it when phases.backlog.enabled)`,
         FAILURE_TYPES.invalidSpec,
       );
-    // A retry after the agent died may find the earlier attempt's workload still writing: end it first.
-    await waitForBackendsGone(db, workloadAppName('backlog'), 0);
     await dropSlotAndPublication(db);
     // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
     // on a table far larger than memory; a tiny table then yields the same kind of WAL.
@@ -65,13 +69,14 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
 
     // Fill: the workload runs with no consumer until the slot holds the requested WAL back.
     const fillStarted = Date.now();
-    await fillBacklog(deps, db, input, requested, (retained) =>
+    await fillBacklog(deps, db, input, requested, (retained) => {
+      // The fill's own ETA; the drain after it has none until it runs, so the phase has none yet.
+      const stepEta = etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000);
       report({
         percent: Math.min(49, Math.round((50 * retained) / requested)),
-        etaSeconds: etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000),
-        detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB) },
-      }),
-    );
+        detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+      });
+    });
     const fillSeconds = (Date.now() - fillStarted) / 1000;
     const target = await slotState(db);
     const targetLsn = target.currentLsn;
@@ -111,7 +116,7 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
           '--option', `publication_names=${PUBLICATION}`,
           '--no-loop',
         ],
-        { env: libpqEnv(deps.config), signal: ctx.cancellationSignal },
+        { ...asClientUser(deps), env: libpqEnv(deps.config), signal: ctx.cancellationSignal },
       );
     } finally {
       stopProgress();
@@ -127,6 +132,7 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
     report({ percent: 100, detail: { step: 'done', drainSeconds: Math.round(drainSeconds * 10) / 10 } });
     return {
       slot: SLOT,
+      ...(cleanup ? { cleanup } : {}),
       plugin: PLUGIN,
       publication: PUBLICATION,
       requestedBytes: requested,
@@ -192,12 +198,14 @@ async function fillBacklog(
   const ctx = Context.current();
   const dir = path.join(deps.config.hostDir, 'backlog');
   await mkdir(dir, { recursive: true });
+  ownByClient(deps, dir);
   const scriptFile = path.join(dir, 'script.sql');
-  await writeFile(scriptFile, input.script);
+  await writeFile(scriptFile, input.script, { mode: 0o644 });
   const appName = workloadAppName('backlog');
   const stop = new AbortController();
-  const workload = runProcess('pgbench', [...workloadArgs(input, scriptFile), '--time', String(FILL_LIMIT_SECONDS)], {
-    env: { ...libpqEnv(deps.config), PGAPPNAME: appName },
+  const workload = runProcess(clientTool(deps.config, 'pgbench'), [...workloadArgs(input, scriptFile), '--time', String(FILL_LIMIT_SECONDS)], {
+    ...asClientUser(deps),
+    env: workloadEnv(deps, appName),
     cwd: dir,
     signal: AbortSignal.any([stop.signal, ctx.cancellationSignal]),
   });
@@ -206,11 +214,21 @@ async function fillBacklog(
     () => null,
     (err: unknown) => err,
   ).finally(() => (ended = true));
+  const window = { at: Date.now(), bytes: 0 };
   try {
     for (;;) {
       const { retainedBytes } = await slotState(db);
       onProgress(retainedBytes);
       if (retainedBytes >= requested) break;
+      // A workload that writes (nearly) no WAL would never fill the backlog: say so instead of waiting forever.
+      if (Date.now() - window.at >= NO_WAL_WINDOW_MS) {
+        if (retainedBytes - window.bytes < MIN_WAL_PER_WINDOW)
+          throw ApplicationFailure.nonRetryable(
+            `workload.script wrote ${retainedBytes - window.bytes} bytes of WAL in ${NO_WAL_WINDOW_MS / 1000} s: the backlog phase needs a workload that writes (INSERT, UPDATE, DELETE); change the script or set phases.backlog.enabled to false`,
+            FAILURE_TYPES.invalidSpec,
+          );
+        Object.assign(window, { at: Date.now(), bytes: retainedBytes });
+      }
       if (ended) {
         const err = await outcome;
         throw new Error(`the workload ended before the slot held ${requested} bytes back: ${err ? (err as Error).message : 'it exited'}`);

@@ -1,6 +1,6 @@
-/** What every host activity gets from its agent: the host it runs on and a Temporal client for progress. */
+/** What every host activity gets from its agent: the host it runs on and the OS users it runs tools as. */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { chownSync } from 'node:fs';
 import { FAILURE_TYPES } from '../../common/errors';
 import type { HostConfig } from '../../infra/providers/host-provider';
 import type { OsUser } from '../../infra/postgres-binaries';
@@ -9,7 +9,8 @@ export interface HostDeps {
   config: HostConfig;
   /** Postgres runs as this user when the agent is root; null when the agent itself may run it. */
   osUser: OsUser | null;
-  client: Client | null;
+  /** Client tools (pgbench, psql, pg_recvlogical, pg_amcheck) run as this unprivileged user; null: as the agent's. */
+  clientUser: OsUser | null;
 }
 
 /** Every host activity names its host; a task routed to the wrong agent must never touch this host's data. */
@@ -28,4 +29,14 @@ export function assertHost(deps: HostDeps, input: HostInput): void {
 /** Options that run a Postgres server binary as the Postgres OS user. */
 export function asPostgresUser(deps: HostDeps): { uid?: number; gid?: number } {
   return deps.osUser ? { uid: deps.osUser.uid, gid: deps.osUser.gid } : {};
+}
+
+/** Options that run a client tool as the unprivileged client user (never root: a workload script runs in it). */
+export function asClientUser(deps: HostDeps): { uid?: number; gid?: number } {
+  return deps.clientUser ? { uid: deps.clientUser.uid, gid: deps.clientUser.gid } : {};
+}
+
+/** Makes a folder the client user writes in (pgbench's logs) its own. */
+export function ownByClient(deps: HostDeps, dir: string): void {
+  if (deps.clientUser) chownSync(dir, deps.clientUser.uid, deps.clientUser.gid);
 }

@@ -13,7 +13,7 @@ import { ProcessError, runProcess } from '../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { parseAmcheck } from '../parsers/pg-amcheck';
 import { parseSummary } from '../parsers/pgbench';
-import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { asClientUser, assertHost, type HostDeps, type HostInput } from './deps';
 
 const LEDGER = 'storage_lab.drill_ledger';
 
@@ -43,7 +43,7 @@ export interface HistoryWritten {
 export async function writeHistory(deps: HostDeps, input: WriteHistoryInput): Promise<HistoryWritten> {
   assertHost(deps, input);
   const ctx = Context.current();
-  const report = progressReporter(deps.client, input.hostId, input.label);
+  const report = progressReporter(input.hostId, input.label);
   return withConnection(
     deps.config,
     async (c) => {
@@ -53,9 +53,10 @@ export async function writeHistory(deps: HostDeps, input: WriteHistoryInput): Pr
       const pgbench =
         input.clients > 0
           ? runProcess(
-              'pgbench',
+              clientTool(deps.config, 'pgbench'),
               ['--no-vacuum', '--builtin=tpcb-like', `--client=${input.clients}`, `--jobs=${Math.min(2, input.clients)}`, `--time=${Math.ceil(input.seconds)}`],
-              { env: libpqEnv(deps.config), cwd: deps.config.hostDir, timeoutMs: (input.seconds + 120) * 1000, signal: ctx.cancellationSignal },
+              // cwd "/": pgbench writes nothing here, and the client user may read no host folder it does not own.
+              { ...asClientUser(deps), env: libpqEnv(deps.config), cwd: '/', timeoutMs: (input.seconds + 120) * 1000, signal: ctx.cancellationSignal },
             )
           : null;
       let id = start;
@@ -279,9 +280,9 @@ async function amcheck(deps: HostDeps): Promise<RestoreVerification['amcheck']> 
   const args = ['--install-missing', '--heapallindexed', '--no-strict-names'];
   try {
     await runProcess(clientTool(deps.config, 'pg_amcheck'), args, {
-      ...asPostgresUser(deps),
+      ...asClientUser(deps),
       env: libpqEnv(deps.config),
-      cwd: deps.config.hostDir,
+      cwd: '/',
       timeoutMs: 3600_000,
       signal: ctx.cancellationSignal,
     });

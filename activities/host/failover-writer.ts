@@ -52,7 +52,7 @@ const CONNECTION_LOST = /Connection terminated|ECONNRESET|EPIPE|ECONNREFUSED|ter
 export async function runFailoverWriter(deps: HostDeps, input: WriterInput): Promise<WriterOutcome & { stopReason: string }> {
   assertHost(deps, input);
   const ctx = Context.current();
-  const report = progressReporter(deps.client, input.hostId, `writer round ${input.round}`);
+  const report = progressReporter(input.hostId, `writer round ${input.round}`);
   mkdirSync(path.dirname(ledgerFile(deps, input.round, 'acked')), { recursive: true });
   const acked = openSync(ledgerFile(deps, input.round, 'acked'), 'w');
   const inDoubtFd = openSync(ledgerFile(deps, input.round, 'in-doubt'), 'w');

@@ -7,9 +7,10 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
 import type { LoadResult } from '../../common/result';
+import { WORKLOAD_ROLE } from '../../common/names';
 import { accountRows } from '../../common/spec';
 import { connectLocal, withConnection } from '../lib/pg';
-import { etaSeconds, every, progressReporter } from '../lib/progress';
+import { etaSeconds, every, progressReporter, type ReportProgress } from '../lib/progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
 
 export interface LoadInput extends HostInput {
@@ -44,6 +45,8 @@ function schemaSql(scale: number): string[] {
     `CREATE TABLE IF NOT EXISTS pgbench_tellers (tid int not null, bid int, tbalance int, filler char(84)) WITH (fillfactor=100)`,
     `CREATE TABLE IF NOT EXISTS pgbench_accounts (aid ${aid} not null, bid int, abalance int, filler char(84)) WITH (fillfactor=100)`,
     `CREATE TABLE IF NOT EXISTS pgbench_branches (bid int not null, bbalance int, filler char(88)) WITH (fillfactor=100)`,
+    // The workload role reads and writes pgbench's tables and nothing else (common/names.ts says why).
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON pgbench_history, pgbench_tellers, pgbench_accounts, pgbench_branches TO ${WORKLOAD_ROLE}`,
   ];
 }
 
@@ -51,7 +54,7 @@ function schemaSql(scale: number): string[] {
 export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
   assertHost(deps, input);
   const ctx = Context.current();
-  const report = progressReporter(deps.client, input.hostId, 'load');
+  const report = progressReporter(input.hostId, 'load');
   const rows = accountRows(input.scale);
   const total = chunkCount(rows, input.chunkRows);
 
@@ -77,15 +80,25 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
     const attemptStart = Date.now();
     let chunksDone = resumed;
     let lastBytes = 0;
+    const bytesAtStart = await relationBytes(monitor);
+    /** The heap's growth rate this attempt: the post-load steps' ETA scales from it. */
+    let lastRate: number | undefined;
     const beat = async () => {
       lastBytes = await relationBytes(monitor).catch(() => lastBytes);
       const elapsed = (Date.now() - attemptStart) / 1000;
       const rowsDone = Math.min(rows, chunksDone * input.chunkRows);
       const rowsThisAttempt = (chunksDone - resumed) * input.chunkRows;
+      const rowsEta = etaSeconds(chunksDone - resumed, total - resumed, elapsed);
+      // The primary key and VACUUM ANALYZE come after the rows: estimated from the heap they will read and write
+      // at the rate this load writes it, so the ETA covers the whole load, not only its rows.
+      const rate = elapsed > 0 ? (lastBytes - bytesAtStart) / elapsed : 0;
+      const heapWhenDone = chunksDone > 0 ? (lastBytes * total) / chunksDone : 0;
+      const afterRows = rate > 0 && heapWhenDone > 0 ? (POST_LOAD_HEAP_PASSES * heapWhenDone) / rate : undefined;
       report({
-        percent: Math.round((1000 * chunksDone) / total) / 10,
-        etaSeconds: etaSeconds(chunksDone - resumed, total - resumed, elapsed),
+        percent: Math.round((ROWS_SHARE * 1000 * chunksDone) / total) / 10,
+        etaSeconds: rowsEta !== undefined && afterRows !== undefined ? Math.round(rowsEta + afterRows) : undefined,
         detail: {
+          step: 'rows',
           rows: rowsDone,
           rowsTotal: rows,
           chunks: chunksDone,
@@ -94,6 +107,7 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
           rowsPerSecond: elapsed > 0 ? Math.round(rowsThisAttempt / elapsed) : 0,
         },
       });
+      lastRate = rate > 0 ? rate : lastRate;
     };
     const stopBeat = every(HEARTBEAT_MS, () => void beat());
     try {
@@ -102,7 +116,7 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
       stopBeat();
     }
     await beat();
-    return await finishLoad(monitor, input, total, resumed);
+    return await finishLoad(deps, monitor, input, total, resumed, report, lastRate);
   } finally {
     await monitor.end().catch(() => undefined);
   }
@@ -205,45 +219,123 @@ async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: numb
   }
 }
 
-/** Primary keys, then VACUUM ANALYZE, each skipped when an earlier attempt finished it. */
-async function finishLoad(c: Client, input: LoadInput, total: number, resumed: number): Promise<LoadResult> {
-  const heartbeat = every(HEARTBEAT_MS, () => Context.current().heartbeat({ phase: 'load: indexes and vacuum' }));
-  try {
-    const loaded = await c.query<{ n: string }>('SELECT count(*) AS n FROM storage_lab.load_chunks WHERE chunk_id >= 0');
-    if (Number(loaded.rows[0].n) !== total)
-      throw new Error(`load incomplete: ${loaded.rows[0].n} of ${total} chunks recorded`);
-    await c.query(
-      `INSERT INTO storage_lab.load_meta VALUES ('loaded_at', (SELECT max(done_at) FROM storage_lab.load_chunks)::text)
-       ON CONFLICT DO NOTHING`,
-    );
-    let meta = await readMeta(c);
-    if (!meta.indexed_at) {
-      const t0 = Date.now();
+/**
+ * Primary keys, then VACUUM ANALYZE, each skipped when an earlier attempt finished it. Each runs on a connection of
+ * its own while the monitor reports the server's own progress of it (pg_stat_progress_create_index, _vacuum).
+ */
+async function finishLoad(
+  deps: HostDeps,
+  c: Client,
+  input: LoadInput,
+  total: number,
+  resumed: number,
+  report: ReportProgress,
+  rowsRate: number | undefined,
+): Promise<LoadResult> {
+  const loaded = await c.query<{ n: string }>('SELECT count(*) AS n FROM storage_lab.load_chunks WHERE chunk_id >= 0');
+  if (Number(loaded.rows[0].n) !== total) throw new Error(`load incomplete: ${loaded.rows[0].n} of ${total} chunks recorded`);
+  await c.query(
+    `INSERT INTO storage_lab.load_meta VALUES ('loaded_at', (SELECT max(done_at) FROM storage_lab.load_chunks)::text)
+     ON CONFLICT DO NOTHING`,
+  );
+  const heapBytes = await relationBytes(c);
+  let meta = await readMeta(c);
+  if (!meta.indexed_at) {
+    const seconds = await timedStep(deps, c, 'primary keys', INDEX_PROGRESS_SQL, ROWS_SHARE, INDEX_SHARE, heapBytes, rowsRate, report, async (ddl) => {
       for (const [table, key] of [
         ['pgbench_branches', 'bid'],
         ['pgbench_tellers', 'tid'],
         ['pgbench_accounts', 'aid'],
       ]) {
-        const has = await c.query(
-          `SELECT 1 FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
-          [table],
-        );
-        if (has.rowCount === 0) await c.query(`ALTER TABLE ${table} ADD PRIMARY KEY (${key})`);
+        const has = await ddl.query(`SELECT 1 FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`, [table]);
+        if (has.rowCount === 0) await ddl.query(`ALTER TABLE ${table} ADD PRIMARY KEY (${key})`);
       }
-      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('index_seconds', $1)`, [String((Date.now() - t0) / 1000)]);
-      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('indexed_at', clock_timestamp()::text)`);
-    }
-    meta = await readMeta(c);
-    if (!meta.vacuumed_at) {
-      const t0 = Date.now();
-      await c.query('VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history');
-      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('vacuum_seconds', $1)`, [String((Date.now() - t0) / 1000)]);
-      await c.query(`INSERT INTO storage_lab.load_meta VALUES ('vacuumed_at', clock_timestamp()::text)`);
-    }
-    return summarise(c, input, total, resumed, await readMeta(c));
-  } finally {
-    heartbeat();
+    });
+    await recordStep(c, 'index', seconds);
   }
+  meta = await readMeta(c);
+  if (!meta.vacuumed_at) {
+    const seconds = await timedStep(deps, c, 'vacuum analyze', VACUUM_PROGRESS_SQL, ROWS_SHARE + INDEX_SHARE, 1, heapBytes, rowsRate, report, (ddl) =>
+      ddl.query('VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history').then(() => undefined),
+    );
+    await recordStep(c, 'vacuum', seconds);
+  }
+  return summarise(c, input, total, resumed, await readMeta(c));
+}
+
+/** Share of the load's percentage the rows take; the primary keys and VACUUM ANALYZE share the rest. */
+const ROWS_SHARE = 0.8;
+const INDEX_SHARE = 0.9;
+/** Heaps read and written after the rows: the primary key (read + ~0.2 write) and VACUUM ANALYZE (read + write). */
+const POST_LOAD_HEAP_PASSES = 4.2;
+const PAGE_BYTES = 8192;
+/** Blocks done and to do of the lab's running step, from the server's own progress views. */
+const INDEX_PROGRESS_SQL = `SELECT blocks_done AS done, blocks_total AS total FROM pg_stat_progress_create_index p
+  JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'storage-lab load finish'`;
+const VACUUM_PROGRESS_SQL = `SELECT heap_blks_scanned AS done, heap_blks_total AS total FROM pg_stat_progress_vacuum p
+  JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'storage-lab load finish'`;
+
+/**
+ * Runs one step after the rows on its own connection and reports its progress from `progressSql` (blocks done of
+ * blocks to do); the ETA covers the step and, for the primary keys, the VACUUM after it (from the heap's bytes at
+ * the rate this step scans them, or the rows' rate before there is one). Returns the step's seconds.
+ */
+async function timedStep(
+  deps: HostDeps,
+  monitor: Client,
+  step: string,
+  progressSql: string,
+  fromShare: number,
+  toShare: number,
+  heapBytes: number,
+  rowsRate: number | undefined,
+  report: ReportProgress,
+  run: (ddl: Client) => Promise<void>,
+): Promise<number> {
+  const ddl = await connectLocal(deps.config, { applicationName: 'storage-lab load finish' });
+  // A step whose agent died must not keep its backend busy: the server checks the socket every second.
+  await ddl.query(`SET client_connection_check_interval = '1s'`);
+  const started = Date.now();
+  const beat = every(HEARTBEAT_MS, () => {
+    void monitor
+      .query<{ done: string; total: string }>(progressSql)
+      .then((r) => {
+        const done = Number(r.rows[0]?.done ?? 0);
+        const todo = Number(r.rows[0]?.total ?? 0);
+        const elapsed = (Date.now() - started) / 1000;
+        const scanRate = done > 0 && elapsed > 0 ? (done * PAGE_BYTES) / elapsed : rowsRate;
+        const left = todo > 0 && done > 0 ? ((todo - done) * elapsed) / done : undefined;
+        // After the primary keys comes VACUUM ANALYZE: about two heaps at the rate this step scans them.
+        const after = step === 'primary keys' ? (scanRate ? (2 * heapBytes) / scanRate : undefined) : 0;
+        const fraction = todo > 0 ? Math.min(1, done / todo) : 0;
+        report({
+          percent: Math.round(1000 * (fromShare + fraction * (toShare - fromShare))) / 10,
+          etaSeconds: left !== undefined && after !== undefined ? Math.round(left + after) : undefined,
+          detail: { step, scannedMB: Math.round((done * PAGE_BYTES) / 1e6), heapMB: Math.round(heapBytes / 1e6), elapsedSeconds: Math.round(elapsed) },
+        });
+      })
+      .catch(() => report({ detail: { step } }));
+  });
+  try {
+    await run(ddl);
+    return (Date.now() - started) / 1000;
+  } finally {
+    beat();
+    await ddl.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Records a finished step and its seconds in one statement, so a retry after a kill finds both records or neither;
+ * ON CONFLICT makes it safe to write twice (and repairs a half record an older version may have left).
+ */
+async function recordStep(c: Client, step: 'index' | 'vacuum', seconds: number): Promise<void> {
+  const at = step === 'index' ? 'indexed_at' : 'vacuumed_at';
+  await c.query(
+    `INSERT INTO storage_lab.load_meta (key, value) VALUES ($1, $2), ($3, clock_timestamp()::text)
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+    [`${step}_seconds`, String(seconds), at],
+  );
 }
 
 async function summarise(

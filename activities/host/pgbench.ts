@@ -18,8 +18,11 @@ import {
 } from '../parsers/pgbench';
 import { libpqEnv } from '../lib/pg';
 import { runProcess, type RunResult } from '../lib/process-runner';
-import { progressReporter } from '../lib/progress';
-import { assertHost, type HostDeps, type HostInput } from './deps';
+import { heartbeatWhile, progressReporter } from '../lib/progress';
+import { WORKLOAD_ROLE } from '../../common/names';
+import { clientTool } from '../../infra/postgres-binaries';
+import { asClientUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
+import { stopLeftovers } from './leftovers';
 import { startSampler } from './sampler';
 
 export interface PgbenchInput extends HostInput {
@@ -53,12 +56,15 @@ const OVERRUN_SECONDS = 120;
 export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<PgbenchRun> {
   assertHost(deps, input);
   const ctx = Context.current();
-  const report = progressReporter(deps.client, input.hostId, input.label);
-  const runDir = path.join(deps.config.hostDir, 'pgbench', `${input.label}-attempt-${ctx.info.attempt}`);
+  const report = progressReporter(input.hostId, input.label);
+  // An earlier attempt whose agent died may still be running its pgbench (and its backends): stop them first.
+  const cleanup = await stopLeftovers(deps);
+  const runDir = path.join(deps.config.hostDir, 'pgbench', input.label);
   await rm(runDir, { recursive: true, force: true });
   await mkdir(runDir, { recursive: true });
+  ownByClient(deps, runDir);
   const scriptFile = path.join(runDir, 'script.sql');
-  await writeFile(scriptFile, input.script);
+  await writeFile(scriptFile, input.script, { mode: 0o644 });
 
   const tpsSeries: number[] = [];
   const appName = workloadAppName(input.label);
@@ -66,7 +72,7 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
     ? await startSampler(deps.config, { intervalMs: input.sampler.intervalMs, applicationName: appName })
     : null;
   const run = runProcess(
-    'pgbench',
+    clientTool(deps.config, 'pgbench'),
     [
       ...workloadArgs(input, scriptFile),
       '--time', String(input.durationSeconds),
@@ -74,7 +80,8 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
       '--log', `--log-prefix=${path.join(runDir, 'tx')}`,
     ],
     {
-      env: { ...libpqEnv(deps.config), PGAPPNAME: appName },
+      ...asClientUser(deps),
+      env: workloadEnv(deps, appName),
       cwd: runDir,
       timeoutMs: (input.durationSeconds + OVERRUN_SECONDS) * 1000,
       signal: ctx.cancellationSignal,
@@ -83,7 +90,7 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
         if (!sample) return;
         tpsSeries.push(sample.tps);
         report({
-          percent: Math.min(100, Math.round((100 * sample.second) / input.durationSeconds)),
+          percent: Math.min(99, Math.round((100 * sample.second) / input.durationSeconds)),
           etaSeconds: Math.max(0, Math.round(input.durationSeconds - sample.second)),
           detail: { second: sample.second, tps: sample.tps, latencyMs: sample.latencyMs, failed: sample.failed },
         });
@@ -99,7 +106,8 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
   }
   const diagnostics = await sampler?.stop();
   const summary = parseSummary(result.stdout);
-  const { histogram, gaps } = await readTransactionLogs(runDir);
+  // Millions of log lines at seed scale: the step heartbeats, so a live agent is not taken for a dead one.
+  const { histogram, gaps } = await heartbeatWhile(`${input.label}: reading the transaction logs`, () => readTransactionLogs(runDir), 2_000);
   return {
     tps: summary.tps,
     transactions: summary.transactions,
@@ -111,8 +119,17 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
     clientGapMs: gaps.meanMs(),
     tpsSeries,
     pgbenchVersion: summary.version,
+    ...(cleanup ? { cleanup } : {}),
     ...(diagnostics ? { diagnostics } : {}),
   };
+}
+
+/**
+ * libpq environment of a workload run: the host's socket, the workload role (no superuser: a script cannot run a
+ * program, touch server files or change settings) and the run's application_name, which the sampler filters on.
+ */
+export function workloadEnv(deps: HostDeps, appName: string): NodeJS.ProcessEnv {
+  return { ...libpqEnv(deps.config), PGUSER: WORKLOAD_ROLE, PGAPPNAME: appName };
 }
 
 /** Streams every per-thread transaction log of a run into one latency histogram and the clients' gaps. */

@@ -7,7 +7,7 @@ import { FAILURE_TYPES } from '../../common/errors';
 import { createHash } from 'node:crypto';
 import { appendFileSync, chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { LAB_DATABASE, LAB_ROLE } from '../../common/names';
+import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/names';
 import { runProcess } from '../lib/process-runner';
 import { every } from '../lib/progress';
 import { quoteIdent, quoteLiteral, withConnection } from '../lib/pg';
@@ -72,6 +72,9 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
         await c.query(`ALTER ROLE ${quoteIdent(LAB_ROLE)} PASSWORD ${quoteLiteral(password)}`);
         const exists = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [LAB_DATABASE]);
         if (exists.rowCount === 0) await c.query(`CREATE DATABASE ${quoteIdent(LAB_DATABASE)}`);
+        // The workload's role: it logs in and, once the tables exist (load), reads and writes them; nothing more.
+        const role = await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [WORKLOAD_ROLE]);
+        if (role.rowCount === 0) await c.query(`CREATE ROLE ${quoteIdent(WORKLOAD_ROLE)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION`);
       }
       return { postgresVersion: v.rows[0].server_version, serverVersionNum: Number(v.rows[0].num), restarted };
     },

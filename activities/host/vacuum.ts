@@ -13,6 +13,7 @@ import { connectLocal } from '../lib/pg';
 import { etaSeconds, every, progressReporter, type ReportProgress } from '../lib/progress';
 import { parseVacuumVerbose } from '../parsers/vacuum';
 import { assertHost, type HostDeps, type HostInput } from './deps';
+import { stopLeftovers } from './leftovers';
 import { HostCounters } from './sampler';
 
 export interface VacuumPhaseInput extends HostInput {
@@ -46,8 +47,10 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
   assertHost(deps, input);
   if (!(input.bloatMB > 0))
     throw ApplicationFailure.nonRetryable('phases.vacuum.bloatMB must be positive', FAILURE_TYPES.invalidSpec);
-  const report = progressReporter(deps.client, input.hostId, 'vacuum');
+  const report = progressReporter(input.hostId, 'vacuum');
   const requested = Math.round(input.bloatMB * MB);
+  // An earlier attempt whose agent died may have left its VACUUM or bloat writer running: stop them first.
+  const cleanup = await stopLeftovers(deps);
   const db = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum phase' });
   let original: string | null = null;
   try {
@@ -75,6 +78,7 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
     report({ percent: 100, detail: { step: 'done', vacuumSeconds: Math.round(timed.seconds * 10) / 10 } });
     return {
       table: TABLE,
+      ...(cleanup ? { cleanup } : {}),
       requestedBytes: requested,
       deadBytes,
       deadTuples: after.deadTuples - before.deadTuples,
@@ -171,6 +175,7 @@ async function makeBloat(
   const holder = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum snapshot' });
   const writer = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum bloat' });
   try {
+    await writer.query(`SET client_connection_check_interval = '1s'`);
     await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
     await holder.query('SELECT 1'); // Takes the snapshot.
     // Index scans over small aid ranges; a sequential scan would read the whole table for every batch.
@@ -192,10 +197,11 @@ async function makeBloat(
         rows -= n;
         nextAid = nextAid + n > maxAid ? 1 : nextAid + n;
         const done = after.deadBytes - before.deadBytes + (rowsUpdated - rowsMeasured) * tupleBytes;
+        const stepEta = etaSeconds(done, requested, (Date.now() - started) / 1000);
         report({
           percent: Math.min(99, Math.round((100 * done) / requested)),
-          etaSeconds: etaSeconds(done, requested, (Date.now() - started) / 1000),
-          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated },
+          // The step's ETA only: the VACUUM after it has no estimate until it scans, so the phase has none.
+          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated, ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
         });
       }
       after = await tupleStats(db, report);
@@ -222,6 +228,8 @@ async function vacuum(
 ): Promise<{ seconds: number; messages: string }> {
   const ctx = Context.current();
   const conn = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum' });
+  // A VACUUM whose agent died must not run on: the server checks its client's socket every second.
+  await conn.query(`SET client_connection_check_interval = '1s'`);
   const messages: string[] = [];
   conn.on('notice', (n) => messages.push(`${n.severity ?? 'INFO'}:  ${n.message}`));
   const pid = (await conn.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
@@ -240,10 +248,12 @@ async function vacuum(
         const scanned = Number(p?.scanned ?? 0);
         const total = Number(p?.total ?? 0);
         const elapsed = (Date.now() - started) / 1000;
+        const phase = p?.phase ?? 'starting';
+        // Pages scanned of pages to scan give the heap scan's ETA; the index and heap passes after it have none.
+        const scanEta = phase === 'scanning heap' ? etaSeconds(scanned, total, elapsed) : undefined;
         report({
           percent: total > 0 ? Math.min(99, Math.round((100 * scanned) / total)) : undefined,
-          etaSeconds: etaSeconds(scanned, total, elapsed),
-          detail: { step, phase: p?.phase ?? 'starting', scannedMB: Math.round((scanned * BLOCK_BYTES) / MB), elapsedSeconds: Math.round(elapsed) },
+          detail: { step, phase, scannedMB: Math.round((scanned * BLOCK_BYTES) / MB), elapsedSeconds: Math.round(elapsed), ...(scanEta !== undefined ? { scanEtaSeconds: scanEta } : {}) },
         });
       })
       .catch(() => report({ detail: { step } }));

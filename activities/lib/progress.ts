@@ -1,33 +1,19 @@
 /**
- * Progress from a long activity: every report is a heartbeat (the UI shows pending activities' last heartbeat
- * details, and a stuck agent is caught by the heartbeat timeout), and every few seconds also a signal to the
- * workflow, so its progress query and the UI's "current details" can show percent, ETA and the latest figures.
+ * Progress from a long activity: every report is a heartbeat. The UI shows a pending activity's last heartbeat
+ * details, the CLI reads them from the server (describe), and a stuck agent is caught by the heartbeat timeout.
+ * Nothing is signalled to the workflow: its history stays bounded however long the activity runs.
  */
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
-import { phaseProgressSignal, type PhaseProgress } from '../../common/messages';
+import type { ActivityProgress } from '../../common/messages';
 
-export type ProgressUpdate = Omit<PhaseProgress, 'hostId' | 'phase' | 'at'>;
+export type ProgressUpdate = Omit<ActivityProgress, 'hostId' | 'phase' | 'at'>;
 export type ReportProgress = (update: ProgressUpdate) => void;
 
-/** Seconds between progress signals: often enough for a person, rare enough for the workflow history. */
-const SIGNAL_INTERVAL_MS = 5_000;
-
-/** A reporter for one phase of one host; `client` is null where no signal can be sent (unit tests). */
-export function progressReporter(client: Client | null, hostId: string, phase: string): ReportProgress {
-  let lastSignal = 0;
+/** A reporter for one phase of one host. */
+export function progressReporter(hostId: string, phase: string): ReportProgress {
   return (update) => {
-    const ctx = Context.current();
-    const progress: PhaseProgress = { hostId, phase, ...update, at: new Date().toISOString() };
-    ctx.heartbeat(progress);
-    const now = Date.now();
-    const workflowId = ctx.info.workflowExecution?.workflowId;
-    if (!client || !workflowId || now - lastSignal < SIGNAL_INTERVAL_MS) return;
-    lastSignal = now;
-    client.workflow
-      .getHandle(workflowId)
-      .signal(phaseProgressSignal, progress)
-      .catch(() => undefined); // Progress is best effort: the workflow may have moved on.
+    const progress: ActivityProgress = { hostId, phase, ...update, at: new Date().toISOString() };
+    Context.current().heartbeat(progress);
   };
 }
 

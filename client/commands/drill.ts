@@ -9,7 +9,7 @@ import { runFolderName } from '../../activities/control/results-store';
 import { checkDrillWithTools } from '../../activities/control/spec-checks';
 import type { DrillResult, DrillSummary } from '../../common/drill-result';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
+import { WORKFLOW_TYPES } from '../../common/names';
 import { InvalidSpecError } from '../../common/spec';
 import { labPaths } from '../../infra/lab-paths';
 import { restoreSection, failoverSection } from '../../activities/control/report/drills-markdown';
@@ -18,6 +18,7 @@ import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
 import { buildInput, refuseToolProblems, type SpecFlags } from '../spec-input';
 import { failureMessage } from '../../workflows/failures';
+import { controlTaskQueue } from '../../worker/env';
 
 export type DrillKind = 'restore' | 'failover';
 
@@ -47,14 +48,14 @@ export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<
   const runId = flags.id ?? `drill-${kind}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
   const lab = await connectClient();
   try {
-    const handle = await lab.client.workflow.start(drill.workflowType, { taskQueue: CONTROL_TASK_QUEUE, workflowId: runId, args: [input] });
+    const handle = await lab.client.workflow.start(drill.workflowType, { taskQueue: controlTaskQueue(), workflowId: runId, args: [input] });
     console.log(`Started ${kind} drill ${name} as ${runId}\n  UI: ${workflowUrl(lab.namespace, runId)}`);
     if (!flags.watch) {
       console.log(`  follow it with: storage-lab watch ${runId}`);
       return runId;
     }
     try {
-      const summary = await watchWorkflow<DrillSummary>(handle);
+      const summary = await watchWorkflow<DrillSummary>(lab.client, handle);
       printDrill(runId, summary.location);
     } catch (err) {
       if (!(err instanceof WorkflowFailedError)) throw err;

@@ -66,7 +66,7 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
       return runId;
     }
     const summary = flags.watch
-      ? await watchWorkflow<ExperimentSummary>(handle)
+      ? await watchWorkflow<ExperimentSummary>(lab.client, handle)
       : ((await handle.result()) as ExperimentSummary);
     printSummary(summary);
     // Results of a control worker on AWS are in S3, not in this machine's results folder.

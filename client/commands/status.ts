@@ -1,9 +1,7 @@
 /** storage-lab status RUN and watch RUN. */
-import { progressQuery } from '../../common/messages';
-import { clusterPercent } from '../../common/progress';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
-import { watchWorkflow } from '../progress-view';
+import { describePhase, readProgress, watchWorkflow } from '../progress-view';
 
 export async function statusCommand(runId: string): Promise<void> {
   const lab = await connectClient();
@@ -14,12 +12,12 @@ export async function statusCommand(runId: string): Promise<void> {
     });
     console.log(`${runId}: ${description.status.name} (started ${description.startTime.toISOString()})`);
     console.log(`  UI: ${workflowUrl(lab.namespace, runId)}`);
-    const progress = await handle.query(progressQuery).catch(() => null);
+    const progress = await readProgress(lab.client, runId);
     if (progress) {
-      console.log(`  ${progress.phase}: ${progress.percent} %${progress.etaSeconds !== undefined ? `, ETA ${progress.etaSeconds} s` : ''}`);
+      console.log(`  ${progress.phase}: ${progress.percent} %`);
       for (const c of Object.values(progress.clusters)) {
-        const detail = c.detail ? JSON.stringify(c.detail) : '';
-        console.log(`  ${c.hostId.padEnd(22)} ${String(clusterPercent(c)).padStart(5)} %  ${c.phase} ${c.percent ?? ''}% ${detail}`);
+        const since = c.phases?.at(-1)?.at ?? c.at;
+        console.log(`  ${c.hostId.padEnd(22)} ${String(progress.hostPercent[c.hostId] ?? 0).padStart(5)} %  ${describePhase(c)} (since ${since})`);
       }
       for (const f of progress.failures) console.log(`  failure: ${f}`);
     }
@@ -33,7 +31,7 @@ export async function statusCommand(runId: string): Promise<void> {
 export async function watchCommand(runId: string): Promise<void> {
   const lab = await connectClient();
   try {
-    const result = await watchWorkflow(lab.client.workflow.getHandle(runId));
+    const result = await watchWorkflow(lab.client, lab.client.workflow.getHandle(runId));
     console.log(JSON.stringify(result, null, 2));
   } finally {
     await lab.close();

@@ -79,6 +79,14 @@ export interface HostConfig extends HostRecord {
   cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null } | null;
 }
 
+/** What a provider can tell about a host that stopped answering, or whose attempt failed. */
+export interface HostDiagnosis {
+  /** Processes the kernel killed for memory in the host's memory cgroup since it was made; null where unknown. */
+  oomKills: number | null;
+  /** In words, for the failure message: what runs and what is gone, memory limit and peak, instance state, log tail. */
+  text: string;
+}
+
 /** A resource the provider manages, as the sweeper sees it. */
 export interface ManagedHost {
   hostId: string;
@@ -100,8 +108,8 @@ export interface HostProvider {
   kill(hostId: string): Promise<void>;
   /** Every host this provider manages, for the sweeper. */
   list(): Promise<ManagedHost[]>;
-  /** What a person needs when the host's agent never showed up (console output, agent log). */
-  diagnose(hostId: string): Promise<string>;
+  /** What a person needs when the host stopped answering or never showed up (processes, OOM kills, console, log). */
+  diagnose(hostId: string): Promise<HostDiagnosis>;
   /** Checks a spec against the provider's account (subnet, image, instance type) before anything is created. */
   preflight?(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }>;
 }

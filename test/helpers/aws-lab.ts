@@ -6,7 +6,7 @@
  */
 import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/spec';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
-import type { HostProvider, HostRecord, HostRequest, ManagedHost } from '../../infra/providers/host-provider';
+import type { HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../../infra/providers/host-provider';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
 import { PROJECT_ROOT, type LabPaths } from '../../infra/lab-paths';
 import path from 'node:path';
@@ -153,8 +153,9 @@ export class Ec2WithLocalHosts implements HostProvider {
     return this.ec2.list();
   }
 
-  async diagnose(hostId: string): Promise<string> {
-    return `${await this.ec2.diagnose(hostId)}\n${await this.local.diagnose(hostId)}`;
+  async diagnose(hostId: string): Promise<HostDiagnosis> {
+    const [ec2, local] = [await this.ec2.diagnose(hostId), await this.local.diagnose(hostId)];
+    return { oomKills: local.oomKills, text: `${ec2.text}\n${local.text}` };
   }
 
   preflight(spec: ExperimentSpec) {

@@ -7,19 +7,19 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runFolderName } from '../../activities/control/results-store';
 import { hostIdFor } from '../../common/ids';
-import { progressQuery } from '../../common/messages';
 import type { ExperimentResult } from '../../common/result';
+import { readProgress } from '../../client/progress-view';
 import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
 
 function readResult(lab: TestLab, runId: string): ExperimentResult {
   return JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(runId), 'result.json'), 'utf8'));
 }
 
-/** Polls the run's progress query until a cluster is in `phase` with at least `percent` done. */
-async function waitForPhase(handle: WorkflowHandle, phase: string, percent = 0, timeoutMs = 120_000): Promise<string> {
+/** Polls the run's progress as the CLI reads it until a cluster is in `phase` with at least `percent` done. */
+async function waitForPhase(lab: TestLab, handle: WorkflowHandle, phase: string, percent = 0, timeoutMs = 120_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const progress = await handle.query(progressQuery).catch(() => null);
+    const progress = await readProgress(lab.client, handle.workflowId).catch(() => null);
     const hit = progress && Object.values(progress.clusters).find((c) => c.phase === phase && (c.percent ?? 0) >= percent);
     if (hit) return hit.hostId;
     await new Promise((r) => setTimeout(r, 250));
@@ -88,7 +88,7 @@ describe('local experiment (integration)', () => {
       phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
     };
     const handle = await lab.startExperiment(input);
-    const hostId = await waitForPhase(handle, 'load', 10);
+    const hostId = await waitForPhase(lab, handle, 'load', 10);
     const pids = agentPids(lab.paths, hostId);
     expect(pids.length).toBe(1);
     process.kill(pids[0], 'SIGKILL');
@@ -103,7 +103,7 @@ describe('local experiment (integration)', () => {
   it('leaves no processes, mounts, loop devices or cgroups when cancelled mid-run', async () => {
     const input = { preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, data: { scale: 10, chunkRows: 20_000 } };
     const handle = await lab.startExperiment(input);
-    const hostId = await waitForPhase(handle, 'load', 5);
+    const hostId = await waitForPhase(lab, handle, 'load', 5);
     await handle.cancel();
     await expect(handle.result()).rejects.toThrow();
     const description = await handle.describe();

@@ -1,49 +1,62 @@
 import type { RunProgress } from '../../common/messages';
-import { clusterPercent, progressMarkdown, runPercent } from '../../common/progress';
+import { childrenPercent, clusterPercent, progressMarkdown, runPercent } from '../../common/progress';
+import { describePhase } from '../../client/progress-view';
 
 const at = '2026-11-30T00:00:00.000Z';
 
 describe('run progress', () => {
   it('weights phases: a cluster half-way through its load is between a quarter and a third done', () => {
-    expect(clusterPercent({ hostId: 'h', phase: 'provision', percent: 0, at })).toBe(0);
-    const halfLoaded = clusterPercent({ hostId: 'h', phase: 'load', percent: 50, at });
+    expect(clusterPercent({ phase: 'provision', percent: 0 })).toBe(0);
+    const halfLoaded = clusterPercent({ phase: 'load', percent: 50 });
     expect(halfLoaded).toBeGreaterThan(25);
     expect(halfLoaded).toBeLessThan(100 / 3);
-    expect(clusterPercent({ hostId: 'h', phase: 'tps', percent: 0, at })).toBeGreaterThan(halfLoaded);
-    expect(clusterPercent({ hostId: 'h', phase: 'done', at })).toBe(100);
-    expect(clusterPercent({ hostId: 'h', phase: 'failed', at })).toBe(100);
+    expect(clusterPercent({ phase: 'tps', percent: 0 })).toBeGreaterThan(halfLoaded);
+    expect(clusterPercent({ phase: 'save results' })).toBeGreaterThan(clusterPercent({ phase: 'backlog', percent: 50 }));
+    expect(clusterPercent({ phase: 'done' })).toBe(100);
+    expect(clusterPercent({ phase: 'failed' })).toBe(100);
   });
 
-  it('counts clusters not started yet as 0', () => {
-    expect(runPercent([{ hostId: 'a', phase: 'done', at }], 2)).toBe(50);
+  it('counts clusters not started yet as 0, and children by their state', () => {
+    expect(runPercent([{ phase: 'done' }], 2)).toBe(50);
     expect(runPercent([], 0)).toBe(0);
+    const child = (state: 'waiting' | 'running' | 'done' | 'failed') => ({ workflowId: state, label: state, state });
+    expect(childrenPercent([child('done'), child('failed'), child('running'), child('waiting')])).toBe(50);
+    expect(childrenPercent([])).toBe(0);
   });
 
-  it('renders short lines for the UI, headline figures first', () => {
+  it('renders short lines for the UI: a host with the phases before it, children with their state', () => {
     const progress: RunProgress = {
       runId: 'r',
       phase: 'running clusters',
       percent: 41.5,
-      etaSeconds: 30,
       clusters: {
         'x-gp3-0': {
           hostId: 'x-gp3-0',
           phase: 'tps',
-          percent: 48,
-          etaSeconds: 31,
-          detail: { second: 29, failed: 0, latencyMs: 32.44, tps: 1970 },
+          phases: ['provision', 'configure', 'load', 'warmup', 'tps'].map((phase) => ({ phase, at })),
           at,
         },
       },
+      children: [{ workflowId: 'r/local-disk-0', label: 'x-local-disk-0', state: 'done' }],
       failures: ['x-local-disk-0 tps attempt 1: agent killed'],
     };
     expect(progressMarkdown('Experiment r', progress)).toBe(
       [
-        '**Experiment r**: running clusters · 41.5 % · ETA 30 s',
+        '**Experiment r**: running clusters · 41.5 %',
         '',
-        '- **x-gp3-0** tps 48 % · ETA 31 s · tps 1,970 · latencyMs 32.4 · second 29 · failed 0',
+        '- **x-gp3-0** tps · after provision, configure, load, warmup',
+        '- **x-local-disk-0** done · `r/local-disk-0`',
         '- **failures:** x-local-disk-0 tps attempt 1: agent killed',
       ].join('\n'),
+    );
+  });
+
+  it('describes a running phase from its heartbeat: percent, ETA only when known, headline figures first', () => {
+    expect(describePhase({ hostId: 'h', phase: 'tps', percent: 48, etaSeconds: 31, detail: { second: 29, failed: 0, latencyMs: 32.44, tps: 1970 }, at })).toBe(
+      'tps 48% eta 31s tps 1,970 latencyMs 32.4 second 29 failed 0',
+    );
+    expect(describePhase({ hostId: 'h', phase: 'vacuum', percent: 40, detail: { step: 'VACUUM (VERBOSE)', scanEtaSeconds: 12 }, at })).toBe(
+      'vacuum 40% step VACUUM (VERBOSE) scanEtaSeconds 12',
     );
   });
 });

@@ -4,7 +4,7 @@
  * result carries diagnostics, the breakdown and both phases before teardown.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
@@ -44,6 +44,11 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       },
       async teardownHost() {
         calls.push('teardown');
+      },
+      // A failed attempt asks whether the host's memory limit killed something during it: here it did not.
+      async diagnoseHost() {
+        calls.push('diagnose');
+        return { oomKills: 0, text: 'host h: agent running', lastPollAt: null };
       },
     };
     const host: Partial<HostActivities> = {
@@ -90,7 +95,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       for (const w of workers) w.shutdown();
       await Promise.all(running);
     }
-    expect(calls).toEqual(['pgbench warmup sampler=off', 'pgbench tps sampler=50', 'vacuum 8', 'vacuum 8', 'backlog 16 8', 'save', 'teardown']);
+    expect(calls).toEqual(['pgbench warmup sampler=off', 'pgbench tps sampler=50', 'vacuum 8', 'diagnose', 'vacuum 8', 'backlog 16 8', 'save', 'teardown']);
     expect(saved!.status).toBe('ok');
     expect(saved!.diagnostics).toEqual(diagnostics);
     expect(saved!.tpsRun).not.toHaveProperty('diagnostics');
@@ -98,5 +103,136 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     expect(saved!.phases.vacuum?.vacuumSeconds).toBe(1.5);
     expect(saved!.phases.backlog?.drainSeconds).toBe(0.5);
     expect(saved!.failedAttempts).toEqual([expect.objectContaining({ phase: 'vacuum', attempt: 1 })]);
+  });
+
+  /** Runs a ci cluster against fake activities; `host` overrides what the host's agent does. */
+  async function runCluster(
+    host: Partial<HostActivities>,
+    control: Partial<ControlActivities>,
+    overrides: Record<string, unknown> = {},
+    stopAgentAt?: string,
+  ): Promise<{ outcome: unknown; saved: ClusterResult | undefined; calls: string[] }> {
+    const calls: string[] = [];
+    const hostId = uniqueId('h');
+    const taskQueue = uniqueId('cluster-faults');
+    let saved: ClusterResult | undefined;
+    const agent = await Worker.create({
+      connection,
+      taskQueue: hostTaskQueue(hostId),
+      activities: {
+        async describeHost() {
+          return { hostId, pid: 1, postgresRunning: true };
+        },
+        async configurePostgres() {
+          return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
+        },
+        async loadData() {
+          calls.push('load');
+          if (stopAgentAt === 'load') agent.shutdown(); // The host dies: nobody will take its next task.
+          return { rows: 200000, chunks: 10, chunksResumed: 0, loadSeconds: 1, indexSeconds: 0, vacuumSeconds: 0, heapBytes: 1, rowsPerSecond: 1 };
+        },
+        async verifyAccounts() {
+          return { rows: 200000, distinctAids: 200000, minAid: 1, maxAid: 200000 };
+        },
+        ...host,
+      },
+    });
+    const controlWorker = await Worker.create({
+      connection,
+      taskQueue,
+      workflowBundle: workflowBundle(),
+      activities: {
+        async provisionHost({ request }) {
+          return fakeHostRecord(request);
+        },
+        async saveClusterResult({ result }) {
+          saved = result;
+        },
+        async teardownHost() {
+          calls.push('teardown');
+        },
+        ...control,
+      } as Partial<ControlActivities>,
+    });
+    const running = [agent.run(), controlWorker.run()];
+    let outcome: unknown;
+    try {
+      const spec = resolveSpec({ preset: 'ci', phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0 }, ...overrides });
+      outcome = await client.workflow
+        .execute(WORKFLOW_TYPES.cluster, { taskQueue, workflowId: uniqueId('cluster'), args: [{ runId: 'r', spec, className: 'local-disk', index: 0, hostId }] })
+        .catch((err: unknown) => err);
+    } finally {
+      if (agent.getState() === 'RUNNING') agent.shutdown();
+      controlWorker.shutdown();
+      await Promise.all(running);
+    }
+    return { outcome, saved, calls };
+  }
+
+  const tpsRun = (tpsSeries: number[]) => ({
+    tps: 100, transactions: 500, failedTransactions: 0, durationSeconds: tpsSeries.length, clients: 8, threads: 2,
+    latencyMs: { mean: 80, p50: 80, p95: 90, p99: 95 }, tpsSeries, pgbenchVersion: '15.18',
+  });
+
+  it('fails a cluster whose host stops answering within host.deadAfterSeconds, naming the host and its last poll, and tears it down', async () => {
+    const started = Date.now();
+    const { outcome, saved, calls } = await runCluster(
+      {},
+      {
+        async diagnoseHost({ hostId }) {
+          return { oomKills: 0, text: `host ${hostId}: supervisor not running, agent not running, postgres running (pid 4242)`, lastPollAt: '2026-12-01T00:00:00.000Z' };
+        },
+      },
+      { host: { deadAfterSeconds: 10 } },
+      'load',
+    );
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    const cause = (outcome as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause.type).toBe('HostGoneError');
+    expect(cause.message).toMatch(/^host \S+ stopped answering: no agent took its next task within 10 s \(host.deadAfterSeconds\); last heard from 2026-12-01T00:00:00.000Z/);
+    expect(cause.message).toContain('agent not running');
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(saved!.status).toBe('failed');
+    expect(saved!.error).toMatch(/stopped answering/);
+    expect(calls).toEqual(['load', 'teardown']);
+  });
+
+  it('makes an attempt killed for memory final, named as OOM, after one attempt', async () => {
+    let attempts = 0;
+    const { outcome, saved } = await runCluster(
+      {
+        async runPgbench() {
+          attempts++;
+          throw ApplicationFailure.retryable('pgbench: error: client 3 aborted: server closed the connection unexpectedly');
+        },
+      },
+      {
+        async diagnoseHost({ hostId }) {
+          return { oomKills: 2, text: `host ${hostId}: memory cgroup: limit 384 MiB, peak 384 MiB, 2 processes killed for memory (OOM)`, lastPollAt: null };
+        },
+      },
+    );
+    expect(attempts).toBe(1);
+    const cause = (outcome as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause.type).toBe('HostOutOfMemoryError');
+    expect(cause.message).toMatch(/^OOM: the memory limit of host \S+ \(host.memoryLimitMiB = 384\) killed 2 processes during tps attempt 1; lower workload.clients/);
+    expect(saved!.status).toBe('failed');
+  });
+
+  it('records a stalled TPS run (no transaction for 5 s) as a failed attempt and keeps the next one', async () => {
+    const series = [[500, 480, 0, 0, 0, 0, 0, 0, 490, 500], [500, 490, 505, 495, 500, 498, 502, 499, 501, 500]];
+    const { outcome, saved } = await runCluster(
+      {
+        async runPgbench(input) {
+          return tpsRun(input.label === 'tps' ? series.shift()! : [100]);
+        },
+      },
+      {},
+    );
+    expect(outcome).toMatchObject({ status: 'ok' });
+    expect(saved!.failedAttempts).toEqual([
+      expect.objectContaining({ phase: 'tps', attempt: 1, error: 'stalled: no transaction completed in seconds 3-8 (6 s); measured again' }),
+    ]);
+    expect(saved!.tpsSeries).toEqual([500, 490, 505, 495, 500, 498, 502, 499, 501, 500]);
   });
 });

@@ -36,7 +36,7 @@ function fakeControl(calls: Calls): Partial<ControlActivities> {
       calls.push(`teardown ${hostId}`);
     },
     async diagnoseHost() {
-      return 'no agent log';
+      return { oomKills: 0, text: 'no agent log', lastPollAt: null };
     },
     async writeResults({ cancelled }) {
       calls.push(`writeResults cancelled=${cancelled}`);

@@ -36,7 +36,7 @@ import { FAILURE_TYPES } from '../../../common/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/names';
 import { classLimits, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
-import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
+import type { HostConfig, HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
 import { awsErrorCode, callAws, type AwsClients } from './aws-clients';
 
@@ -153,7 +153,12 @@ export class Ec2Provider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string): Promise<string> {
+  async diagnose(hostId: string): Promise<HostDiagnosis> {
+    // The instance's memory is not partitioned by cgroups on AWS: OOM kills are in its console output, if anywhere.
+    return { oomKills: null, text: await this.describeForPeople(hostId) };
+  }
+
+  private async describeForPeople(hostId: string): Promise<string> {
     const all = await this.instancesOf(hostId, null);
     const instance = all.sort((a, b) => (b.LaunchTime?.getTime() ?? 0) - (a.LaunchTime?.getTime() ?? 0))[0];
     if (!instance) return `host ${hostId}: no EC2 instance tagged ${RESOURCE_TAGS.hostId}=${hostId} in ${this.opts.region}`;

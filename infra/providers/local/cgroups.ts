@@ -116,7 +116,7 @@ export function setIoLimits(cg: HostCgroup, majMin: string, iops: number, bytesP
 }
 
 /** The command prefix that moves a shell into the host's cgroups before it execs the real program. */
-export function joinScript(cg: HostCgroup): string {
+export function joinScript(cg: Pick<HostCgroup, 'dirs'>): string {
   return cg.dirs.map((d) => `echo $$ > '${path.join(d, 'cgroup.procs')}'`).join(' && ');
 }
 
@@ -137,6 +137,33 @@ export function cpuSeconds(cg: Pick<HostCgroup, 'kind' | 'cpuDir'>): number {
   const stat = readFileSync(path.join(cg.cpuDir, 'cpu.stat'), 'utf8');
   const m = /^usage_usec (\d+)/m.exec(stat);
   return m ? Number(m[1]) / 1e6 : 0;
+}
+
+/** The host's memory cgroup as the kernel sees it: the limit, the peak, and the processes it killed for memory. */
+export interface MemoryState {
+  limitBytes: number;
+  peakBytes: number | null;
+  oomKills: number;
+}
+
+/** Reads the memory cgroup's counters (v1 memory.oom_control / max_usage_in_bytes, v2 memory.events / memory.peak). */
+export function memoryState(cg: Pick<HostCgroup, 'kind' | 'memoryDir'>): MemoryState {
+  const read = (file: string): string | null => {
+    try {
+      return readFileSync(path.join(cg.memoryDir, file), 'utf8');
+    } catch {
+      return null;
+    }
+  };
+  const counter = (text: string | null, key: string) => Number(new RegExp(`^${key} (\\d+)`, 'm').exec(text ?? '')?.[1] ?? 0);
+  if (cg.kind === 'v1')
+    return {
+      limitBytes: Number(read('memory.limit_in_bytes')),
+      peakBytes: Number(read('memory.max_usage_in_bytes')),
+      oomKills: counter(read('memory.oom_control'), 'oom_kill'),
+    };
+  const peak = read('memory.peak');
+  return { limitBytes: Number(read('memory.max')), peakBytes: peak === null ? null : Number(peak), oomKills: counter(read('memory.events'), 'oom_kill') };
 }
 
 /** Removes the host's cgroups; they must be empty (kill the processes first). */

@@ -24,13 +24,13 @@ import { hostTaskQueue } from '../../../common/names';
 import { ensureDir, traversableByOthers } from '../../lab-paths';
 import { freePort } from '../../net';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
-import type { HostConfig, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
+import type { HostConfig, HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
 import {
   createHostCgroup,
   detectCgroups,
   hostCgroupPaths,
-  joinScript,
   listHostCgroups,
+  memoryState,
   pidsIn,
   removeHostCgroup,
   setIoLimits,
@@ -161,15 +161,17 @@ export class LocalProvider implements HostProvider {
   }
 
   async kill(hostId: string): Promise<void> {
+    // The supervisor's process group first (supervisor, agent and the tools it runs), so nothing is restarted;
+    // the supervisor lives outside the host's cgroups, so the cgroup alone would miss it.
+    const hostDir = this.hostDir(hostId);
+    const supervisorPid = readPid(path.join(hostDir, 'supervisor.pid'));
+    if (supervisorPid) signal(-supervisorPid, 'SIGKILL');
     const cg = this.cgroupOf(hostId);
     if (cg) {
       for (const pid of pidsIn(cg)) signal(pid, 'SIGKILL');
       return;
     }
-    // Without cgroups: the supervisor's process group (supervisor + agent), then the postmaster by its pid file.
-    const hostDir = this.hostDir(hostId);
-    const supervisorPid = readPid(path.join(hostDir, 'supervisor.pid'));
-    if (supervisorPid) signal(-supervisorPid, 'SIGKILL');
+    // Without cgroups: the postmaster by its pid file (it runs in a session of its own).
     const config = existsSync(path.join(hostDir, 'host.json')) ? readConfig(path.join(hostDir, 'host.json')) : null;
     const postmasterPid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
     if (postmasterPid) signal(postmasterPid, 'SIGKILL');
@@ -205,11 +207,27 @@ export class LocalProvider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string): Promise<string> {
-    const logFile = path.join(this.hostDir(hostId), 'agent.log');
-    if (!existsSync(logFile)) return `host ${hostId}: no agent log at ${logFile}`;
-    const tail = readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n');
-    return `host ${hostId}: last lines of ${logFile}:\n${tail}`;
+  async diagnose(hostId: string): Promise<HostDiagnosis> {
+    const hostDir = this.hostDir(hostId);
+    const configFile = path.join(hostDir, 'host.json');
+    if (!existsSync(configFile)) return { oomKills: null, text: `host ${hostId}: no host folder at ${hostDir} (never made, or torn down)` };
+    const config = readConfig(configFile);
+    const alive = (pid: number | null) => (pid !== null && signal(pid, 0) ? `running (pid ${pid})` : 'not running');
+    const agents = processesRunning(configFile, 'host-agent.js');
+    const processes = [
+      `supervisor ${alive(readPid(path.join(hostDir, 'supervisor.pid')))}`,
+      `agent ${agents.length ? `running (pid ${agents.join(', ')})` : 'not running'}`,
+      `postgres ${alive(readPid(path.join(config.dataDir, 'postmaster.pid')))}`,
+    ];
+    const cg = this.cgroupOf(hostId);
+    const memory = cg ? memoryState(cg) : null;
+    const mib = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
+    const memoryLine = memory
+      ? `memory cgroup: limit ${mib(memory.limitBytes)}, peak ${memory.peakBytes === null ? 'unknown' : mib(memory.peakBytes)}, ${memory.oomKills} process${memory.oomKills === 1 ? '' : 'es'} killed for memory (OOM)`
+      : 'memory: no cgroup (not enforced)';
+    const logFile = path.join(hostDir, 'agent.log');
+    const log = existsSync(logFile) ? `last lines of ${logFile}:\n${readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n')}` : `no agent log at ${logFile}`;
+    return { oomKills: memory?.oomKills ?? null, text: `host ${hostId}: ${processes.join(', ')}\n${memoryLine}\n${log}` };
   }
 
   /** A new random password, or the one every host of a scope shares: derived from the lab's key, never stored per scope. */
@@ -283,20 +301,14 @@ export class LocalProvider implements HostProvider {
     return pid !== null && signal(pid, 0);
   }
 
-  /** Starts the agent's supervisor in the host's cgroups, detached, so it outlives the control worker. */
+  /**
+   * Starts the agent's supervisor, detached, so it outlives the control worker. The supervisor stays outside the
+   * host's cgroups (the host's OOM killer cannot reach it) and starts the agent inside them.
+   */
   private startAgent(config: HostConfig): void {
     const log = openSync(path.join(config.hostDir, 'agent.log'), 'a');
-    const cg = config.cgroup ? this.cgroupOf(config.hostId) : null;
-    const node = process.execPath;
     const args = [this.opts.supervisorScript, path.join(config.hostDir, 'host.json')];
-    const env = { ...process.env, ...this.opts.agentEnv };
-    const child = cg
-      ? spawn('sh', ['-c', `${joinScript(cg)} && exec "$0" "$@"`, node, ...args], {
-          detached: true,
-          stdio: ['ignore', log, log],
-          env,
-        })
-      : spawn(node, args, { detached: true, stdio: ['ignore', log, log], env });
+    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...this.opts.agentEnv } });
     closeSync(log);
     child.unref();
     writeFileSync(path.join(config.hostDir, 'supervisor.pid'), String(child.pid));
@@ -317,6 +329,21 @@ function writeFileAtomic(file: string, text: string): void {
   const tmp = `${file}.tmp`;
   writeFileSync(tmp, text);
   renameSync(tmp, file);
+}
+
+/** Pids of the processes running `script` for this host (its host.json is on their command line). */
+export function processesRunning(configFile: string, script: string): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((pid) => {
+      try {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return cmd.some((a) => a.endsWith(script)) && cmd.includes(configFile);
+      } catch {
+        return false; // Exited while we looked.
+      }
+    })
+    .map(Number);
 }
 
 function readPid(file: string): number | null {

@@ -1,0 +1,75 @@
+/**
+ * How long each step of a run may take, derived from the sizes it works on, so every wait has a bound that fits the
+ * data (a 3.3-billion-row load is hours, a ci load seconds) and a dry run can print them. Pure and workflow-safe.
+ * A bound is a generous multiple of an estimate from the storage's throughput: it exists to end a hung step with a
+ * reason, never to cut a healthy one short.
+ */
+import type { StorageClassSpec } from './spec';
+
+export interface HostTimeouts {
+  /** How long a new host's agent may take to come up (cloud boots are slow). */
+  agentStartSeconds: number;
+  /**
+   * How long a host may stay silent: no agent picks up its next task (schedule-to-start), or a running task stops
+   * heartbeating. Past it the host is dead and the workflow says so, instead of waiting for it forever.
+   */
+  deadAfterSeconds: number;
+  /** Upper bound of the data load (rows, primary keys, VACUUM ANALYZE), from the data size. */
+  loadHours: number;
+  /** Upper bound of one measured run or step (pgbench duration plus overrun). */
+  measureSeconds: number;
+  /** Upper bound of one measured phase (bloat + VACUUM, backlog + drain), from the sizes it works on. */
+  phaseSeconds: number;
+}
+
+/** Bytes pgbench_accounts takes per row on disk at fillfactor 100 (482 GiB for 3.3 billion rows). */
+export const HEAP_BYTES_PER_ROW = 146;
+/** Rows one loader connection inserts a second when the storage keeps up (CPU-bound; measured ~400k here). */
+const ROWS_PER_WRITER_SECOND = 50_000;
+/** The bound is this many times the estimate, and never under the minimum. */
+const SAFETY = 3;
+const MIN_LOAD_HOURS = 1;
+
+/** MiB/s a class's storage sustains for the estimate: its provisioned throughput, or a conservative figure. */
+export function storageMiBps(cls: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>): number {
+  if (cls.kind === 'ebs' || cls.kind === 'emulated-ebs') return cls.throughputMiBps ?? 125;
+  // Instance-store NVMe writes GB/s; the machine's own disk is unknown: assume a modest SSD.
+  return cls.kind === 'instance-store' ? 1000 : 200;
+}
+
+/**
+ * Estimated seconds of a load: the rows (heap plus about as much WAL written, at the storage's throughput or the
+ * writers' CPU, whichever is slower), then the primary key (reads the heap, writes ~20 % of it) and VACUUM ANALYZE
+ * (reads the heap and writes it once more for hint bits): about 3.2 heaps after the rows.
+ */
+export function loadEstimateSeconds(rows: number, writers: number, cls: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>): number {
+  const bytesPerSecond = storageMiBps(cls) * 2 ** 20;
+  const heap = rows * HEAP_BYTES_PER_ROW;
+  const rowsSeconds = Math.max(rows / (writers * ROWS_PER_WRITER_SECOND), (2 * heap) / bytesPerSecond);
+  return rowsSeconds + (3.2 * heap) / bytesPerSecond;
+}
+
+/** The load's bound in whole hours: SAFETY times the estimate on the slowest of the classes, at least an hour. */
+export function loadBoundHours(rows: number, writers: number, classes: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>[]): number {
+  const slowest = Math.max(...classes.map((c) => loadEstimateSeconds(rows, writers, c)));
+  return Math.max(MIN_LOAD_HOURS, Math.ceil((SAFETY * slowest) / 3600));
+}
+
+/** Seconds to make or move `mb` MB on the storage (VACUUM over bloat, a backlog), bounded like the load. */
+export function phaseBoundSeconds(mb: number, classes: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>[]): number {
+  const slowest = Math.min(...classes.map(storageMiBps));
+  // Bloat is written, read back by pgstattuple and VACUUM, and written again: about four passes.
+  return 1800 + Math.ceil((SAFETY * 4 * mb) / slowest);
+}
+
+/** The agent's start bound: cloud boots install packages, local hosts start a process. */
+export function agentStartSeconds(provider: 'local' | 'aws'): number {
+  return provider === 'aws' ? 15 * 60 : 120;
+}
+
+/** "3 h", "45 min", "90 s": a bound as people read it. */
+export function formatBound(seconds: number): string {
+  if (seconds >= 2 * 3600) return `${Math.round(seconds / 3600)} h`;
+  if (seconds >= 120) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds)} s`;
+}
