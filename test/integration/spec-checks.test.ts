@@ -54,6 +54,19 @@ describe('spec checks by the real tools', () => {
     ]);
   });
 
+  it("says what it cannot check when the version's server is not on this machine (an AWS control plane)", async () => {
+    const missing = [12, 13, 14, 16, 18].find((v) => !findPostgresBinDir(v));
+    if (missing === undefined) throw new Error('every major is installed: no missing version to test with');
+    const check = { settings: { work_mem: '8MB' }, specSettings: { work_mem: '8MB' }, version: missing, derivedFrom: {}, provider: 'aws' as const };
+    // The control plane refuses to let unchecked settings reach a host; the CLI leaves them to the control plane.
+    expect(await checkServerSettings({ ...check, place: 'control-plane' })).toEqual({
+      problems: [{ path: 'postgres.settings', message: expect.stringContaining(`install PostgreSQL ${missing}'s server binaries on the control worker's machine`) }],
+      notes: [],
+    });
+    expect(await checkServerSettings({ ...check, place: 'cli' })).toEqual({ problems: [], notes: [expect.stringContaining('the control worker checks them')] });
+    expect(await checkServerSettings({ ...check, specSettings: {}, place: 'control-plane' })).toEqual({ problems: [], notes: [expect.stringContaining('not checked')] });
+  });
+
   it('names the spec field behind a setting the lab derives', async () => {
     const { problems } = await checkServerSettings({
       settings: { max_connections: '99999999' },
