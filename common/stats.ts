@@ -99,6 +99,15 @@ export function regularizedIncompleteBeta(x: number, a: number, b: number): numb
   return (front * f) / a;
 }
 
+/** Standard normal CDF (Abramowitz-Stegun 7.1.26 erf, error < 1.5e-7). */
+export function normalCdf(z: number): number {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.3275911 * x);
+  const poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  const erf = 1 - poly * Math.exp(-x * x);
+  return z >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+}
+
 /** The CDF of Student's t distribution with `df` degrees of freedom (df > 0; ±Infinity give 0 and 1). */
 export function studentTCdf(t: number, df: number): number {
   if (Number.isNaN(t)) return NaN;

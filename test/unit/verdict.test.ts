@@ -14,12 +14,13 @@ import {
   type Verdict,
 } from '../../activities/control/verdict';
 import { verdictMarkdown } from '../../activities/control/report/verdict-markdown';
-import { SECOND_NOISE, simulateVerdicts, targetMet, wilsonInterval, type Decide, type SimulationCase } from '../../bench/verdict-error-rates';
+import { powerCeiling, SECOND_NOISE, simulateVerdicts, targetMet, wilsonInterval, type Decide, type SimulationCase } from '../../bench/verdict-error-rates';
 import { DEFAULT_VERDICT_OPTIONS, verdictOptionProblems, verdictOptions } from '../../common/regression';
 import {
   logGamma,
   mannWhitneyLowerTail,
   median,
+  normalCdf,
   regularizedIncompleteBeta,
   seededRandom,
   studentTCdf,
@@ -62,6 +63,12 @@ describe('distributions', () => {
     // I_0.5(2, 3) = sum_{j=2..4} C(4, j) / 16 = 11/16.
     expect(regularizedIncompleteBeta(0.5, 2, 3)).toBeCloseTo(0.6875, 12);
     expect(regularizedIncompleteBeta(0.9, 2, 3)).toBeCloseTo(1 - regularizedIncompleteBeta(0.1, 3, 2), 12);
+  });
+
+  it('computes the normal CDF', () => {
+    expect(normalCdf(0)).toBeCloseTo(0.5, 7);
+    expect(normalCdf(1.959964)).toBeCloseTo(0.975, 6);
+    expect(normalCdf(-1.644854)).toBeCloseTo(0.05, 6);
   });
 
   it("computes Student's t CDF against closed forms and tables", () => {
@@ -353,6 +360,12 @@ describe('error rates on synthetic histories (fixed seed, a small version of ben
     // A verdict that never calls anything regressed fails here, though it would pass the false-positive check.
     const never: Decide = () => ({ verdict: 'inconclusive' }) as Verdict;
     expect(simulateVerdicts(drop, 12, fast, never).regressed / drop.comparisons).toBeLessThan(0.75);
+  });
+
+  it('knows the most any test can catch: a 30 % drop in one run at CV 20 % is out of reach of 90 %', () => {
+    // sigma = sqrt(ln 1.04) = 0.19804; |ln 0.7| / sigma - 1.64485 = 0.15613; Phi(0.15613) = 0.5620.
+    expect(powerCeiling({ runCv: 0.2, candidateRuns: 1, trueEffect: -0.3 }, 0.05)).toBeCloseTo(0.562, 3);
+    expect(powerCeiling({ runCv: 0.1, candidateRuns: 1, trueEffect: -0.3 }, 0.05)).toBeGreaterThan(0.9);
   });
 
   it('judges a measured share against its target with its interval', () => {
