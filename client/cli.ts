@@ -126,6 +126,33 @@ for (const [kind, what] of [['restore', 'restore a backup to a target between ma
       await (await import('./commands/drill')).drillCommand(kind, opts);
     });
 
+program
+  .command('diagnose')
+  .description('sample any PostgreSQL 12+ read-only and say what bounds it: storage-bound | cpu-bound | lock-bound | client-bound | idle')
+  .requiredOption('--dsn <url>', 'postgresql://user@host:port/database (password from PGPASSWORD, PGPASSFILE or --password-env)')
+  .option('--seconds <n>', 'how long to sample', '60')
+  .option('--interval-ms <ms>', 'time between wait-event samples', '50')
+  .option('--json', 'print the capture as JSON (predict --from takes it); the verdict line goes to stderr')
+  .option('--html <file>', 'write the report as one self-contained HTML file')
+  .option('--no-fsync-probe', 'skip pg_test_fsync beside the data directory (done only when the server runs here)')
+  .option('--password-env <name>', 'environment variable that holds the password')
+  .action(async (opts) => {
+    await (await import('./commands/diagnose')).diagnoseCommand(opts);
+  });
+
+program
+  .command('predict')
+  .description('predict TPS and latency of a measured run or capture on other storage and hosts (a closed queueing model)')
+  .option('--from <run|file>', 'a run id, a result.json file, or a diagnose capture (diagnose --json)')
+  .option('--class <name>', 'the run\'s storage class to take the demands from (default: its first)')
+  .option('--target <json>', 'target(s), e.g. \'{"kind":"ebs","iops":6000,"throughputMiBps":250}\' or @file; an array for several')
+  .option('--reference', 'predict the published reference\'s gp3 and NVMe classes, each from the other\'s figures')
+  .option('--json', 'print the demands and predictions as JSON')
+  .option('--results-dir <dir>', 'results folder (default: the lab\'s)')
+  .action(async (opts) => {
+    await (await import('./commands/predict')).predictCommand(opts);
+  });
+
 const dev = program.command('dev').description('the local Temporal dev server and control worker');
 dev
   .command('up')

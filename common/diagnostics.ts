@@ -109,6 +109,20 @@ export interface Diagnostics {
   series: DiagnosticsSecond[];
   /** What could not be measured, and why. */
   notes: string[];
+  /** Transactions the sampler's own connection ran in the window (read-only), to leave out of the server's counts. */
+  ownTransactions?: number;
+  /** Data pages Postgres wrote in the window (checkpointer, background writer, backends), 8 KiB each. */
+  bufferWrites?: number;
+  /** pg_current_wal_lsn() moved this many bytes in the window (every server version). */
+  walBytes?: number;
+  /** Size of the sampled database (pg_database_size) when the window began. */
+  databaseBytes?: number;
+  /** The host's own I/O on its data device, from its I/O cgroup (the part a per-process throttle sees). */
+  cgroupIo?: { readIops: number; writeIops: number; readMBps: number; writeMBps: number } | null;
+  /** The host's memory cgroup, mean over the window: page cache (shared_buffers included) and anonymous memory. */
+  memory?: { cacheMiB: number; anonMiB: number; limitMiB: number | null } | null;
+  /** Client backends seen: mean idle in a transaction, distinct pids seen active or in a transaction (diagnose). */
+  sessions?: { avgIdleInTransaction: number; distinctBackends: number };
 }
 
 /** What VACUUM (VERBOSE) reports for one relation (one "finished vacuuming" message). */

@@ -8,7 +8,7 @@ import { LOCAL_SERVER_MAJOR } from './postgres-versions';
 export const RANDOM_UPDATE_SCRIPT =
   '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n';
 
-export const PRESET_NAMES = ['local-quick', 'ci', 'nightly', 'seed-full'] as const;
+export const PRESET_NAMES = ['local-quick', 'ci', 'nightly', 'seed-full', 'predict-check'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 
 const localClasses = {
@@ -69,6 +69,33 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     data: { scale: 20, chunkRows: 100_000, loadWriters: 2 },
     workload: { clients: 16, threads: 2, durationSeconds: 30, warmupSeconds: 5, script: RANDOM_UPDATE_SCRIPT },
     phases: { vacuum: { enabled: true, bloatMB: 32 }, backlog: { enabled: true, backlogMB: 32 } },
+  }),
+  /**
+   * The prediction model checked against measurement: the local disk is the calibration class; emulated gp3 at
+   * 1,500, 3,000 and 6,000 IOPS and at a second memory limit are each predicted from its demands, then measured.
+   * PostgreSQL 15 with buffered I/O, so the memory limit (the page cache) decides how many reads reach the device.
+   */
+  'predict-check': localPreset('predict-check', {
+    storageClasses: {
+      'local-disk': { kind: 'local-disk' },
+      'gp3-1500': { kind: 'emulated-ebs', iops: 1500, throughputMiBps: 125 },
+      'gp3-3000': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
+      'gp3-6000': { kind: 'emulated-ebs', iops: 6000, throughputMiBps: 250 },
+      'gp3-3000-mem1536': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125, memoryLimitMiB: 1536 },
+    },
+    compare: { baseline: 'gp3-3000', candidate: 'local-disk' },
+    prediction: { calibrationClass: 'local-disk' },
+    host: { memoryLimitMiB: 768 },
+    postgres: {
+      sharedBuffersMiB: 128,
+      maxWalSizeMiB: 4096,
+      // WAL flush latency (wal_sync_time / wal_sync) is a measured input of the model.
+      settings: { checkpoint_timeout: '15min', track_wal_io_timing: 'on' },
+    },
+    data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
+    // 30 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host takes about that long to fill with 8 kB reads.
+    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 30, script: RANDOM_UPDATE_SCRIPT },
+    phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
   }),
   /** The published experiment: 4 + 4 m6id.4xlarge clusters, instance-store NVMe vs gp3 at 3,000 IOPS. */
   'seed-full': {

@@ -44,6 +44,8 @@ export const StorageClassSchema = z
      * `preferred`: run anyway and mark the class "not emulated" in the report.
      */
     emulation: z.enum(['required', 'preferred']).default('preferred'),
+    /** This class's hosts get this memory limit instead of host.memoryLimitMiB (a second memory size in one run). */
+    memoryLimitMiB: int(64, 1_048_576, 'MiB').optional(),
   })
   .strict();
 
@@ -178,6 +180,8 @@ export const ExperimentSpecSchema = z
       })
       .strict(),
     aws: AwsSchema.optional(),
+    /** Predict every other class from this class's measured demands; the report puts predicted beside measured. */
+    prediction: z.object({ calibrationClass: ClassName }).strict().optional(),
     /** Resources older than this are the sweeper's, whatever their run's state. */
     expiresAfterHours: z.number().positive().max(24 * 14),
   })
@@ -195,6 +199,8 @@ export const ExperimentSpecSchema = z
           );
       }
     }
+    if (spec.prediction && !classNames.includes(spec.prediction.calibrationClass))
+      add(['prediction', 'calibrationClass'], `unknown storage class "${spec.prediction.calibrationClass}"; use one of: ${classNames.join(', ') || '(none defined)'}`);
     const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
     for (const [name, cls] of Object.entries(spec.storageClasses)) {
       if (!allowed.includes(cls.kind))

@@ -5,3 +5,4 @@ export { sweeperWorkflow } from './sweeper-workflow';
 export { nightlyRegressionWorkflow } from './nightly-regression-workflow';
 export { restoreDrillWorkflow } from './restore-drill-workflow';
 export { failoverDrillWorkflow } from './failover-drill-workflow';
+export { diagnoseWorkflow } from './diagnose-workflow';

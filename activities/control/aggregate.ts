@@ -90,7 +90,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
       limits: {
         iops: emulated ? (limits?.iops ?? null) : null,
         throughputMiBps: emulated ? (limits?.throughputMiBps ?? null) : null,
-        memoryLimitMiB: spec.host.memoryLimitMiB,
+        memoryLimitMiB: cls.memoryLimitMiB ?? spec.host.memoryLimitMiB,
       },
       clusters,
       medianTps: nullableRound(median(ok.map((c) => c.tpsRun!.tps))),
@@ -132,7 +132,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
     classes,
     ratios,
     compare,
-    checks: runChecks(spec, classes),
+    checks: runChecks(classes),
   };
 }
 
@@ -141,7 +141,7 @@ function nullableRound(v: number | null, digits = 1): number | null {
 }
 
 /** Checks every result carries; a failed one is shown in the report, never hidden. */
-export function runChecks(spec: ExperimentSpec, classes: Record<string, ClassResult>): Check[] {
+export function runChecks(classes: Record<string, ClassResult>): Check[] {
   const checks: Check[] = [];
   for (const [name, cls] of Object.entries(classes)) {
     for (const c of cls.clusters) {
@@ -163,7 +163,7 @@ export function runChecks(spec: ExperimentSpec, classes: Record<string, ClassRes
         ok: run.failedTransactions === 0,
         detail: `${run.failedTransactions} failed of ${run.transactions + run.failedTransactions}`,
       });
-      const memoryRatio = c.load ? c.load.heapBytes / (spec.host.memoryLimitMiB * 1024 * 1024) : 0;
+      const memoryRatio = c.load ? c.load.heapBytes / (cls.limits.memoryLimitMiB * 1024 * 1024) : 0;
       checks.push(...diagnosticChecks(c, cls, memoryRatio >= 1));
       if (c.load) {
         checks.push({
@@ -172,7 +172,7 @@ export function runChecks(spec: ExperimentSpec, classes: Record<string, ClassRes
           ok: !cls.emulated || memoryRatio >= 1,
           // A caveat of the sizes chosen (tiny presets fit in RAM), not a wrong figure.
           severity: 'warning',
-          detail: `heap ${round(c.load.heapBytes / 2 ** 30, 2)} GiB = ${round(memoryRatio, 1)}x the ${spec.host.memoryLimitMiB} MiB memory limit${memoryRatio < 1 ? ': a working set that fits in RAM shows little difference between storage classes' : ''}`,
+          detail: `heap ${round(c.load.heapBytes / 2 ** 30, 2)} GiB = ${round(memoryRatio, 1)}x the ${cls.limits.memoryLimitMiB} MiB memory limit${memoryRatio < 1 ? ': a working set that fits in RAM shows little difference between storage classes' : ''}`,
         });
       }
     }

@@ -19,6 +19,8 @@ import { createDrillControlActivities } from './drills';
 import { createPreflightActivities } from './preflight';
 import { historyEntry, RunHistory } from './history';
 import { createRegressionActivities } from './regression';
+import { createDiagnoseActivities } from '../diagnose';
+import { runPredictions } from './predictions';
 
 export interface ControlDeps {
   providers: { local: HostProvider; aws?: HostProvider };
@@ -116,6 +118,7 @@ export function createControlActivities(deps: ControlDeps) {
         cancelled: input.cancelled,
       });
       if (input.spec.provider === 'aws') result.cost = runCost(input.spec, clusters);
+      result.predictions = await runPredictions(deps.results, result);
       if (input.drills?.length) {
         result.drills = input.drills.map((d) => ({ ...d, location: d.location || deps.results.location(d.runId) }));
         for (const d of input.drills)
@@ -136,6 +139,7 @@ export function createControlActivities(deps: ControlDeps) {
 
     ...createSweepActivities(deps),
     ...createDrillControlActivities(deps),
+    ...createDiagnoseActivities(deps),
   };
 }
 

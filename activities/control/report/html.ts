@@ -6,6 +6,7 @@
 import { BREAKDOWN_KEYS, BREAKDOWN_LABELS } from '../../../common/breakdown';
 import { REFERENCE } from '../../../common/reference';
 import type { ExperimentResult } from '../../../common/result';
+import type { RunPredictions } from '../../../common/run-predictions';
 import { topEvents } from './diagnostics-markdown';
 import { renderMarkdown } from './markdown';
 import { referenceBreakdown } from './summary';
@@ -24,11 +25,15 @@ code { background: #f3f3f3; padding: 0 0.2rem; }
 li.FAIL { color: #b00020; } li.WARN { color: #8a5a00; }
 `;
 
+/** A chart with its caption, as the reports' chart grid holds it. */
+export function chartFigure(svg: string, caption: string): string {
+  return `<figure>${svg}<figcaption>${escapeXml(caption)}</figcaption></figure>`;
+}
+
 /** The charts, each with a caption that says where its figures come from. */
 export function renderCharts(result: ExperimentResult): string[] {
   const figures: string[] = [];
-  const figure = (svg: string, caption: string) =>
-    figures.push(`<figure>${svg}<figcaption>${escapeXml(caption)}</figcaption></figure>`);
+  const figure = (svg: string, caption: string) => figures.push(chartFigure(svg, caption));
   const classes = Object.entries(result.classes);
   const compare = result.compare;
 
@@ -116,6 +121,21 @@ export function renderCharts(result: ExperimentResult): string[] {
     'Active-session-history samples of the pgbench backends during the TPS run ("CPU": active with no wait event).',
   );
 
+  const predicted = (result.predictions as RunPredictions | undefined)?.calibration?.rows.filter((r) => r.predicted);
+  if (predicted?.length)
+    figure(
+      barChart({
+        title: 'Predicted vs measured TPS per class',
+        yLabel: 'TPS',
+        categories: predicted.map((r) => r.className),
+        series: [
+          { name: 'predicted (from the calibration class)', values: predicted.map((r) => r.predicted!.tps) },
+          { name: 'measured', values: predicted.map((r) => r.measured?.tps ?? null) },
+        ],
+      }),
+      'Each class predicted from the calibration class\'s measured demands alone, then measured by this run (see "Predicted vs measured").',
+    );
+
   figure(
     lineChart({
       title: 'Device IOPS per second during the TPS run',
@@ -179,7 +199,15 @@ export function markdownToHtml(markdown: string): string {
 export function renderHtml(result: ExperimentResult): string {
   const markdown = renderMarkdown(result);
   // The charts go right after the summary table, before the per-class and per-cluster tables.
-  const split = markdown.indexOf('\n## Storage classes');
+  return htmlPage(`Storage Lab report: ${result.name} (${result.runId})`, markdown, '\n## Storage classes', renderCharts(result));
+}
+
+/**
+ * One self-contained page in the reports' style: the Markdown converted, with the charts (SVG figures) placed
+ * before the heading `chartsBefore` (at the end when it is absent).
+ */
+export function htmlPage(title: string, markdown: string, chartsBefore: string, charts: string[]): string {
+  const split = markdown.indexOf(chartsBefore);
   const head = split >= 0 ? markdown.slice(0, split) : markdown;
   const rest = split >= 0 ? markdown.slice(split) : '';
   return [
@@ -187,14 +215,14 @@ export function renderHtml(result: ExperimentResult): string {
     '<html lang="en">',
     '<head>',
     '<meta charset="utf-8">',
-    `<title>${escapeXml(`Storage Lab report: ${result.name} (${result.runId})`)}</title>`,
+    `<title>${escapeXml(title)}</title>`,
     `<style>${STYLE}</style>`,
     '</head>',
     '<body>',
     markdownToHtml(head),
     '<h2>Charts</h2>',
     '<div class="charts">',
-    ...renderCharts(result),
+    ...charts,
     '</div>',
     markdownToHtml(rest),
     '</body>',

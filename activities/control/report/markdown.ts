@@ -4,6 +4,8 @@ import { costMarkdown, type RunCost } from '../../../common/cost';
 import type { Verdict } from '../verdict';
 import { verdictMarkdown } from './verdict-markdown';
 import { diagnosticsMarkdown } from './diagnostics-markdown';
+import type { RunPredictions } from '../../../common/run-predictions';
+import { predictionsMarkdown } from './predictions-markdown';
 import { fidelityMarkdown } from './fidelity';
 import type { DrillSummary } from '../../../common/drill-result';
 import { drillsSummaryMarkdown } from './drills-markdown';
@@ -72,6 +74,7 @@ export function renderMarkdown(result: ExperimentResult): string {
   lines.push(...diagnosticsMarkdown(result));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
   if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
+  if (result.predictions) lines.push(...predictionsMarkdown(result.predictions as RunPredictions));
   if (result.drills) lines.push(...drillsSummaryMarkdown(result.drills as DrillSummary[]));
 
   const failed = result.checks.filter((c) => checkVerdict(c) === 'FAIL');

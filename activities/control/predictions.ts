@@ -1,0 +1,31 @@
+/**
+ * The predictions section of a run's result: from its calibration class (common/run-predictions.ts), and from the
+ * previous completed run of the same preset and environment, found through the history index in the results store.
+ */
+import type { ExperimentResult } from '../../common/result';
+import { calibrationPredictions, previousRunPredictions, type RunPredictions } from '../../common/run-predictions';
+import { historyEntry, RunHistory } from './history';
+import type { ResultsStore } from './results-store';
+
+/** The predictions a run's report shows, or undefined when there is neither a calibration class nor a previous run. */
+export async function runPredictions(store: ResultsStore, result: ExperimentResult): Promise<RunPredictions | undefined> {
+  const predictions: RunPredictions = {};
+  const calibration = calibrationPredictions(result);
+  if (calibration) predictions.calibration = calibration;
+  const previous = await previousRun(store, result);
+  if (previous) predictions.previousRun = previousRunPredictions(previous, result);
+  return predictions.calibration || predictions.previousRun ? predictions : undefined;
+}
+
+/** The latest completed run of the same preset and environment that finished before this one started. */
+async function previousRun(store: ResultsStore, result: ExperimentResult): Promise<ExperimentResult | null> {
+  const me = historyEntry(result);
+  const earlier = (await new RunHistory(store).entries(me.preset)).filter(
+    (e) => e.envKey === me.envKey && e.runId !== result.runId && e.status === 'completed' && e.finishedAt <= result.startedAt,
+  );
+  for (const entry of earlier.reverse()) {
+    const text = await store.get(entry.runId, 'result.json');
+    if (text) return JSON.parse(text) as ExperimentResult;
+  }
+  return null;
+}

@@ -1,0 +1,43 @@
+/**
+ * The diagnose activity of the control worker: one capture of a server named by a DSN without a password (the
+ * worker's environment holds it: PGPASSWORD, PGPASSFILE, or the variable `passwordEnv` names), kept in the results
+ * store with its report and indexed in its history, so a schedule against a production replica builds a record.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { resolveDiagnoseInput, verdictLine, type DiagnoseInput, type DiagnoseSummary } from '../../common/diagnose';
+import { FAILURE_TYPES } from '../../common/errors';
+import { InvalidSpecError } from '../../common/spec';
+import type { ResultsStore } from '../control/results-store';
+import { captureDiagnosis } from './capture';
+import { saveCapture } from './store';
+
+export function createDiagnoseActivities(deps: { results: ResultsStore }) {
+  return {
+    /** Samples the server for the input's window (plus the fsync probe when it runs here) and stores the capture. */
+    async diagnoseDatabase(args: { runId: string; input: DiagnoseInput }): Promise<DiagnoseSummary> {
+      let input: DiagnoseInput;
+      try {
+        input = resolveDiagnoseInput(args.input);
+      } catch (err) {
+        if (err instanceof InvalidSpecError) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.invalidSpec);
+        throw err;
+      }
+      const ctx = Context.current();
+      const capture = await captureDiagnosis({
+        ...input,
+        signal: ctx.cancellationSignal,
+        onProgress: (what, percent) => ctx.heartbeat({ what, percent }),
+      });
+      const location = await saveCapture(deps.results, args.runId, capture);
+      return {
+        runId: args.runId,
+        target: capture.target,
+        location,
+        verdict: capture.verdict,
+        reason: capture.reason,
+        verdictLine: verdictLine(capture.verdict, capture.evidence),
+        tps: capture.tps,
+      };
+    },
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * storage-lab diagnose --dsn URL: samples any PostgreSQL 12+ read-only for a window and prints the verdict
+ * (storage-bound | cpu-bound | lock-bound | client-bound | idle) with its evidence; --json prints the capture
+ * (predict --from takes it), --html writes the report. Runs here, not through Temporal (diagnoseWorkflow does that).
+ */
+import { writeFile } from 'node:fs/promises';
+import { formatSpecProblems } from '../../common/errors';
+import { parseDiagnoseInput, verdictLine, type DiagnoseCapture } from '../../common/diagnose';
+import { captureDiagnosis } from '../../activities/diagnose/capture';
+import { ConnectError } from '../../activities/diagnose/connect';
+import { captureHtml, captureText } from '../../activities/diagnose/report';
+import { UserError } from '../errors';
+
+export interface DiagnoseFlags {
+  dsn?: string;
+  seconds?: string;
+  intervalMs?: string;
+  json?: boolean;
+  html?: string;
+  /** Commander's --no-fsync-probe. */
+  fsyncProbe?: boolean;
+  passwordEnv?: string;
+}
+
+export async function diagnoseCommand(flags: DiagnoseFlags): Promise<DiagnoseCapture> {
+  const number = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const { input, problems } = parseDiagnoseInput(
+    { dsn: flags.dsn, seconds: number(flags.seconds), intervalMs: number(flags.intervalMs), fsyncProbe: flags.fsyncProbe ?? true, passwordEnv: flags.passwordEnv },
+    { allowPassword: true },
+  );
+  if (!input) throw new UserError(formatSpecProblems(problems, 'diagnose input'));
+  const progress = flags.json ? undefined : (what: string) => process.stderr.isTTY && process.stderr.write(`\r  ${what}   `);
+  let capture: DiagnoseCapture;
+  try {
+    capture = await captureDiagnosis({ ...input, onProgress: progress });
+  } catch (err) {
+    if (err instanceof ConnectError) throw new UserError(err.message);
+    throw err;
+  } finally {
+    if (progress && process.stderr.isTTY) process.stderr.write('\r\x1b[K');
+  }
+  if (flags.json) {
+    console.log(JSON.stringify(capture, null, 2));
+    console.error(verdictLine(capture.verdict, capture.evidence));
+  } else for (const line of captureText(capture)) console.log(line);
+  if (flags.html) {
+    await writeFile(flags.html, captureHtml(capture));
+    if (!flags.json) console.log(`report: ${flags.html}`);
+  }
+  return capture;
+}

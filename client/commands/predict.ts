@@ -1,0 +1,155 @@
+/**
+ * storage-lab predict --from RUN_ID|FILE --target JSON: TPS and mean / p95 latency of a measured workload on other
+ * storage and hosts (common/predict.ts). --from takes a run id (its result.json in the results store), a result.json
+ * file, or a diagnose capture (storage-lab diagnose --json > capture.json). --reference predicts each class of the
+ * published reference from the other's figures and prints them beside the published TPS.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { CAPTURE_KIND, type DiagnoseCapture } from '../../common/diagnose';
+import { demandsFromCapture, demandsFromClass } from '../../common/demands';
+import { formatSpecProblems } from '../../common/errors';
+import {
+  describeTarget,
+  errorPct,
+  predict,
+  predictionLine,
+  PredictTargetSchema,
+  type PredictTarget,
+  type Prediction,
+  type WorkloadDemands,
+} from '../../common/predict';
+import { referenceChecks, referenceDemands } from '../../common/predict-reference';
+import type { ExperimentResult } from '../../common/result';
+import { toProblem } from '../../common/spec';
+import { UserError } from '../errors';
+import { resultsStore } from './report';
+
+export interface PredictFlags {
+  from?: string;
+  class?: string;
+  target?: string;
+  json?: boolean;
+  reference?: boolean;
+  resultsDir?: string;
+}
+
+export interface PredictOutput {
+  demands: WorkloadDemands;
+  sourceCheck: { predictedTps: number; measuredTps: number; errorPct: number };
+  predictions: Prediction[];
+}
+
+export async function predictCommand(flags: PredictFlags): Promise<PredictOutput[]> {
+  if (flags.reference) return referenceCommand(flags);
+  if (!flags.from) throw new UserError('--from RUN_ID|FILE is required (or --reference)');
+  if (!flags.target) throw new UserError('--target JSON is required, e.g. --target \'{"kind":"ebs","iops":6000,"throughputMiBps":250}\'');
+  const targets = parseTargets(flags.target);
+  const demands = await loadDemands(flags);
+  const output = predictAll(demands, targets);
+  if (flags.json) console.log(JSON.stringify(output, null, 2));
+  else printOutput(output);
+  return [output];
+}
+
+/** The demands to predict from: a capture file, a result.json file, or a run id in the results store. */
+async function loadDemands(flags: PredictFlags): Promise<WorkloadDemands> {
+  const from = flags.from!;
+  let parsed: unknown;
+  if (existsSync(from)) {
+    try {
+      parsed = JSON.parse(readFileSync(from, 'utf8'));
+    } catch (err) {
+      throw new UserError(`${from} is not JSON: ${(err as Error).message}`);
+    }
+  } else {
+    const store = await resultsStore({ resultsDir: flags.resultsDir });
+    const text = await store.get(from, 'result.json');
+    if (text === null) throw new UserError(`--from ${from}: no such file, and no result.json for a run of that id in ${store.location(from)}`);
+    parsed = JSON.parse(text);
+  }
+  const obj = parsed as Partial<DiagnoseCapture & ExperimentResult>;
+  try {
+    if (obj.kind === CAPTURE_KIND) return demandsFromCapture(parsed as DiagnoseCapture);
+    if (obj.classes && obj.runId) {
+      const result = parsed as ExperimentResult;
+      const className = flags.class ?? Object.keys(result.classes)[0];
+      return demandsFromClass(result, className);
+    }
+  } catch (err) {
+    throw new UserError((err as Error).message);
+  }
+  throw new UserError(`--from ${from}: neither a run's result.json nor a diagnose capture`);
+}
+
+/** --target: one JSON object or an array of them (inline, or @file). */
+function parseTargets(text: string): PredictTarget[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text.startsWith('@') ? readFileSync(text.slice(1), 'utf8') : text);
+  } catch (err) {
+    throw new UserError(`--target is not JSON: ${(err as Error).message}`);
+  }
+  return (Array.isArray(raw) ? raw : [raw]).map((t, i) => {
+    const parsed = PredictTargetSchema.safeParse(t);
+    if (!parsed.success) throw new UserError(formatSpecProblems(parsed.error.issues.map(toProblem), `prediction target${Array.isArray(raw) ? ` ${i + 1}` : ''}`));
+    return parsed.data;
+  });
+}
+
+/** The source check (the model on the source's own storage vs what it measured), then every target. */
+export function predictAll(demands: WorkloadDemands, targets: PredictTarget[]): PredictOutput {
+  const attempt = (t: PredictTarget) => {
+    try {
+      return predict(demands, t);
+    } catch (err) {
+      throw new UserError(`${describeTarget(t)}: ${(err as Error).message}`);
+    }
+  };
+  const own = attempt(demands.storage);
+  return {
+    demands,
+    sourceCheck: { predictedTps: own.tps, measuredTps: demands.measured.tps, errorPct: errorPct(own.tps, demands.measured.tps) },
+    predictions: targets.map(attempt),
+  };
+}
+
+function printOutput(o: PredictOutput): void {
+  const d = o.demands;
+  const f = (v: number, digits = 2) => v.toLocaleString('en-US', { maximumFractionDigits: digits });
+  console.log(`from: ${d.source}`);
+  console.log(`  measured: ${f(d.measured.tps, 0)} TPS, mean latency ${f(d.measured.latencyMs.mean)} ms${d.measured.latencyMs.p95 === null ? '' : `, p95 ${f(d.measured.latencyMs.p95)} ms`}, ${d.clients} clients`);
+  console.log(
+    `  per transaction: CPU ${f(d.cpu.msPerTx, 3)} ms (${d.cpu.vcpus || '?'} vCPUs), ${f(d.reads.perTx, 3)} device reads of ${f(d.reads.kib, 1)} KiB, ${d.writes.kind === 'measured' ? `${f(d.writes.perTx, 3)} background page writes` : `${d.writes.dirtiedPagesPerTx} pages dirtied`}, WAL ${f(d.wal.bytesPerTx / 1024, 1)} KiB`,
+  );
+  if (d.serverMs)
+    console.log(`  server time per transaction: CPU ${f(d.serverMs.cpu)} ms, page reads ${f(d.serverMs.pageReads)}, WAL ${f(d.serverMs.walFsync)}, locks ${f(d.serverMs.lock)}, other ${f(d.serverMs.other)}`);
+  for (const n of d.notes) console.log(`  note: ${n}`);
+  console.log(`  source check: the model gives ${f(o.sourceCheck.predictedTps, 0)} TPS on the source's own storage (${signed(o.sourceCheck.errorPct)} from the measured ${f(o.sourceCheck.measuredTps, 0)})`);
+  for (const p of o.predictions) {
+    console.log(`target: ${describeTarget(p.target)}`);
+    console.log(predictionLine(p));
+    const b = p.breakdownMs;
+    console.log(
+      `  per transaction: CPU ${f(b.cpu)} ms, page reads ${f(b.pageReads)}, WAL ${f(b.walFsync)}, locks ${f(b.lock)}, other ${f(b.other)}, unexplained at the source ${f(b.unexplained)}, client ${f(b.client)}; ${f(p.readsPerTx, 3)} reads, ${f(p.walOpsPerTx, 3)} WAL writes`,
+    );
+    for (const a of p.assumptions) console.log(`  assumption: ${a}`);
+  }
+}
+
+/** --reference: gp3 from the NVMe class's published figures and NVMe from gp3's, beside the published figures. */
+function referenceCommand(flags: PredictFlags): PredictOutput[] {
+  const checks = referenceChecks();
+  if (flags.json) console.log(JSON.stringify(checks, null, 2));
+  else {
+    console.log('The published reference (POSETTE 2026), each class predicted from the other class\'s published figures:');
+    for (const c of checks) {
+      console.log(`${c.target} from ${c.from}: ${predictionLine(c.prediction)}`);
+      console.log(`  published ${c.published.tps.toLocaleString('en-US')} TPS, ${c.published.latencyMs} ms: TPS error ${signed(c.tpsErrorPct)}, latency error ${signed(c.latencyErrorPct)}`);
+      for (const n of referenceDemands(c.from).notes) console.log(`  note: ${n}`);
+      for (const a of c.prediction.assumptions) console.log(`  assumption: ${a}`);
+    }
+  }
+  return checks.map((c) => predictAll(referenceDemands(c.from), [c.prediction.target]));
+}
+
+const signed = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(1)} %`;

@@ -1,0 +1,501 @@
+/**
+ * The prediction model: from what a transaction was measured to ask of one system (CPU seconds, device reads and
+ * writes, WAL bytes, wait time by kind) to its throughput and latency on other storage and hosts. A closed queueing
+ * network (the clients are the customers) solved by exact mean value analysis, with IOPS and throughput caps as
+ * service limits, a group-commit WAL flush, and a cache model for memory. Pure and workflow-safe: the CLI, the
+ * workflows' activities and the report share it. README "Predict" lists the assumptions; no constant here was
+ * fitted to the published reference's answers.
+ */
+import { z } from 'zod';
+
+/** A service centre of the closed network: a single queue (IOPS cap, CPU after Seidmann) or a pure delay. */
+export interface Station {
+  name: string;
+  kind: 'queue' | 'delay';
+  /** Service demand per transaction, ms (visits × service time per visit). */
+  demandMs: number;
+}
+
+export interface MvaSolution {
+  /** Transactions per ms. */
+  throughput: number;
+  /** Time per transaction in the stations (not the think time), ms. */
+  responseMs: number;
+  /** Per station: residence time per transaction (ms) and mean number of transactions there. */
+  residenceMs: number[];
+  queue: number[];
+}
+
+/**
+ * Exact mean value analysis of a closed single-class network (Reiser and Lavenberg): for n = 1..N,
+ * R_k(n) = D_k (1 + Q_k(n-1)) at queues, D_k at delays; X(n) = n / (Z + sum R_k(n)); Q_k(n) = X(n) R_k(n).
+ */
+export function mva(stations: Station[], customers: number, thinkMs = 0): MvaSolution {
+  const queue = stations.map(() => 0);
+  let residenceMs = stations.map((s) => s.demandMs);
+  let throughput = 0;
+  for (let n = 1; n <= customers; n++) {
+    residenceMs = stations.map((s, k) => (s.kind === 'queue' ? s.demandMs * (1 + queue[k]) : s.demandMs));
+    const total = residenceMs.reduce((a, b) => a + b, 0);
+    throughput = n / (thinkMs + total);
+    residenceMs.forEach((r, k) => (queue[k] = throughput * r));
+  }
+  return { throughput, responseMs: residenceMs.reduce((a, b) => a + b, 0), residenceMs, queue };
+}
+
+/**
+ * A station of `servers` identical servers as MVA can take it (Seidmann's approximation): one queue with the
+ * demand divided among the servers, plus a delay for the rest of one server's service.
+ */
+export function multiServer(name: string, demandMs: number, servers: number): Station[] {
+  return [
+    { name, kind: 'queue', demandMs: demandMs / servers },
+    { name, kind: 'delay', demandMs: (demandMs * (servers - 1)) / servers },
+  ];
+}
+
+/** Where the data lives in a prediction, as the spec's storage kinds name it. */
+export const TARGET_KINDS = ['ebs', 'emulated-ebs', 'instance-store', 'local-disk'] as const;
+export type TargetKind = (typeof TARGET_KINDS)[number];
+
+/** What `predict --target` takes: storage, and optionally the host (vCPUs, memory) and the clients. */
+export const PredictTargetSchema = z
+  .object({
+    kind: z.enum(TARGET_KINDS, { error: `must be one of ${TARGET_KINDS.join(', ')}` }),
+    /** EBS volume type: gp3 (default) or io2. */
+    volumeType: z.enum(['gp3', 'io2']).optional(),
+    iops: z.number().positive({ error: 'must be positive (IOPS)' }).optional(),
+    throughputMiBps: z.number().positive({ error: 'must be positive (MiB/s)' }).optional(),
+    vcpus: z.number().int().positive({ error: 'must be a positive whole number (vCPUs)' }).optional(),
+    memoryMiB: z.number().positive({ error: 'must be positive (MiB)' }).optional(),
+    clients: z.number().int().positive({ error: 'must be a positive whole number (clients)' }).optional(),
+    /** Device time of one read and of one WAL write + flush when nothing queues, ms (default: measured or published). */
+    readLatencyMs: z.number().positive().optional(),
+    flushLatencyMs: z.number().positive().optional(),
+    /** A name for the target in reports. */
+    label: z.string().optional(),
+  })
+  .strict();
+export type PredictTarget = z.output<typeof PredictTargetSchema>;
+
+/**
+ * Device figures used when neither the target nor the measurement gives them, with where each comes from.
+ * EBS: AWS documents gp3 as "single-digit millisecond" latency (1 ms taken, the low end) and io2 Block Express as
+ * under 500 µs for 16 KiB I/O; an I/O of up to 256 KiB counts as one operation. Instance store: AWS publishes no
+ * latency; 0.1 ms per read and per flush is a typical NVMe SSD figure, taken as an assumption.
+ */
+export const DEVICE_DEFAULTS = {
+  gp3: { iops: 3000, throughputMiBps: 125, latencyMs: 1.0, source: 'AWS: gp3 baseline 3,000 IOPS and 125 MiB/s, "single-digit millisecond" latency (1 ms taken)' },
+  io2: { iops: 3000, throughputMiBps: 500, latencyMs: 0.5, source: 'AWS: io2 Block Express under 500 µs for 16 KiB I/O; 500 MiB/s default throughput taken' },
+  nvme: { latencyMs: 0.1, source: 'assumed: 0.1 ms per read and per flush, a typical NVMe SSD (AWS publishes no instance-store latency)' },
+} as const;
+
+/** Bytes EBS counts as one I/O operation at most. */
+export const EBS_MAX_IO_BYTES = 256 * 1024;
+
+/**
+ * What a transaction asks of the system, per committed transaction, as measured on a source (a run's class, a
+ * diagnose capture, or the reference's published figures).
+ */
+export interface WorkloadDemands {
+  /** Where the figures come from. */
+  source: string;
+  clients: number;
+  measured: { tps: number; latencyMs: { mean: number; p95: number | null } };
+  /**
+   * Client-side time per transaction the server never sees: the client's own time between its transactions
+   * (`gapMs`), and the part of the latency it measures that is spent outside the server (`inLatencyMs`: network,
+   * the client's own scheduling).
+   */
+  client: { gapMs: number; inLatencyMs: number };
+  /** CPU ms per transaction on the host (Postgres and anything else on it, such as pgbench), of `vcpus` vCPUs. */
+  cpu: { msPerTx: number; vcpus: number };
+  /** Server time per transaction by part (active sessions sampled x Little's law), ms; null without samples. */
+  serverMs: { cpu: number; pageReads: number; walFsync: number; lock: number; other: number } | null;
+  /** Reads that reached the device per transaction, and their mean size. */
+  reads: { perTx: number; kib: number };
+  /**
+   * Background writes per transaction (checkpoints, evictions, writeback; nobody waits on them): measured, or
+   * pages dirtied per transaction of which a window of `windowSeconds` writes back only what `absorbPages` of
+   * buffers cannot hold (a run shorter than its checkpoint interval). `throttledPerTx`: the part a per-process I/O
+   * throttle sees (cgroup v1 does not charge kernel writeback to the host), where measured.
+   */
+  writes:
+    | { kind: 'measured'; perTx: number; kib: number; throttledPerTx: number | null }
+    | { kind: 'window'; dirtiedPagesPerTx: number; absorbPages: number; windowSeconds: number; kib: number };
+  wal: { bytesPerTx: number };
+  /** Device time of a read and of a WAL flush as measured on the source (queueing in the device included). */
+  device: { readLatencyMs: number | null; flushLatencyMs: number | null };
+  /** The cache: data set size and what memory holds of it; null when unknown (memory changes are then not predicted). */
+  cache: { dataBytes: number; cacheBytes: number; memoryMiB: number } | null;
+  /** The source's own storage and host, as a target: predicting it must give back the measurement. */
+  storage: PredictTarget;
+  /** How each figure was obtained where it was not measured directly. */
+  notes: string[];
+}
+
+/** One part of the predicted time per transaction, ms. */
+export const PREDICTED_PARTS = ['cpu', 'pageReads', 'walFsync', 'lock', 'other', 'unexplained', 'client'] as const;
+export type PredictedPart = (typeof PREDICTED_PARTS)[number];
+
+export interface Prediction {
+  target: PredictTarget;
+  tps: number;
+  latencyMs: { mean: number; p95: number | null };
+  /** The predicted mean latency apportioned by part (they sum to it). */
+  breakdownMs: Record<PredictedPart, number>;
+  /** The busiest station and each queue's utilisation (0-1). */
+  bottleneck: string;
+  utilization: Record<string, number>;
+  /** Device reads per transaction after the cache model, background and WAL I/O operations per transaction. */
+  readsPerTx: number;
+  writesPerTx: number;
+  walOpsPerTx: number;
+  clients: number;
+  vcpus: number;
+  /** Figures the prediction took from published characteristics or assumptions rather than from the measurement. */
+  assumptions: string[];
+}
+
+/** Share of reads that reach the device when `cacheBytes` of a `dataBytes` data set are cached (uniform access). */
+export function deviceReadShare(cacheBytes: number, dataBytes: number): number {
+  if (dataBytes <= 0) return 0;
+  return Math.min(1, Math.max(0, 1 - cacheBytes / dataBytes));
+}
+
+/**
+ * Device reads per transaction at another memory size: the measured reads scaled by the change in the share of
+ * reads that miss the cache, where the memory added or removed is page cache.
+ */
+export function readsAtMemory(demands: Pick<WorkloadDemands, 'reads' | 'cache'>, memoryMiB: number | undefined): { perTx: number; note: string | null } {
+  const c = demands.cache;
+  if (!c || memoryMiB === undefined || memoryMiB === c.memoryMiB) return { perTx: demands.reads.perTx, note: null };
+  const before = deviceReadShare(c.cacheBytes, c.dataBytes);
+  const cacheAfter = Math.max(0, c.cacheBytes + (memoryMiB - c.memoryMiB) * 2 ** 20);
+  const after = deviceReadShare(cacheAfter, c.dataBytes);
+  if (before <= 0)
+    return { perTx: demands.reads.perTx, note: `the data set fitted in the source's cache: reads at ${memoryMiB} MiB taken as measured` };
+  return {
+    perTx: (demands.reads.perTx * after) / before,
+    note: `cache ${fmtGiB(c.cacheBytes)} → ${fmtGiB(cacheAfter)} GiB of ${fmtGiB(c.dataBytes)} GiB: share of reads reaching the device ${pct(before)} → ${pct(after)}`,
+  };
+}
+
+/** Background writes per transaction at a throughput, for the demands' write model. */
+export function backgroundWritesPerTx(writes: WorkloadDemands['writes'], tpsPerSecond: number): number {
+  if (writes.kind === 'measured') return writes.perTx;
+  const dirtied = writes.dirtiedPagesPerTx * tpsPerSecond * writes.windowSeconds;
+  if (dirtied <= 0) return 0;
+  return (writes.dirtiedPagesPerTx * Math.max(0, dirtied - writes.absorbPages)) / dirtied;
+}
+
+/** The device as the model sees it: caps (null: none), whether reads and writes share one budget, latencies. */
+interface DeviceModel {
+  sharedBudget: boolean;
+  readIops: number | null;
+  writeIops: number | null;
+  readMiBps: number | null;
+  writeMiBps: number | null;
+  readLatencyMs: number;
+  flushLatencyMs: number;
+  /** Whether background writes reach the write cap (a per-process throttle sees only the throttled part). */
+  throttleSeesWriteback: boolean;
+}
+
+function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumptions: string[]): DeviceModel {
+  const sameKind = target.kind === demands.storage.kind;
+  // The emulated volume sits on this machine's disk: its own latency is the disk's, measured on a source here.
+  const measuredHere = sameKind || (target.kind === 'emulated-ebs' && demands.storage.kind === 'local-disk') || (target.kind === 'local-disk' && demands.storage.kind === 'emulated-ebs');
+  const published = (latencyMs: number, source: string) => {
+    assumptions.push(source);
+    return latencyMs;
+  };
+  const measuredOr = (measured: number | null, fallback: () => number) => (measuredHere && measured !== null ? measured : fallback());
+  const ebs = target.volumeType === 'io2' ? DEVICE_DEFAULTS.io2 : DEVICE_DEFAULTS.gp3;
+  const nvmeLatency = () => published(DEVICE_DEFAULTS.nvme.latencyMs, DEVICE_DEFAULTS.nvme.source);
+  const needMeasured = (what: string) => {
+    throw new Error(`the ${what} of a ${target.kind} target is not known: give "${what === 'read latency' ? 'readLatencyMs' : 'flushLatencyMs'}" in the target, or predict from a run on ${target.kind}`);
+  };
+  switch (target.kind) {
+    case 'ebs': {
+      const iops = target.iops ?? ebs.iops;
+      const mibps = target.throughputMiBps ?? ebs.throughputMiBps;
+      const latency = () => published(ebs.latencyMs, ebs.source);
+      const read = target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, latency);
+      return {
+        sharedBudget: true,
+        readIops: iops,
+        writeIops: iops,
+        readMiBps: mibps,
+        writeMiBps: mibps,
+        readLatencyMs: read,
+        flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, () => read),
+        throttleSeesWriteback: true,
+      };
+    }
+    case 'emulated-ebs': {
+      const iops = target.iops ?? DEVICE_DEFAULTS.gp3.iops;
+      const mibps = target.throughputMiBps ?? DEVICE_DEFAULTS.gp3.throughputMiBps;
+      return {
+        // cgroup v1 throttles reads and writes as separate budgets, and charges kernel writeback to the root cgroup.
+        sharedBudget: false,
+        readIops: iops,
+        writeIops: iops,
+        readMiBps: mibps,
+        writeMiBps: mibps,
+        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, () => needMeasured('read latency')),
+        flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, () => needMeasured('flush latency')),
+        throttleSeesWriteback: false,
+      };
+    }
+    case 'instance-store':
+      return {
+        sharedBudget: true,
+        readIops: target.iops ?? null,
+        writeIops: target.iops ?? null,
+        readMiBps: target.throughputMiBps ?? null,
+        writeMiBps: target.throughputMiBps ?? null,
+        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, nvmeLatency),
+        flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, nvmeLatency),
+        throttleSeesWriteback: true,
+      };
+    case 'local-disk':
+      return {
+        sharedBudget: true,
+        readIops: target.iops ?? null,
+        writeIops: target.iops ?? null,
+        readMiBps: target.throughputMiBps ?? null,
+        writeMiBps: target.throughputMiBps ?? null,
+        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, () => needMeasured('read latency')),
+        flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, () => needMeasured('flush latency')),
+        throttleSeesWriteback: true,
+      };
+  }
+}
+
+/** Server time per transaction by part that the model does not explain at the source. */
+export interface Residuals {
+  cpu: number;
+  pageReads: number;
+  walFsync: number;
+}
+const NO_RESIDUALS: Residuals = { cpu: 0, pageReads: 0, walFsync: 0 };
+
+/**
+ * What the model leaves unexplained at the source: each sampled part (active without a wait event, page reads, WAL)
+ * minus the model's own time for it on the source's storage and host. Carried to every target unchanged, as a
+ * delay: time the server spends per transaction that the stations do not model (e.g. flush-time variance that
+ * group commit amplifies, a client short of CPU, kernel work outside any wait event).
+ */
+export function sourceResiduals(demands: WorkloadDemands): Residuals {
+  const s = demands.serverMs;
+  if (!s) return NO_RESIDUALS;
+  const base = solve(demands, demands.storage, NO_RESIDUALS);
+  // At a station the source saturated, the closed model itself sets how the clients' time splits between the
+  // stations: a difference there is that split, not a delay, so it is not carried.
+  const free = (stations: string[]) => stations.every((name) => (base.utilization[name] ?? 0) < SATURATED);
+  const residual = (part: number, model: number, stations: string[]) => (free(stations) ? Math.max(0, part - model) : 0);
+  const b = base.breakdownMs;
+  return {
+    cpu: residual(s.cpu, b.cpu, ['CPU']),
+    pageReads: residual(s.pageReads, b.pageReads, ['device IOPS', 'device MiB/s', 'read IOPS', 'read MiB/s']),
+    walFsync: residual(s.walFsync, b.walFsync, ['device IOPS', 'device MiB/s', 'write IOPS', 'write MiB/s']),
+  };
+}
+
+/** A station this busy at the source is saturated. */
+const SATURATED = 0.9;
+
+/** Iterations of the fixed point between throughput and the load-dependent parts (WAL flush, locks, writeback). */
+const MAX_ITERATIONS = 200;
+const CONVERGED = 1e-7;
+
+/** Predicts throughput and latency of the demands on a target. Throws when the target lacks a figure it needs. */
+export function predict(demands: WorkloadDemands, target: PredictTarget): Prediction {
+  return solve(demands, target, sourceResiduals(demands));
+}
+
+/** The model on a target with the source's residuals. */
+function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Residuals): Prediction {
+  const assumptions: string[] = [];
+  const clients = target.clients ?? demands.clients;
+  const vcpus = target.vcpus ?? demands.cpu.vcpus;
+  if (!(vcpus > 0)) throw new Error('the source\'s vCPUs are unknown (a capture of a server on another machine): give "vcpus" in the target');
+  const dev = deviceModel(target, demands, assumptions);
+  const cached = readsAtMemory(demands, target.memoryMiB);
+  if (cached.note) assumptions.push(cached.note);
+  if (target.memoryMiB !== undefined && !demands.cache) assumptions.push('the source did not measure its cache: reads taken as measured at any memory size');
+  const reads = cached.perTx;
+  const readKiB = demands.reads.kib;
+  const writeKiB = demands.writes.kib;
+  const s = demands.serverMs;
+  const serverTotal = s ? s.cpu + s.pageReads + s.walFsync + s.lock + s.other : 0;
+  // Lock waits wait for other transactions to finish, so they scale with the time the rest of a transaction takes.
+  const lockRatio = s && serverTotal - s.lock > 0 ? s.lock / (serverTotal - s.lock) : 0;
+  const otherMs = s?.other ?? 0;
+  const unexplained = residuals.cpu + residuals.pageReads + residuals.walFsync;
+
+  let x = 0; // transactions per ms
+  let lockMs = 0;
+  let walQueue = 0;
+  let solution: MvaSolution | null = null;
+  let stations: Station[] = [];
+  let walMs = 0;
+  // The last flush's duration: a group holds the commits that arrived while it ran.
+  let walMsPrevious = demands.device.flushLatencyMs ?? 0;
+  let walOpsPerTx = 0;
+  let writesPerTx = 0;
+  let readShares: Record<string, number> = {};
+  for (let i = 0; i < MAX_ITERATIONS; i++) {
+    writesPerTx = backgroundWritesPerTx(demands.writes, x * 1000);
+    const writeServiceMs = dev.writeIops ? 1000 / dev.writeIops : 0;
+    // A WAL flush is one write of the group's bytes: the device's own time, the transfer at a capped bandwidth,
+    // and its wait behind the writes queued at a capped device.
+    const groupBytes = x > 0 ? demands.wal.bytesPerTx * Math.max(1, x * walMsPrevious) : demands.wal.bytesPerTx;
+    const transferMs = dev.writeMiBps ? (groupBytes / 2 ** 20 / dev.writeMiBps) * 1000 : 0;
+    const flushMs = dev.flushLatencyMs + transferMs + writeServiceMs * (1 + walQueue);
+    // Group commit: a commit waits for the flush in progress (half of one on average, when one is) and its own.
+    const busy = Math.min(1, x * flushMs);
+    walMs = flushMs * (1 + busy / 2);
+    walMsPrevious = flushMs;
+    const flushesPerTx = x > 0 ? Math.min(1, 1 / (x * flushMs)) : 1;
+    const bytesPerFlush = demands.wal.bytesPerTx / flushesPerTx;
+    walOpsPerTx = flushesPerTx * Math.max(1, Math.ceil(bytesPerFlush / EBS_MAX_IO_BYTES));
+    const throttledWrites = dev.throttleSeesWriteback
+      ? writesPerTx
+      : demands.writes.kind === 'measured' && demands.writes.throttledPerTx !== null
+        ? demands.writes.throttledPerTx
+        : 0;
+    const walKiB = demands.wal.bytesPerTx / 1024;
+    stations = [
+      ...multiServer('CPU', demands.cpu.msPerTx, vcpus),
+      { name: 'read latency', kind: 'delay', demandMs: reads * dev.readLatencyMs },
+      { name: 'WAL flush', kind: 'delay', demandMs: walMs },
+      { name: 'locks', kind: 'delay', demandMs: lockMs },
+      { name: 'other waits', kind: 'delay', demandMs: otherMs },
+      { name: 'unexplained at the source', kind: 'delay', demandMs: unexplained },
+      { name: 'client time in latency', kind: 'delay', demandMs: demands.client.inLatencyMs },
+    ];
+    const mib = (kib: number) => kib / 1024;
+    const readMiB = mib(reads * readKiB);
+    const writeMiB = mib(throttledWrites * writeKiB) + mib(walKiB);
+    const readOps = reads;
+    const writeOps = throttledWrites + walOpsPerTx;
+    // Each cap: its demand, and the share of it that reads make (the rest is background writes and WAL).
+    const caps: [string, number | null, number, number][] = dev.sharedBudget
+      ? [
+          ['device IOPS', dev.readIops, readOps + writeOps, readOps],
+          ['device MiB/s', dev.readMiBps, readMiB + writeMiB, readMiB],
+        ]
+      : [
+          ['read IOPS', dev.readIops, readOps, readOps],
+          ['write IOPS', dev.writeIops, writeOps, 0],
+          ['read MiB/s', dev.readMiBps, readMiB, readMiB],
+          ['write MiB/s', dev.writeMiBps, writeMiB, 0],
+        ];
+    readShares = {};
+    for (const [name, cap, amount, ofReads] of caps) {
+      if (!cap) continue;
+      stations.push({ name, kind: 'queue', demandMs: (amount * 1000) / cap });
+      readShares[name] = amount > 0 ? ofReads / amount : 0;
+    }
+    solution = mva(stations, clients, demands.client.gapMs);
+    const rest = solution.responseMs - lockMs - demands.client.inLatencyMs;
+    const writeStation = stations.findIndex((st) => st.name === (dev.sharedBudget ? 'device IOPS' : 'write IOPS'));
+    const next = solution.throughput;
+    const change = Math.abs(next - x) / Math.max(next, 1e-12);
+    x = i === 0 ? next : 0.5 * x + 0.5 * next;
+    lockMs = lockRatio * rest;
+    walQueue = writeStation >= 0 ? solution.queue[writeStation] * ((clients - 1) / Math.max(1, clients)) : 0;
+    if (i > 3 && change < CONVERGED) break;
+  }
+  const sol = solution!;
+  const byName = (name: string) => stations.reduce((sum, st, k) => (st.name === name ? sum + sol.residenceMs[k] : sum), 0);
+  const capMs = (reading: boolean) =>
+    stations.reduce((sum, st, k) => {
+      const share = readShares[st.name];
+      return share === undefined ? sum : sum + sol.residenceMs[k] * (reading ? share : 1 - share);
+    }, 0);
+  const breakdownMs: Record<PredictedPart, number> = {
+    cpu: byName('CPU'),
+    pageReads: byName('read latency') + capMs(true),
+    walFsync: walMs,
+    lock: byName('locks'),
+    // Other waits, plus the queueing that background writes and WAL writes cause at a capped device.
+    other: byName('other waits') + capMs(false),
+    unexplained: byName('unexplained at the source'),
+    client: byName('client time in latency'),
+  };
+  const utilization: Record<string, number> = {};
+  stations.forEach((st) => {
+    if (st.kind !== 'queue') return;
+    utilization[st.name] = Math.min(1, sol.throughput * st.demandMs);
+  });
+  const bottleneck = Object.entries(utilization).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'none';
+  const mean = sol.responseMs;
+  const p95Ratio = demands.measured.latencyMs.p95 !== null && demands.measured.latencyMs.mean > 0 ? demands.measured.latencyMs.p95 / demands.measured.latencyMs.mean : null;
+  return {
+    target,
+    tps: sol.throughput * 1000,
+    latencyMs: { mean, p95: p95Ratio === null ? null : mean * p95Ratio },
+    breakdownMs,
+    bottleneck,
+    utilization,
+    readsPerTx: reads,
+    writesPerTx,
+    walOpsPerTx,
+    clients,
+    vcpus,
+    assumptions: [...new Set(assumptions)],
+  };
+}
+
+/** The model on the source's own storage must give back the source's measured TPS within this. */
+export const SOURCE_CHECK_TOLERANCE = 0.15;
+
+/** The model's self-check: the source predicted on its own storage and host, against what it measured. */
+export interface SourceCheck {
+  predictedTps: number;
+  measuredTps: number;
+  errorPct: number;
+  ok: boolean;
+  detail: string;
+}
+
+export function sourceCheck(demands: WorkloadDemands): SourceCheck {
+  const own = predict(demands, demands.storage);
+  const error = errorPct(own.tps, demands.measured.tps);
+  const ok = Math.abs(error) <= SOURCE_CHECK_TOLERANCE * 100;
+  return {
+    predictedTps: own.tps,
+    measuredTps: demands.measured.tps,
+    errorPct: error,
+    ok,
+    detail: `the model gives ${Math.round(own.tps).toLocaleString('en-US')} TPS on the source's own storage and host, ${error >= 0 ? '+' : ''}${error.toFixed(1)} % from the measured ${Math.round(demands.measured.tps).toLocaleString('en-US')} (tolerance ${SOURCE_CHECK_TOLERANCE * 100} %)${ok ? '' : ': it does not explain its own source, so its predictions from it are suspect'}`,
+  };
+}
+
+/** Signed error of a prediction against a measurement, in per cent of the measurement. */
+export function errorPct(predicted: number, measured: number): number {
+  return measured === 0 ? NaN : (100 * (predicted - measured)) / measured;
+}
+
+/** One line of a prediction: starts with "predicted:", then TPS and latency. */
+export function predictionLine(p: Prediction): string {
+  const p95 = p.latencyMs.p95 === null ? '' : `, p95 ${p.latencyMs.p95.toFixed(1)} ms`;
+  return `predicted: ${Math.round(p.tps).toLocaleString('en-US')} TPS, mean latency ${p.latencyMs.mean.toFixed(2)} ms${p95} (bound by ${p.bottleneck}, ${pct(p.utilization[p.bottleneck] ?? 0)} busy)`;
+}
+
+/** A target in words: "ebs gp3 3,000 IOPS 125 MiB/s, 768 MiB, 64 clients". */
+export function describeTarget(t: PredictTarget): string {
+  const parts: string[] = [t.label ?? (t.kind === 'ebs' ? `ebs ${t.volumeType ?? 'gp3'}` : t.kind)];
+  if (t.iops) parts.push(`${t.iops.toLocaleString('en-US')} IOPS`);
+  if (t.throughputMiBps) parts.push(`${t.throughputMiBps} MiB/s`);
+  if (t.vcpus) parts.push(`${t.vcpus} vCPUs`);
+  if (t.memoryMiB) parts.push(`${t.memoryMiB.toLocaleString('en-US')} MiB`);
+  if (t.clients) parts.push(`${t.clients} clients`);
+  return parts.join(', ');
+}
+
+const pct = (v: number) => `${(v * 100).toFixed(0)} %`;
+const fmtGiB = (bytes: number) => (bytes / 2 ** 30).toFixed(2);

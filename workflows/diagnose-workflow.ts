@@ -1,0 +1,37 @@
+/**
+ * Diagnose any PostgreSQL from the control worker: one read-only capture (activities/diagnose), kept in the results
+ * store and its history, so a Temporal Schedule can run it against a production replica. One object argument for
+ * the UI's Start Workflow form: {"dsn":"postgresql://monitor@replica.example:5432/app","seconds":60}. The DSN carries
+ * no password (refused, so none lands in history): the worker's PGPASSWORD, PGPASSFILE or `passwordEnv` supplies it.
+ */
+import { proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { ControlActivities } from '../activities/control';
+import { resolveDiagnoseInput, type DiagnoseInput, type DiagnoseSummary } from '../common/diagnose';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import { activityCause } from './failures';
+import { acceptInput, searchAttributes } from './search-attributes';
+
+/** Beyond the sampled window: connecting, the closing readings, pg_test_fsync (about 16 s, bounded at 2 min), storing. */
+const OVERHEAD_SECONDS = 300;
+
+export async function diagnoseWorkflow(input: Partial<DiagnoseInput> = {}): Promise<DiagnoseSummary> {
+  const diagnose = acceptInput(resolveDiagnoseInput, input, () => ({ experiment: 'diagnose' }));
+  const runId = workflowInfo().workflowId;
+  setCurrentDetails(`### Diagnose\n**sampling** for ${diagnose.seconds} s (read-only), then the verdict.`);
+  // A server that is down or restarting may come back: a few attempts, spaced out; bad input is final.
+  const { diagnoseDatabase } = proxyActivities<ControlActivities>({
+    startToCloseTimeout: `${diagnose.seconds + OVERHEAD_SECONDS} seconds`,
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '10 seconds', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+  });
+  let summary: DiagnoseSummary;
+  try {
+    summary = await diagnoseDatabase.executeWithOptions({ summary: `diagnose for ${diagnose.seconds} s, read-only` }, [{ runId, input: diagnose }]);
+  } catch (err) {
+    upsertSearchAttributes(searchAttributes({ status: 'failed' }));
+    throw activityCause(err);
+  }
+  upsertSearchAttributes(searchAttributes({ status: summary.verdict }));
+  setCurrentDetails(`### Diagnose\n**${summary.verdict}**: ${summary.reason}\n\n${summary.tps.toFixed(1)} transactions/s on ${summary.target}\n\nReport: ${summary.location}/report.md`);
+  return summary;
+}
