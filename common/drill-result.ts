@@ -17,7 +17,9 @@ export interface BackupInfo {
   stoppedAt: string;
   /** Wall time of the backup command on the host. */
   seconds: number;
+  /** Size of the database cluster that was backed up. */
   databaseBytes: number;
+  /** What this backup stored in the repository, compressed (a delta: only what it added). */
   repositoryBytes: number;
   startLsn: string;
   stopLsn: string;

@@ -29,7 +29,7 @@ interface InfoJson {
     type: string;
     error?: boolean;
     timestamp: { start: number; stop: number };
-    info: { size: number; repository: { size: number } };
+    info: { size: number; repository: { size: number; delta: number } };
     lsn: { start: string; stop: string };
     archive: { start: string; stop: string };
   }[];
@@ -51,7 +51,8 @@ export function parseInfo(json: string, stanza: string): PgbackrestStanzaInfo {
       startedAt: new Date(b.timestamp.start * 1000).toISOString(),
       stoppedAt: new Date(b.timestamp.stop * 1000).toISOString(),
       databaseBytes: b.info.size,
-      repositoryBytes: b.info.repository.size,
+      // What this backup stored (an incr's size counts the files it references in earlier backups too).
+      repositoryBytes: b.info.repository.delta,
       startLsn: b.lsn.start,
       stopLsn: b.lsn.stop,
       walStart: b.archive.start,

@@ -5,7 +5,7 @@
  * S3 (plain HTTP, which WAL-G accepts); the time target on the folder store only. Bare hosts in temporary folders driven by the lab's own host activities in a
  * mock activity context (bench/bench-host.ts), as the phases test does: the drill workflow is not under test here.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
@@ -23,9 +23,11 @@ import { loadData } from '../../activities/host/load';
 import { configurePostgres, stopPostgres } from '../../activities/host/postgres';
 import { withConnection } from '../../activities/lib/pg';
 import type { RecoveryTarget } from '../../activities/lib/backup-tool';
+import { findWalg, WalG } from '../../activities/lib/walg';
 import type { ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo, RestoreTarget } from '../../common/drill-result';
 import { parseSegmentName, segmentOfLsn } from '../../common/lsn';
+import { postgresOsUser } from '../../infra/postgres-binaries';
 import { startMoto, type Moto } from '../helpers/moto';
 
 const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
@@ -187,5 +189,40 @@ describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (i
     expect(check.repository.missingWal).toEqual([removed]);
     expect(check.repository.detail).toContain(`missing: ${removed}`);
     expect(target.lastIdBefore).toBeGreaterThan(0);
+  });
+});
+
+describe('the wal-g binary the Postgres OS user runs', () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+  it('is a copy in the host folder when the installed one is out of that user\'s reach (a tools cache under /root)', async () => {
+    const installed = findWalg();
+    expect(installed).not.toBeNull();
+    const privateRoot = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-walg-private-')); // 0700: others cannot pass
+    const hostDir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-walg-host-'));
+    dirs.push(privateRoot, hostDir);
+    chmodSync(hostDir, 0o755);
+    mkdirSync(path.join(privateRoot, 'bin'));
+    const privateBinary = path.join(privateRoot, 'bin', 'wal-g');
+    copyFileSync(installed!, privateBinary);
+    chmodSync(privateBinary, 0o755);
+    const osUser = postgresOsUser();
+    const host = {
+      hostDir,
+      dataDir: path.join(hostDir, 'pgdata'),
+      socketDir: path.join(hostDir, 'run'),
+      postgres: { host: '127.0.0.1', port: 5432 },
+      runAs: osUser ? { uid: osUser.uid, gid: osUser.gid } : {},
+    };
+    const tool = new WalG(host, { kind: 'folder', path: path.join(hostDir, 'store') }, privateBinary);
+    // An agent that is not root runs wal-g as itself: the installed binary is reachable by definition.
+    if (!osUser) return expect(tool.binary).toBe(privateBinary);
+    expect(tool.binary).toBe(path.join(hostDir, 'wal-g', 'wal-g'));
+    await tool.configure({ compression: 'lz4' });
+    expect(statSync(tool.binary!).uid).toBe(osUser.uid);
+    expect(tool.archiveSettings(60).archive_command).toBe(`${tool.binary} --config ${tool.configFile} wal-push %p`);
+    // Runs as the Postgres user: this fails with EACCES on the private binary.
+    expect(await tool.version()).toBe('3.0.8');
   });
 });

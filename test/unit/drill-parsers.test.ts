@@ -32,6 +32,11 @@ describe('pgbackrest parsers', () => {
     expect(() => parseInfo(fixture('pgbackrest-2.45', 'info.json'), 'other')).toThrow(/no stanza "other".*drill/);
   });
 
+  it("counts what an incremental backup stored, not the files it references", () => {
+    const incr = fixture('pgbackrest-2.45', 'info.json').replace('"repository":{"delta":6248370,"size":6248370}', '"repository":{"delta":49791,"size":6248370}');
+    expect(parseInfo(incr, 'drill').backups[0].repositoryBytes).toBe(49791);
+  });
+
   it('lists archived segments from repo-ls, skipping .backup files', () => {
     const segments = parseArchiveListing(fixture('pgbackrest-2.45', 'repo-ls-archive.json'));
     expect(segments.map((s) => s.segment)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `00000001000000000000000${i}`));
