@@ -144,15 +144,22 @@ const EXPERIMENT_LAB_CONNECTIONS = 2;
 /** The experiment's rules on sizes and its workload; `volumeBytes` is what one host writes (spec.ts volumeBytes). */
 export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): SpecProblem[] {
   const { clients, script } = spec.workload;
+  // Every memory limit a host of the run gets: host.memoryLimitMiB, or a class's own.
+  const limits = new Map<string, number>();
+  for (const [name, cls] of Object.entries(spec.storageClasses))
+    if (cls.memoryLimitMiB === undefined) limits.set('host.memoryLimitMiB', spec.host.memoryLimitMiB);
+    else limits.set(`storageClasses.${name}.memoryLimitMiB`, cls.memoryLimitMiB);
   const problems: SpecProblem[] = [
-    ...memoryProblems({
-      limitMiB: spec.host.memoryLimitMiB,
-      sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
-      clients,
-      labConnections: EXPERIMENT_LAB_CONNECTIONS,
-      limitPath: 'host.memoryLimitMiB',
-      clientsPath: 'workload.clients',
-    }),
+    ...[...limits].flatMap(([limitPath, limitMiB]) =>
+      memoryProblems({
+        limitMiB,
+        sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
+        clients,
+        labConnections: EXPERIMENT_LAB_CONNECTIONS,
+        limitPath,
+        clientsPath: 'workload.clients',
+      }),
+    ),
     ...connectionProblems({
       clients,
       clientsPath: 'workload.clients',

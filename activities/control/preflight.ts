@@ -118,7 +118,8 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           version: spec.postgres.version,
           classes: Object.entries(spec.storageClasses).map(([name, cls]) => ({ path: `storageClasses.${name}`, cls })),
           hostsAtOnce: Math.min(spec.maxParallelClusters, spec.clustersPerClass * Object.keys(spec.storageClasses).length),
-          memoryLimitMiB: spec.host.memoryLimitMiB,
+          // The largest limit a host of the run gets (a class may set its own).
+          memoryLimitMiB: Math.max(...Object.values(spec.storageClasses).map((c) => c.memoryLimitMiB ?? spec.host.memoryLimitMiB)),
           volumeBytes: volumeBytes(spec),
           parallelField: 'maxParallelClusters',
         });

@@ -38,6 +38,13 @@ describe('sizes that cannot fit', () => {
     expect(problem.message).toContain(`plus ${HOST_MEMORY.baseMiB} MiB for the server's own processes and the host agent`);
   });
 
+  it("checks a class's own memory limit, naming it", () => {
+    const [problem] = problemsOf(resolveSpec, ci({ storageClasses: { gp3: { memoryLimitMiB: 192 } }, workload: { clients: 64, threads: 2 } }));
+    expect(problem.path).toBe('workload.clients');
+    expect(problem.message).toContain('but storageClasses.gp3.memoryLimitMiB is 192');
+    expect(problemsOf(resolveSpec, ci({ storageClasses: { gp3: { memoryLimitMiB: 100 } } }))[0].path).toBe('storageClasses.gp3.memoryLimitMiB');
+  });
+
   it('charges page tables for shared_buffers to every client', () => {
     expect(perClientMiB(0)).toBeCloseTo(1.6);
     expect(perClientMiB(16_384)).toBeCloseTo(1.6 + 32);
