@@ -32,8 +32,10 @@ import type { ArchivedWal, BackupTool, BackupToolHost, BackupToolSettings, Recov
 const BACKUPS_FOLDER = 'basebackups_005';
 const WAL_FOLDER = 'wal_005';
 
-/** A WAL-G command may take this long before it is called hung (backups and restores scale with the data). */
-const COMMAND_TIMEOUT_MS = 6 * 3600_000;
+/** backup-push and backup-fetch may take this long before they are called hung (they scale with the data). */
+const DATA_COMMAND_TIMEOUT_MS = 6 * 3600_000;
+/** Every other command reads or writes a few small objects: seconds normally, so this long means a hung store. */
+const METADATA_COMMAND_TIMEOUT_MS = 10 * 60_000;
 /** How long the first archived segment may take to reach the store (pgBackRest's check waits as long: archive-timeout). */
 const ARCHIVE_CHECK_TIMEOUT_MS = 60_000;
 
@@ -165,7 +167,7 @@ export class WalG implements BackupTool {
   }
 
   async backup(kind: BackupKind, signal?: AbortSignal): Promise<BackupInfo> {
-    const r = await this.run(['backup-push', ...(kind === 'full' ? ['--full'] : []), this.host.dataDir], { signal });
+    const r = await this.run(['backup-push', ...(kind === 'full' ? ['--full'] : []), this.host.dataDir], { signal, timeoutMs: DATA_COMMAND_TIMEOUT_MS });
     const name = parseBackupPushName(r.stderr);
     const sentinel = parseBackupSentinel((await this.run(['st', 'cat', `${BACKUPS_FOLDER}/${name}_backup_stop_sentinel.json`], { signal })).stdout);
     // A delta asked for with no backup before it is a full backup: the result says what WAL-G made.
@@ -178,7 +180,7 @@ export class WalG implements BackupTool {
     const newest = backups[backups.length - 1];
     if (!newest) throw new Error(`no WAL-G backup in ${backupStoreLocation(this.store)} to restore`);
     // Fetched by name, not LATEST: the label reported is the backup restored.
-    const r = await this.run(['backup-fetch', this.host.dataDir, newest.name], { signal });
+    const r = await this.run(['backup-fetch', this.host.dataDir, newest.name], { signal, timeoutMs: DATA_COMMAND_TIMEOUT_MS });
     const settings = walgRecoverySettings(`${this.command()} wal-fetch %f %p`, target);
     const lines = Object.entries(settings).map(([k, v]) => `${k} = ${quoteLiteral(v)}`);
     // postgresql.auto.conf is read last, so these win over the settings restored with the backup.
@@ -248,12 +250,12 @@ export class WalG implements BackupTool {
     return this.installed;
   }
 
-  private async run(args: string[], opts: Pick<RunOptions, 'signal'> = {}, withConfig = true) {
+  private async run(args: string[], opts: Pick<RunOptions, 'signal' | 'timeoutMs'> = {}, withConfig = true) {
     this.requireInstalled();
     return runProcess(this.binary!, [...(withConfig ? ['--config', this.configFile] : []), ...args], {
       ...this.host.runAs,
       cwd: this.host.hostDir,
-      timeoutMs: COMMAND_TIMEOUT_MS,
+      timeoutMs: opts.timeoutMs ?? METADATA_COMMAND_TIMEOUT_MS,
       signal: opts.signal,
     });
   }
