@@ -202,14 +202,14 @@ export function bootstrapEffectInterval(
 }
 
 /**
- * The prediction-interval t test of candidate runs against baseline runs, on log statistics: t, its df (n - 1)
- * and both one-sided p values. Needs at least 2 baseline values.
+ * The prediction-interval t test of candidate runs' statistics against baseline runs', on the scale given (logs or
+ * TPS): t, its df (n - 1), the standard error and both one-sided p values. Needs at least 2 baseline values.
  */
-export function predictionTTest(candidateLogs: number[], baselineLogs: number[]): { t: number; df: number; pLower: number; pUpper: number; se: number } {
-  const n = baselineLogs.length;
-  const m = candidateLogs.length;
-  const diff = mean(candidateLogs) - mean(baselineLogs);
-  const se = sampleStandardDeviation(baselineLogs) * Math.sqrt(1 / m + 1 / n);
+export function predictionTTest(candidate: number[], baseline: number[]): { t: number; df: number; pLower: number; pUpper: number; se: number } {
+  const n = baseline.length;
+  const m = candidate.length;
+  const diff = mean(candidate) - mean(baseline);
+  const se = sampleStandardDeviation(baseline) * Math.sqrt(1 / m + 1 / n);
   // Identical baseline runs: any difference at all is infinitely many of their (zero) spreads.
   const t = se > 0 ? diff / se : diff === 0 ? 0 : diff * Infinity;
   const df = n - 1;
@@ -354,12 +354,15 @@ export function compareClass(
   const drop = effect < 0;
   const pValue = drop ? Math.max(logTest.pLower, linearTest.pLower) : Math.max(logTest.pUpper, linearTest.pUpper);
   const rankP = drop ? rank.pLower : rank.pUpper;
-  // Where both tests start to call a drop, relative to the baseline's geometric mean (as the effect is).
+  // Where both tests start to call a drop, relative to the baseline's geometric mean (as the effect is); at most all of it.
   const tCritical = studentTQuantile(options.alpha, logTest.df);
-  const detectableDrop = Math.max(
-    options.minEffect,
-    1 - Math.exp(tCritical * logTest.se),
-    1 - (mean(baseMedians) + tCritical * linearTest.se) / (baseline.geometricMeanTps as number),
+  const detectableDrop = Math.min(
+    1,
+    Math.max(
+      options.minEffect,
+      1 - Math.exp(tCritical * logTest.se),
+      1 - (mean(baseMedians) + tCritical * linearTest.se) / (baseline.geometricMeanTps as number),
+    ),
   );
   const spread = baseline.spread as RunSpread;
   const numbers =

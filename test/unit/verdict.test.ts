@@ -189,6 +189,10 @@ describe('verdict', () => {
     expect(v.verdict).toBe('inconclusive');
     expect(v.reason).toMatch(/within the baseline's run-to-run noise/);
     expect(v.baseline.spread!.cv).toBeGreaterThan(0.2);
+    // Runs all over the place: no drop short of all the throughput could count.
+    const wild = compareClass('gp3', runsAt([600, 9000, 5000, 900, 8000]), [unit('c', series(3300, 20, 0.05))], options, seededRandom(1));
+    expect(wild.detectableDrop).toBe(1);
+    expect(wild.reason).toMatch(/a drop of 100 % or more would count/);
     // The same drop against the tight baseline is a regression.
     expect(compareClass('gp3', baseline, [unit('c', series(3300, 20, 0.05))], options, seededRandom(1)).verdict).toBe('regressed');
   });
