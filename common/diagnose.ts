@@ -179,8 +179,8 @@ export type DiagnoseInput = z.output<typeof DiagnoseInputSchema>;
 /** Validates a diagnose input; in a workflow (allowPassword false) a password in the DSN is refused, unrepeated. */
 export function parseDiagnoseInput(input: unknown, opts: { allowPassword: boolean }): { input: DiagnoseInput | null; problems: SpecProblem[] } {
   const parsed = DiagnoseInputSchema.safeParse(input ?? {});
-  // Never echo the input back: it may hold the very password refused here.
-  if (!parsed.success) return { input: null, problems: parsed.error.issues.map((i) => ({ ...toProblem(i), message: toProblem(i).message.replace(/postgres(ql)?:\/\/\S*/gi, '(the DSN)') })) };
+  // zod's messages never hold the input (no reportInput), so a refused DSN's password is not repeated.
+  if (!parsed.success) return { input: null, problems: parsed.error.issues.map(toProblem) };
   if (!opts.allowPassword && dsnHasPassword(parsed.data.dsn))
     return {
       input: null,

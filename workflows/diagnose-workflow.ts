@@ -22,7 +22,7 @@ export async function diagnoseWorkflow(input: Partial<DiagnoseInput> = {}): Prom
   const { diagnoseDatabase } = proxyActivities<ControlActivities>({
     startToCloseTimeout: `${diagnose.seconds + OVERHEAD_SECONDS} seconds`,
     heartbeatTimeout: '30 seconds',
-    retry: { initialInterval: '10 seconds', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+    retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
   });
   let summary: DiagnoseSummary;
   try {
