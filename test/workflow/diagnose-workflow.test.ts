@@ -1,6 +1,6 @@
 /**
  * diagnoseWorkflow on the real dev server with a mocked activity: one object argument, a DSN with a password is
- * refused before any activity runs and nothing in the history holds it, a good input reaches the activity and its
+ * refused before any activity runs and nothing the workflow writes repeats it, a good input reaches the activity and its
  * verdict becomes the run's status; a transient failure is retried, bad input is not.
  */
 import { WorkflowFailedError, type Client } from '@temporalio/client';
