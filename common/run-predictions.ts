@@ -30,6 +30,8 @@ export interface PredictionSet {
 
 /** What result.json keeps under `predictions`. */
 export interface RunPredictions {
+  /** When the model computed them (storage-lab report computes them again with the model it has). */
+  computedAt: string;
   calibration?: PredictionSet;
   /** The previous completed run of the same preset and environment; one set per class it shares with this run. */
   previousRun?: { runId: string; sets: PredictionSet[] };

@@ -8,8 +8,8 @@ import { historyEntry, RunHistory } from './history';
 import type { ResultsStore } from './results-store';
 
 /** The predictions a run's report shows, or undefined when there is neither a calibration class nor a previous run. */
-export async function runPredictions(store: ResultsStore, result: ExperimentResult): Promise<RunPredictions | undefined> {
-  const predictions: RunPredictions = {};
+export async function runPredictions(store: ResultsStore, result: ExperimentResult, now = new Date()): Promise<RunPredictions | undefined> {
+  const predictions: RunPredictions = { computedAt: now.toISOString() };
   const calibration = calibrationPredictions(result);
   if (calibration) predictions.calibration = calibration;
   const previous = await previousRun(store, result);

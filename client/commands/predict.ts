@@ -10,12 +10,13 @@ import { demandsFromCapture, demandsFromClass } from '../../common/demands';
 import { formatSpecProblems } from '../../common/errors';
 import {
   describeTarget,
-  errorPct,
   predict,
   predictionLine,
   PredictTargetSchema,
+  sourceCheck,
   type PredictTarget,
   type Prediction,
+  type SourceCheck,
   type WorkloadDemands,
 } from '../../common/predict';
 import { referenceChecks, referenceDemands } from '../../common/predict-reference';
@@ -35,7 +36,7 @@ export interface PredictFlags {
 
 export interface PredictOutput {
   demands: WorkloadDemands;
-  sourceCheck: { predictedTps: number; measuredTps: number; errorPct: number };
+  sourceCheck: SourceCheck;
   predictions: Prediction[];
 }
 
@@ -105,12 +106,13 @@ export function predictAll(demands: WorkloadDemands, targets: PredictTarget[]): 
       throw new UserError(`${describeTarget(t)}: ${(err as Error).message}`);
     }
   };
-  const own = attempt(demands.storage);
-  return {
-    demands,
-    sourceCheck: { predictedTps: own.tps, measuredTps: demands.measured.tps, errorPct: errorPct(own.tps, demands.measured.tps) },
-    predictions: targets.map(attempt),
-  };
+  let check: SourceCheck;
+  try {
+    check = sourceCheck(demands);
+  } catch (err) {
+    throw new UserError(`the source's own storage: ${(err as Error).message}`);
+  }
+  return { demands, sourceCheck: check, predictions: targets.map(attempt) };
 }
 
 function printOutput(o: PredictOutput): void {
@@ -124,7 +126,7 @@ function printOutput(o: PredictOutput): void {
   if (d.serverMs)
     console.log(`  server time per transaction: CPU ${f(d.serverMs.cpu)} ms, page reads ${f(d.serverMs.pageReads)}, WAL ${f(d.serverMs.walFsync)}, locks ${f(d.serverMs.lock)}, other ${f(d.serverMs.other)}`);
   for (const n of d.notes) console.log(`  note: ${n}`);
-  console.log(`  source check: the model gives ${f(o.sourceCheck.predictedTps, 0)} TPS on the source's own storage (${signed(o.sourceCheck.errorPct)} from the measured ${f(o.sourceCheck.measuredTps, 0)})`);
+  console.log(`  source check: ${o.sourceCheck.ok ? 'PASS' : 'FAIL'}: ${o.sourceCheck.detail}`);
   for (const p of o.predictions) {
     console.log(`target: ${describeTarget(p.target)}`);
     console.log(predictionLine(p));

@@ -1,7 +1,8 @@
-/** storage-lab report RUN: renders report.md and report.html again from the run's stored result.json. */
+/** storage-lab report RUN: renders report.md and report.html again from the run's stored result.json (its predictions computed again). */
 import path from 'node:path';
 import { DirResultsStore, type ResultsStore } from '../../activities/control/results-store';
 import { REPORT_FILES, writeReports } from '../../activities/control/report';
+import { runPredictions } from '../../activities/control/predictions';
 import type { ExperimentResult } from '../../common/result';
 import { labPaths } from '../../infra/lab-paths';
 import { UserError } from '../errors';
@@ -38,6 +39,9 @@ export async function reportCommand(runId: string, flags: ReportFlags = {}, stor
   } catch (err) {
     throw new UserError(`${results.location(runId)}/result.json is not valid JSON: ${(err as Error).message}`);
   }
+  // Predictions are derived from the stored measurements: computed again with the model this build has.
+  result.predictions = await runPredictions(results, result);
+  await results.put(runId, 'result.json', JSON.stringify(result, null, 2));
   await writeReports(results, runId, result);
   const files = Object.values(REPORT_FILES).map((f) => `${results.location(runId)}/${f}`);
   for (const f of files) console.log(f);

@@ -36,7 +36,7 @@ export function predictionsMarkdown(p: RunPredictions): string[] {
     const worst = rows.reduce<PredictionRow | null>((w, r) => (w === null || Math.abs(r.errorPct.tps!) > Math.abs(w.errorPct.tps!) ? r : w), null);
     lines.push('## Predicted vs measured', '');
     lines.push(
-      'Each class predicted from the calibration class\'s measured demands alone (common/predict.ts: a closed queueing model; README "Predict"), then measured by this run.',
+      `Each class predicted from the calibration class's measured demands alone (common/predict.ts: a closed queueing model; README "Predict"), then measured by this run. Predictions computed ${p.computedAt}.`,
       '',
     );
     lines.push(...setLines(p.calibration));
@@ -48,7 +48,7 @@ export function predictionsMarkdown(p: RunPredictions): string[] {
   }
   if (p.previousRun) {
     lines.push(`## Predicted from the previous run (\`${p.previousRun.runId}\`)`, '');
-    lines.push('What the lab would have predicted for this run from the previous run of the same preset and environment, class by class.', '');
+    lines.push(`What the lab would have predicted for this run from the previous run of the same preset and environment, class by class (computed ${p.computedAt}).`, '');
     for (const set of p.previousRun.sets) lines.push(...setLines(set));
   }
   return lines;
