@@ -1,10 +1,11 @@
 /**
- * The nightly regression verdict with real runs: a baseline of normal gp3 runs, then a nightly run with gp3
- * emulated at half the IOPS (flagged regressed: the workflow fails with the verdict), then a normal nightly
- * rerun (pass). At ci scale gp3 is bound by WAL fsyncs at its write IOPS cap, so halving the cap shows.
- * One storage class and short runs keep it to about a minute. Like any measurement it needs a machine that is not
- * busy with other work: with 3-4 other heavy jobs on 2 cores, normal runs ranged 2,300-5,100 TPS and the verdict
- * (rightly) could not tell half the IOPS from that noise.
+ * The nightly regression verdict with real runs: a baseline of normal gp3 runs (the default minimum, 5), then a
+ * nightly run with gp3 emulated at half the IOPS (flagged regressed: the workflow fails with the verdict), then a
+ * normal nightly rerun (pass). At ci scale gp3 is bound by WAL fsyncs at its write IOPS cap, so halving the cap
+ * shows. One storage class and short runs keep it short. Like any measurement it needs a machine that is not
+ * busy with other work: the verdict weighs a change against the baseline runs' own spread, so with 5 runs half
+ * the IOPS is called regressed only while their run-to-run CV stays below about 20 %; with 3-4 other heavy jobs
+ * on 2 cores normal runs ranged 2,300-5,100 TPS and the verdict (rightly) could not tell half the IOPS from that.
  */
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { DirResultsStore, runFolderName } from '../../activities/control/results
 import type { Verdict } from '../../activities/control/verdict';
 import { hostIdFor } from '../../common/ids';
 import { WORKFLOW_TYPES } from '../../common/names';
+import { DEFAULT_VERDICT_OPTIONS } from '../../common/regression';
 import type { ExperimentResult } from '../../common/result';
 import { historyCommand } from '../../client/commands/history';
 import type { NightlyRegressionSummary } from '../../workflows/nightly-regression-workflow';
@@ -53,7 +55,7 @@ describe('nightly regression verdict (e2e)', () => {
 
   it('flags gp3 at half the IOPS as regressed and passes a normal rerun', async () => {
     const baseline: string[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < DEFAULT_VERDICT_OPTIONS.minBaselineRuns; i++) {
       const handle = await lab.startExperiment(NORMAL);
       expect(((await handle.result()) as { status: string }).status).toBe('completed');
       baseline.push(handle.workflowId);
@@ -75,14 +77,14 @@ describe('nightly regression verdict (e2e)', () => {
     const halfResult = readResult(halfRun);
     const halfVerdict = halfResult.verdict as Verdict;
     console.log(
-      `baseline run medians (TPS): ${halfVerdict.classes[0]?.baseline.runMedians.join(', ')}\nhalf IOPS: ${halfVerdict.summary}`,
+      `baseline run medians (TPS): ${halfVerdict.classes[0]?.baseline.runMedians.join(', ')} (run-to-run CV ${halfVerdict.classes[0]?.baseline.spread?.cv})\nhalf IOPS: ${halfVerdict.summary}`,
     );
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     const cause = (failure as WorkflowFailedError).cause as { type?: string; message: string; nonRetryable?: boolean };
     expect(cause.type).toBe('RegressionError');
     expect(cause.nonRetryable).toBe(true);
-    expect(cause.message).toMatch(/^regressed: run .* is slower than its baseline \(3 runs\)/);
-    expect(cause.message).toMatch(/gp3: regressed: .*effect -\d+\.\d %, 95 % CI \[-\d+\.\d %, -\d+\.\d %\], Mann-Whitney p = /);
+    expect(cause.message).toMatch(/^regressed: run .* is slower than its baseline \(5 runs\)/);
+    expect(cause.message).toMatch(/gp3: regressed: .*effect -\d+\.\d %, 95 % CI \[-\d+\.\d %, -\d+\.\d %\]; t = -\d+\.\d\d on logs, .* p = .* run-to-run CV \d/);
     expect(halfResult.status).toBe('completed');
     expect(halfResult.classes.gp3.limits.iops).toBe(1500);
     expect(halfVerdict.verdict).toBe('regressed');
@@ -91,11 +93,14 @@ describe('nightly regression verdict (e2e)', () => {
     expect(gp3Half.effect).toBeLessThan(-halfVerdict.options.minEffect);
     expect(gp3Half.ci![1]).toBeLessThan(0);
     expect(gp3Half.pValue).toBeLessThan(halfVerdict.options.alpha);
+    expect(gp3Half.baseline.runs).toBe(5);
+    expect(gp3Half.baseline.spread!.cv).toBeGreaterThan(0);
     const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(halfRun), 'report.md'), 'utf8');
     expect(report).toContain('## Regression verdict: **regressed**');
+    expect(report).toMatch(/\| baseline run-to-run CV \|/);
     expect((await half.describe()).status.name).toBe('FAILED');
 
-    // A normal rerun: pass, against the same three runs (the regressed night is not part of the baseline).
+    // A normal rerun: pass, against the same five runs (the regressed night is not part of the baseline).
     const rerun = await startNightly(NORMAL);
     hostIds.push(hostIdFor(`${rerun.workflowId}/experiment`, 'gp3', 0));
     const summary = (await rerun.result()) as NightlyRegressionSummary;
