@@ -59,7 +59,7 @@ const WALG_COMPRESSION: Partial<Record<BackupCompression, string>> = { lz4: 'lz4
 
 export interface WalgConfigInput {
   store: ResolvedBackupStore;
-  pg: { socketDir: string; port: number };
+  pg: { dataDir: string; socketDir: string; port: number };
   compression: BackupCompression;
 }
 
@@ -85,6 +85,9 @@ export function renderWalgConfig(input: WalgConfigInput): Record<string, string>
     WALG_DELTA_MAX_STEPS: '6',
     // An archived segment is never replaced by different bytes of the same name (a retried push of the same file is fine).
     WALG_PREVENT_WAL_OVERWRITE: 'true',
+    // wal-push keeps its "uploaded ahead" marks under PGDATA's pg_wal; without it, in /tmp/walg_data, shared by every
+    // host on the machine, where one cluster's mark for segment N makes another's wal-push of its own N skip the upload.
+    PGDATA: input.pg.dataDir,
     // wal-push uploads the next ready segments too; left to Postgres to mark them done, pg_stat_archiver still counts
     // every segment (the drills read the archive lag there), and their own wal-push returns at once.
     PG_READY_RENAME: 'false',
@@ -152,7 +155,8 @@ export class WalG implements BackupTool {
       await copyFile(installed, this.binary!);
       await chownTo(this.binary!, this.host.runAs);
     }
-    const config = renderWalgConfig({ store: this.store, pg: { socketDir: this.host.socketDir, port: this.host.postgres.port }, compression: settings.compression });
+    const pg = { dataDir: this.host.dataDir, socketDir: this.host.socketDir, port: this.host.postgres.port };
+    const config = renderWalgConfig({ store: this.store, pg, compression: settings.compression });
     await writeFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
   }
 

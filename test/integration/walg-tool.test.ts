@@ -5,7 +5,7 @@
  * S3 (plain HTTP, which WAL-G accepts); the time target on the folder store only. Bare hosts in temporary folders driven by the lab's own host activities in a
  * mock activity context (bench/bench-host.ts), as the phases test does: the drill workflow is not under test here.
  */
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
@@ -99,6 +99,8 @@ describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (i
     await source.run(configurePostgres, { hostId: ids.source, settings: { ...SETTINGS, ...archiving.settings } });
     // Forces a segment switch and waits until wal-push archived it: fails when archive_command cannot reach the store.
     await source.run(initBackupRepository, { hostId: ids.source, store, tool });
+    // wal-push keeps its marks of segments uploaded ahead with this host's data, not in a /tmp folder shared by all hosts.
+    expect(existsSync(path.join(source.deps.config.dataDir, 'pg_wal', 'walg_data', 'walg_archive_status'))).toBe(true);
     await source.run(loadData, { hostId: ids.source, scale: 1, chunkRows: 50_000, writers: 1 });
 
     full = await source.run(takeBackup, { hostId: ids.source, store, tool, kind: 'full' });

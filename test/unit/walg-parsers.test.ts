@@ -115,13 +115,15 @@ describe('wal-g parsers', () => {
 });
 
 describe('wal-g tool, pure parts', () => {
-  const pg = { socketDir: '/h/run', port: 5433 };
+  const pg = { dataDir: '/h/disk/pgdata', socketDir: '/h/run', port: 5433 };
 
   it('configures a folder store, an S3 store with a plain-HTTP endpoint, and AWS S3; never with credentials', () => {
     const folder = renderWalgConfig({ store: { kind: 'folder', path: '/b/run-1' }, pg, compression: 'lz4' });
     expect(folder).toMatchObject({ WALG_FILE_PREFIX: '/b/run-1', WALG_COMPRESSION_METHOD: 'lz4', PGHOST: '/h/run', PGPORT: '5433', PGUSER: 'lab' });
     // Postgres, not wal-push's look-ahead, marks segments done: pg_stat_archiver (the drills' archive lag) sees them all.
     expect(folder.PG_READY_RENAME).toBe('false');
+    // wal-push's own marks live with the host's data, not in a /tmp folder every host shares.
+    expect(folder.PGDATA).toBe('/h/disk/pgdata');
     expect(folder).not.toHaveProperty('WALG_S3_PREFIX');
     const moto = renderWalgConfig({
       store: { kind: 's3', bucket: 'lab', path: '/storage-lab/backups/run-1', region: 'us-east-1', endpoint: 'http://127.0.0.1:5000' },
@@ -145,7 +147,7 @@ describe('wal-g tool, pure parts', () => {
   it('names each compression as each tool spells it', () => {
     const dirs = { logDir: '/l', lockDir: '/k', spoolDir: '/s' };
     const render = (compression: 'zstd' | 'lzma' | undefined) =>
-      renderPgbackrestConfig({ stanza: 's', store: { kind: 'folder', path: '/b' }, pg: { dataDir: '/d', ...pg }, ...dirs, compression });
+      renderPgbackrestConfig({ stanza: 's', store: { kind: 'folder', path: '/b' }, pg, ...dirs, compression });
     expect(render(undefined)).toMatch(/^compress-type=lz4$/m);
     expect(render('zstd')).toMatch(/^compress-type=zst$/m);
     expect(() => render('lzma')).toThrow(/cannot compress with lzma/);
