@@ -141,6 +141,16 @@ program
   });
 
 program
+  .command('captures')
+  .description('the diagnose captures diagnoseWorkflow kept in the results store: verdict and evidence, oldest first')
+  .option('--target <user@host:port/db>', 'only this server, as captures name it')
+  .option('--json', 'the index entries as JSON')
+  .option('--results-dir <dir>', 'results folder (default: the lab\'s)')
+  .action(async (opts) => {
+    await (await import('./commands/diagnose')).capturesCommand(opts);
+  });
+
+program
   .command('predict')
   .description('predict TPS and latency of a measured run or capture on other storage and hosts (a closed queueing model)')
   .option('--from <run|file>', 'a run id, a result.json file, or a diagnose capture (diagnose --json)')

@@ -33,6 +33,8 @@ export interface RunPredictions {
   /** When the model computed them (storage-lab report computes them again with the model it has). */
   computedAt: string;
   calibration?: PredictionSet;
+  /** Why there are none when computing them failed. */
+  problem?: string;
   /** The previous completed run of the same preset and environment; one set per class it shares with this run. */
   previousRun?: { runId: string; sets: PredictionSet[] };
 }

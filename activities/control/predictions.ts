@@ -10,11 +10,16 @@ import type { ResultsStore } from './results-store';
 /** The predictions a run's report shows, or undefined when there is neither a calibration class nor a previous run. */
 export async function runPredictions(store: ResultsStore, result: ExperimentResult, now = new Date()): Promise<RunPredictions | undefined> {
   const predictions: RunPredictions = { computedAt: now.toISOString() };
-  const calibration = calibrationPredictions(result);
-  if (calibration) predictions.calibration = calibration;
-  const previous = await previousRun(store, result);
-  if (previous) predictions.previousRun = previousRunPredictions(previous, result);
-  return predictions.calibration || predictions.previousRun ? predictions : undefined;
+  // Predictions are derived: whatever goes wrong with them must not keep the measured result from being written.
+  try {
+    const calibration = calibrationPredictions(result);
+    if (calibration) predictions.calibration = calibration;
+    const previous = await previousRun(store, result);
+    if (previous) predictions.previousRun = previousRunPredictions(previous, result);
+  } catch (err) {
+    predictions.problem = `predictions could not be computed: ${(err as Error).message}`;
+  }
+  return predictions.calibration || predictions.previousRun || predictions.problem ? predictions : undefined;
 }
 
 /** The latest completed run of the same preset and environment that finished before this one started. */

@@ -1,7 +1,8 @@
 /**
  * storage-lab diagnose --dsn URL: samples any PostgreSQL 12+ read-only for a window and prints the verdict
  * (storage-bound | cpu-bound | lock-bound | client-bound | idle) with its evidence; --json prints the capture
- * (predict --from takes it), --html writes the report. Runs here, not through Temporal (diagnoseWorkflow does that).
+ * (predict --from takes it), --html writes the report. Runs here, not through Temporal (diagnoseWorkflow does that);
+ * `storage-lab captures` lists the captures diagnoseWorkflow kept.
  */
 import { writeFile } from 'node:fs/promises';
 import { formatSpecProblems } from '../../common/errors';
@@ -9,7 +10,10 @@ import { parseDiagnoseInput, verdictLine, type DiagnoseCapture } from '../../com
 import { captureDiagnosis } from '../../activities/diagnose/capture';
 import { ConnectError } from '../../activities/diagnose/connect';
 import { captureHtml, captureText } from '../../activities/diagnose/report';
+import { captureHistory, type CaptureIndexEntry } from '../../activities/diagnose/store';
 import { UserError } from '../errors';
+import { printTable } from '../table';
+import { resultsStore } from './report';
 
 export interface DiagnoseFlags {
   dsn?: string;
@@ -49,3 +53,31 @@ export async function diagnoseCommand(flags: DiagnoseFlags): Promise<DiagnoseCap
   }
   return capture;
 }
+
+/** storage-lab captures: the captures diagnoseWorkflow kept in the results store, oldest first (of one target, or all). */
+export async function capturesCommand(flags: { target?: string; json?: boolean; resultsDir?: string }): Promise<CaptureIndexEntry[]> {
+  const store = await resultsStore({ resultsDir: flags.resultsDir });
+  const entries = await captureHistory(store, flags.target);
+  if (flags.json) console.log(JSON.stringify(entries, null, 2));
+  else if (entries.length === 0) console.log(`no diagnose captures${flags.target ? ` of ${flags.target}` : ''} in ${store.location('')}`);
+  else
+    printTable(
+      ['captured', 'target', 'verdict', 'TPS', 'storage', 'CPU', 'locks', 'client', 'ms/read', 'fsync ms', 'run'],
+      entries.map((e) => [
+        e.capturedAt.replace(/\.\d+Z$/, 'Z'),
+        e.target,
+        e.verdict,
+        e.tps.toFixed(1),
+        pct(e.shares.storage),
+        pct(e.shares.cpu),
+        pct(e.shares.lock),
+        pct(e.shares.client),
+        e.msPerBlockRead === null ? '–' : e.msPerBlockRead.toFixed(3),
+        e.fsyncMs === null ? '–' : e.fsyncMs.toFixed(2),
+        e.runId,
+      ]),
+    );
+  return entries;
+}
+
+const pct = (v: number) => `${Math.round(v * 100)} %`;

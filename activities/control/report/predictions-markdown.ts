@@ -31,6 +31,7 @@ function setLines(set: PredictionSet): string[] {
 
 export function predictionsMarkdown(p: RunPredictions): string[] {
   const lines: string[] = [];
+  if (p.problem) lines.push('## Predictions', '', `**${p.problem}**`, '');
   if (p.calibration) {
     const rows = p.calibration.rows.filter((r) => r.errorPct.tps !== null);
     const worst = rows.reduce<PredictionRow | null>((w, r) => (w === null || Math.abs(r.errorPct.tps!) > Math.abs(w.errorPct.tps!) ? r : w), null);
