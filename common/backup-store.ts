@@ -24,11 +24,18 @@ export const BACKUP_COMPRESSIONS = ['lz4', 'zstd', 'lzma', 'gzip', 'bzip2', 'non
 export type BackupCompression = (typeof BACKUP_COMPRESSIONS)[number];
 export const DEFAULT_BACKUP_COMPRESSION: BackupCompression = 'lz4';
 
-/** What each tool can write: WAL-G as built here has no brotli (cgo only) and writes no gzip or bzip2. */
-export const TOOL_COMPRESSIONS: Record<BackupToolName, readonly BackupCompression[]> = {
-  'wal-g': ['lz4', 'zstd', 'lzma', 'none'],
-  pgbackrest: ['lz4', 'zstd', 'gzip', 'bzip2', 'none'],
+/** Each tool's own name for each method it can write (WAL-G as built here: no brotli, which needs cgo). */
+export const TOOL_COMPRESSION_NAMES: Record<BackupToolName, Partial<Record<BackupCompression, string>>> = {
+  'wal-g': { lz4: 'lz4', zstd: 'zstd', lzma: 'lzma', none: 'none' },
+  pgbackrest: { lz4: 'lz4', zstd: 'zst', gzip: 'gz', bzip2: 'bz2', none: 'none' },
 };
+
+/** The tool's name for a compression method; throws when the tool cannot write it. */
+export function toolCompressionName(tool: BackupToolName, compression: BackupCompression): string {
+  const name = TOOL_COMPRESSION_NAMES[tool][compression];
+  if (!name) throw new Error(`${tool} writes ${Object.keys(TOOL_COMPRESSION_NAMES[tool]).join(', ')}; it cannot compress with ${compression}`);
+  return name;
+}
 
 /** A base backup of everything (full) or of what changed since the previous backup (delta: pgBackRest's "incr"). */
 export type BackupKind = 'full' | 'delta';

@@ -5,7 +5,14 @@
  */
 import { mkdir, rm, writeFile, chown } from 'node:fs/promises';
 import path from 'node:path';
-import { BACKUP_STANZA, DEFAULT_BACKUP_COMPRESSION, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
+import {
+  BACKUP_STANZA,
+  DEFAULT_BACKUP_COMPRESSION,
+  toolCompressionName,
+  type BackupCompression,
+  type BackupKind,
+  type ResolvedBackupStore,
+} from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { LAB_ROLE } from '../../common/names';
 import { parseArchiveListing, parseInfo, parseVerify } from '../parsers/pgbackrest';
@@ -25,14 +32,9 @@ export interface PgbackrestConfigInput {
   compression?: BackupCompression;
 }
 
-/** pgBackRest's names for the compression methods (2.45 has no lzma). */
-const PGBACKREST_COMPRESSION: Partial<Record<BackupCompression, string>> = { lz4: 'lz4', zstd: 'zst', gzip: 'gz', bzip2: 'bz2', none: 'none' };
-
 /** pgbackrest.conf for one host. Pure: the config is a function of the store and the host's Postgres. */
 export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
-  const compression = input.compression ?? DEFAULT_BACKUP_COMPRESSION;
-  const compressType = PGBACKREST_COMPRESSION[compression];
-  if (!compressType) throw new Error(`pgBackRest writes ${Object.keys(PGBACKREST_COMPRESSION).join(', ')}; it cannot compress with ${compression}`);
+  const compressType = toolCompressionName('pgbackrest', input.compression ?? DEFAULT_BACKUP_COMPRESSION);
   const global: Record<string, string> = {};
   if (input.store.kind === 'folder') {
     global['repo1-type'] = 'posix';

@@ -8,7 +8,7 @@
 import { appendFile, chown, copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { backupStoreLocation, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
+import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { formatLsn, parseLsn, parseSegmentName, segmentEndLsn } from '../../common/lsn';
 import { LAB_ROLE } from '../../common/names';
@@ -54,9 +54,6 @@ export function findWalg(env: NodeJS.ProcessEnv = process.env): string | null {
   );
 }
 
-/** WAL-G's names for the compression methods it writes (as built here: no brotli, which needs cgo). */
-const WALG_COMPRESSION: Partial<Record<BackupCompression, string>> = { lz4: 'lz4', zstd: 'zstd', lzma: 'lzma', none: 'none' };
-
 export interface WalgConfigInput {
   store: ResolvedBackupStore;
   pg: { dataDir: string; socketDir: string; port: number };
@@ -65,8 +62,7 @@ export interface WalgConfigInput {
 
 /** WAL-G's settings for one host (written as JSON, read with --config). Pure: a function of the store and the server. */
 export function renderWalgConfig(input: WalgConfigInput): Record<string, string> {
-  const method = WALG_COMPRESSION[input.compression];
-  if (!method) throw new Error(`WAL-G writes ${Object.keys(WALG_COMPRESSION).join(', ')}; it cannot compress with ${input.compression}`);
+  const method = toolCompressionName('wal-g', input.compression);
   const config: Record<string, string> = {};
   if (input.store.kind === 'folder') {
     config.WALG_FILE_PREFIX = input.store.path;

@@ -152,8 +152,8 @@ export function parseStorageListing(text: string): StorageEntry[] {
 export function archivedSegments(entries: StorageEntry[]): { segment: string; file: string; bytes: number }[] {
   const out: { segment: string; file: string; bytes: number }[] = [];
   for (const e of entries) {
-    // <24-hex segment>[.<compression extension>]; "none" compression has no extension.
-    const m = /^([0-9A-F]{24})(\.(lz4|zst|lzma|br|gz|lzo))?$/.exec(e.name);
+    // <24-hex segment>.<compression extension>; "none" compression leaves the dot with nothing after it.
+    const m = /^([0-9A-F]{24})(\.(lz4|zst|lzma|br|gz|lzo)?)?$/.exec(e.name);
     if (e.type === 'obj' && m) out.push({ segment: m[1], file: e.name, bytes: e.bytes });
   }
   return out.sort((a, b) => a.segment.localeCompare(b.segment));

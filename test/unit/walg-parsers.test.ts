@@ -76,9 +76,15 @@ describe('wal-g parsers', () => {
     const segments = archivedSegments(entries);
     expect(segments.map((s) => s.segment)).toEqual([1, 2, 3, 4, 5, 6].map((i) => `00000001000000000000000${i}`));
     expect(segments[3]).toEqual({ segment: '000000010000000000000004', file: '000000010000000000000004.lz4', bytes: 3032650 });
-    // Uncompressed segments ("none") have no extension; history files are not segments.
-    expect(archivedSegments([{ type: 'obj', bytes: 16777216, name: '000000020000000000000009' }, { type: 'obj', bytes: 41, name: '00000002.history.lz4' }])).toEqual([
-      { segment: '000000020000000000000009', file: '000000020000000000000009', bytes: 16777216 },
+    // wal-push with "none" compression names a segment "<segment>." (seen from 3.0.8); zstd ".zst"; history files are not segments.
+    const other = [
+      { type: 'obj' as const, bytes: 16777216, name: '000000020000000000000009.' },
+      { type: 'obj' as const, bytes: 9000, name: '00000002000000000000000A.zst' },
+      { type: 'obj' as const, bytes: 41, name: '00000002.history.lz4' },
+    ];
+    expect(archivedSegments(other)).toEqual([
+      { segment: '000000020000000000000009', file: '000000020000000000000009.', bytes: 16777216 },
+      { segment: '00000002000000000000000A', file: '00000002000000000000000A.zst', bytes: 9000 },
     ]);
     expect(() => parseStorageListing('ls: no such folder')).toThrow(/not wal-g st ls/);
     expect(() => parseStorageListing(`${fixture('st-ls-wal.txt')}garbage line\n`)).toThrow(/unreadable line "garbage line"/);
@@ -141,7 +147,7 @@ describe('wal-g tool, pure parts', () => {
     expect(aws).not.toHaveProperty('AWS_ENDPOINT');
     expect(aws).not.toHaveProperty('AWS_S3_FORCE_PATH_STYLE');
     for (const c of [folder, moto, aws]) expect(Object.keys(c).filter((k) => /KEY|SECRET|TOKEN|PASSWORD/.test(k))).toEqual([]);
-    expect(() => renderWalgConfig({ store: { kind: 'folder', path: '/b' }, pg, compression: 'gzip' })).toThrow(/cannot compress with gzip/);
+    expect(() => renderWalgConfig({ store: { kind: 'folder', path: '/b' }, pg, compression: 'gzip' })).toThrow(/wal-g writes lz4, zstd, lzma, none; it cannot compress with gzip/);
   });
 
   it('names each compression as each tool spells it', () => {
