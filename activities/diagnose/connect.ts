@@ -30,17 +30,18 @@ export class ConnectError extends Error {
 export async function connectReadOnly(dsn: string, opts: ReadOnlyConnectOptions = {}): Promise<Client> {
   if (!/^postgres(ql)?:\/\//i.test(dsn.trim()))
     throw new ConnectError(`the DSN must be a postgresql:// URL (for example postgresql://monitor@db.example:5432/app), got ${redactDsn(dsn)}`);
-  // The parsed target (user, host, port, database) for the password file's lookup.
-  const target: { host?: string; port?: number; database?: string; user?: string } = {};
-  const client: Client = new Client({
+  const client = new Client({
     connectionString: dsn,
     application_name: opts.applicationName ?? 'storage-lab diagnose',
     options: `-c default_transaction_read_only=on -c statement_timeout=${STATEMENT_TIMEOUT_MS} -c lock_timeout=${LOCK_TIMEOUT_MS}`,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    // pg takes a password function; undefined from it means "none", as libpq without one.
-    ...(dsnHasPassword(dsn) ? {} : { password: (() => passwordFor(target, opts.passwordEnv)) as unknown as () => Promise<string> }),
   });
-  Object.assign(target, { host: client.host, port: client.port, database: client.database, user: client.user });
+  // pg asks a password function when the server wants one; set after construction, because a connectionString's
+  // parsed (empty) password would override one given to the constructor.
+  if (!dsnHasPassword(dsn)) {
+    const target = { host: client.host, port: client.port, database: client.database, user: client.user };
+    (client as unknown as { password: () => Promise<string | undefined> }).password = () => passwordFor(target, opts.passwordEnv);
+  }
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -51,8 +52,8 @@ export async function connectReadOnly(dsn: string, opts: ReadOnlyConnectOptions 
   return client;
 }
 
-/** The password: the named environment variable, PGPASSWORD, then the password file (undefined: none, as libpq). */
-async function passwordFor(target: { host?: string; port?: number; database?: string; user?: string }, passwordEnv: string | undefined): Promise<string | undefined> {
+/** The password the server asked for: the named environment variable, PGPASSWORD, then the password file. */
+async function passwordFor(target: { host?: string; port?: number; database?: string; user?: string }, passwordEnv: string | undefined): Promise<string> {
   if (passwordEnv) {
     const value = process.env[passwordEnv];
     if (value === undefined) throw new ConnectError(`the environment variable ${passwordEnv} (named to hold the password) is not set`);
@@ -61,5 +62,8 @@ async function passwordFor(target: { host?: string; port?: number; database?: st
   if (process.env.PGPASSWORD !== undefined) return process.env.PGPASSWORD;
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- pg's own dependency, without type declarations
   const pgpass = require('pgpass') as (info: object, cb: (pass: string | undefined) => void) => void;
-  return new Promise((resolve) => pgpass(target, resolve));
+  const fromFile = await new Promise<string | undefined>((resolve) => pgpass(target, resolve));
+  if (fromFile === undefined)
+    throw new ConnectError('the server asks for a password and none was given: set PGPASSWORD, a password file (PGPASSFILE or ~/.pgpass), or name a variable that holds it (--password-env, passwordEnv in the workflow)');
+  return fromFile;
 }

@@ -98,12 +98,23 @@ describe('storage-lab diagnose on a real Postgres (integration)', () => {
     expect(after).toEqual(before);
   });
 
-  it('refuses a DSN it cannot use with exit code 2 and no stack trace', async () => {
+  it('refuses a DSN or a password it cannot use with exit code 2 and no stack trace; takes the password from a named variable', async () => {
     const r = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', 'mysql://x@db/app', '--seconds', '1'], { okExitCodes: [0, 1, 2] });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/dsn: must be a postgresql:\/\/ URL/);
     const wrong = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1'], { env: { ...process.env, PGPASSWORD: 'wrong' }, okExitCodes: [0, 1, 2] });
     expect(wrong.exitCode).toBe(2);
     expect(wrong.stderr).toMatch(/cannot connect to postgresql:\/\/monitor@127\.0\.0\.1:\d+\/\w+: password authentication failed/);
+    const noPassword = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'PGPASSWORD'));
+    const missing = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1'], { env: { ...noPassword, PGPASSFILE: '/nonexistent' }, okExitCodes: [0, 1, 2] });
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toMatch(/the server asks for a password and none was given: set PGPASSWORD/);
+    // The password from a variable the caller names (as a worker's environment holds it for diagnoseWorkflow).
+    const named = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1', '--no-fsync-probe', '--password-env', 'REPLICA_PW'], {
+      env: { ...noPassword, PGPASSFILE: '/nonexistent', REPLICA_PW: PASSWORD },
+      okExitCodes: [0, 1, 2],
+    });
+    expect(named.exitCode).toBe(0);
+    expect(named.stdout).toMatch(VERDICT_LINE);
   });
 });
