@@ -129,7 +129,7 @@ export function renderCharts(result: ExperimentResult): string[] {
         yLabel: 'TPS',
         categories: predicted.map((r) => r.className),
         series: [
-          { name: 'predicted (from the calibration class)', values: predicted.map((r) => r.predicted!.tps) },
+          { name: 'predicted', values: predicted.map((r) => r.predicted!.tps) },
           { name: 'measured', values: predicted.map((r) => r.measured?.tps ?? null) },
         ],
       }),
