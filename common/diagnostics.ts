@@ -2,6 +2,7 @@
  * What the diagnostics sampler and the VACUUM and backlog phases measure, as stored in result.json.
  * Types only (plus nothing that needs Node), so workflows, activities and the report share them.
  */
+import type { LeftoverCleanup } from './result';
 
 /** A device's activity over an interval, from /proc/diskstats. MB is 2^20 bytes, as Postgres counts it. */
 export interface DeviceRates {
@@ -148,6 +149,8 @@ export interface VacuumVerboseReport {
 /** The bloat + VACUUM phase of one cluster. Sizes in bytes; MB in requests is 2^20 bytes, as Postgres counts it. */
 export interface VacuumPhaseResult {
   table: string;
+  /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
+  cleanup?: LeftoverCleanup;
   requestedBytes: number;
   /** Dead tuple bytes produced, by pgstattuple_approx (after minus before). */
   deadBytes: number;
@@ -177,6 +180,8 @@ export interface VacuumPhaseResult {
 /** The replication backlog + drain phase of one cluster. */
 export interface BacklogPhaseResult {
   slot: string;
+  /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
+  cleanup?: LeftoverCleanup;
   plugin: string;
   publication: string;
   requestedBytes: number;

@@ -14,6 +14,8 @@ export function postgresSettings(spec: ExperimentSpec): Record<string, string> {
     wal_level: spec.phases.backlog.enabled || spec.durability.enabled ? 'logical' : 'replica',
     // ms per block read (blk_read_time / blks_read) needs it; the reference's diagnostics turn it on.
     track_io_timing: 'on',
+    // WAL write and sync time (pg_stat_wal): the server's side of the WAL cross-check of the sampled wait events.
+    track_wal_io_timing: 'on',
     log_checkpoints: 'on',
     synchronous_commit: 'on',
   };

@@ -109,8 +109,18 @@ export function hostSchema(minMemoryMiB: number) {
     .object({
       memoryLimitMiB: int(minMemoryMiB, 1_048_576, 'MiB'),
       instanceType: z.string().default('m6id.4xlarge'),
+      /**
+       * A host whose agent has not polled for this long is dead: its cluster (or drill) fails naming it, and the
+       * host is torn down. Default: 180 s locally, 600 s on AWS (an instance reboot or a slow cloud API).
+       */
+      deadAfterSeconds: int(10, 86_400, 'seconds').optional(),
     })
     .strict();
+}
+
+/** How long a host of this spec may stay silent before it is declared dead (host.deadAfterSeconds or the default). */
+export function hostDeadAfterSeconds(spec: { provider: 'local' | 'aws'; host: { deadAfterSeconds?: number } }): number {
+  return spec.host.deadAfterSeconds ?? (spec.provider === 'aws' ? 600 : 180);
 }
 
 export const ExperimentSpecSchema = z

@@ -4,11 +4,10 @@
  * calls it, and unit tests call it directly.
  */
 import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../../common/breakdown';
+import { crossChecks } from './cross-checks';
 import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../../common/result';
 import { median } from '../../common/stats';
 
-/** The breakdown must sum to the mean latency within this, as the sampled database time should cover it. */
-export const BREAKDOWN_TOLERANCE = 0.1;
 /** Dead bytes made must be within this of the bytes asked for. */
 export const BLOAT_TOLERANCE = 0.1;
 /** The sampler must take at least this many samples a second. */
@@ -169,26 +168,7 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
         severity: 'warning',
         detail: `the sampler's backend used ${d.samplerCpuSeconds.toFixed(2)} CPU s of the host's ${d.cpu.seconds.toFixed(1)} (${((100 * d.samplerCpuSeconds) / d.cpu.seconds).toFixed(1)} %, target <= ${SAMPLER_COST * 100} %)`,
       });
-    const sum = c.breakdownMs ? breakdownTotal(c.breakdownMs) : null;
-    checks.push({
-      name: 'latency breakdown sums to the mean latency',
-      scope,
-      ok: sum !== null && Math.abs(sum - run.latencyMs.mean) <= BREAKDOWN_TOLERANCE * run.latencyMs.mean,
-      detail:
-        sum === null
-          ? 'the sampler saw no active workload backend: nothing to apportion the latency by'
-          : `parts sum to ${sum.toFixed(2)} ms, mean latency ${run.latencyMs.mean.toFixed(2)} ms (tolerance ${BREAKDOWN_TOLERANCE * 100} %)`,
-    });
-    // Little's law on the server side: backends active on average = TPS × time each transaction spends in the server.
-    const serverMs = run.tps > 0 ? (1000 * d.avgActiveSessions) / run.tps : 0;
-    const gap = run.latencyMs.mean > 0 ? (run.latencyMs.mean - serverMs) / run.latencyMs.mean : 0;
-    checks.push({
-      name: 'sampled server time covers the latency',
-      scope,
-      ok: Math.abs(gap) <= BREAKDOWN_TOLERANCE,
-      severity: 'warning',
-      detail: `${d.avgActiveSessions.toFixed(1)} active backends on average / ${run.tps.toFixed(0)} TPS = ${serverMs.toFixed(2)} ms in the server per transaction vs ${run.latencyMs.mean.toFixed(2)} ms mean latency (${(gap * 100).toFixed(0)} % outside the server: client threads, sockets; the breakdown spreads it over the parts)`,
-    });
+    checks.push(...crossChecks(scope, run, d));
     if (cls.emulated && cls.limits.iops) {
       const t = throttleUse(c, cls.limits);
       checks.push({
@@ -212,8 +192,6 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
           ? `above the emulated cap: ${held.escaped.join(', ')}; with cgroup v1 the kernel's background writeback is charged to the root cgroup, so writes through the page cache escape the limit (a real gp3 volume would hold them; postgres.directIo keeps them in)`
           : `reads and writes within ${Math.round((ABOVE_CAP - 1) * 100)} % of their caps (${held.detail})`,
       });
-    const bound = boundBy(c, cls.limits);
-    if (bound) checks.push({ name: 'bound by', scope, ok: true, detail: `${bound.resource}: ${bound.detail}` });
   } else if (run) {
     checks.push({ name: 'diagnostics sampled', scope, ok: false, severity: 'warning', detail: 'the TPS run has no diagnostics (sampler disabled?)' });
   }
@@ -232,14 +210,6 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
       detail: `${v.verbose.tuples.removed} tuples removed of ${v.deadTuples} made dead, ${v.verbose.pages.scanned} pages scanned in ${v.vacuumSeconds.toFixed(1)} s`,
     });
   }
-  const b = c.phases.backlog;
-  if (b)
-    checks.push({
-      name: 'backlog reached before the drain',
-      scope,
-      ok: b.reachedBeforeDrain && b.retainedBytes >= b.requestedBytes,
-      detail: `slot held ${mib(b.retainedBytes)} MiB back (${mib(b.requestedBytes)} MiB requested) before pg_recvlogical started; it drained ${mib(b.backlogBytes)} MiB in ${b.drainSeconds.toFixed(1)} s`,
-    });
   return checks;
 }
 

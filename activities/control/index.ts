@@ -10,8 +10,11 @@ import type { DrillSummary } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
 import type { ClusterResult, ExperimentResult } from '../../common/result';
 import type { ExperimentSpec } from '../../common/spec';
-import type { HostProvider, HostRecord, HostRequest } from '../../infra/providers/host-provider';
-import { aggregate, type EnvironmentInfo } from './aggregate';
+import type { HostDiagnosis, HostProvider, HostRecord, HostRequest } from '../../infra/providers/host-provider';
+import { hostTaskQueue } from '../../common/names';
+import { tsToDate } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { aggregate, drillChecks, type EnvironmentInfo } from './aggregate';
 import { writeReports } from './report';
 import type { ResultsStore } from './results-store';
 import { createSweepActivities } from './sweep';
@@ -78,8 +81,13 @@ export function createControlActivities(deps: ControlDeps) {
       await provider(input.provider).kill(input.hostId);
     },
 
-    async diagnoseHost(input: HostRef): Promise<string> {
-      return provider(input.provider).diagnose(input.hostId);
+    /**
+     * What is known of a host that stopped answering or whose attempt failed: the provider's view (processes, OOM
+     * kills, instance state, log) and Temporal's: when the host's agent last polled its queue.
+     */
+    async diagnoseHost(input: HostRef): Promise<HostDiagnosis & { lastPollAt: string | null }> {
+      const diagnosis = await provider(input.provider).diagnose(input.hostId);
+      return { ...diagnosis, lastPollAt: deps.client ? await lastPollAt(deps.client, hostTaskQueue(input.hostId)) : null };
     },
 
     /** Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create. */
@@ -121,8 +129,7 @@ export function createControlActivities(deps: ControlDeps) {
       result.predictions = await runPredictions(deps.results, result);
       if (input.drills?.length) {
         result.drills = input.drills.map((d) => ({ ...d, location: d.location || deps.results.location(d.runId) }));
-        for (const d of input.drills)
-          result.checks.push({ name: `${d.kind} passes`, scope: 'durability', ok: d.status === 'passed', detail: d.verdict });
+        result.checks.push(...drillChecks(input.drills));
       }
       await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
       await writeReports(deps.results, input.runId, result);
@@ -147,4 +154,15 @@ export type ControlActivities = ReturnType<typeof createControlActivities>;
 
 export function environmentInfo(provider: string): EnvironmentInfo {
   return { cpus: os.cpus().length, memoryMiB: Math.round(os.totalmem() / 2 ** 20), kernel: os.release(), provider };
+}
+
+/** When a worker last polled an activity task queue, as the server remembers it (null: no poller seen lately). */
+async function lastPollAt(client: Client, taskQueue: string): Promise<string | null> {
+  const queue = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  });
+  const times = (queue.pollers ?? []).map((p) => (p.lastAccessTime ? tsToDate(p.lastAccessTime).getTime() : 0)).filter((t) => t > 0);
+  return times.length ? new Date(Math.max(...times)).toISOString() : null;
 }

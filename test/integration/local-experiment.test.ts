@@ -71,7 +71,9 @@ describe('local experiment (integration)', () => {
     expect(result.ratios.tps).not.toBeNull();
     expect(result.ratios.vacuum).not.toBeNull();
     expect(result.ratios.backlog).not.toBeNull();
-    expect(result.checks.filter((c) => c.name === 'backlog reached before the drain').every((c) => c.ok)).toBe(true);
+    // The cross-checks from independent measurements hold on a real run.
+    for (const name of ['page-read time: samples vs server', 'WAL time: samples vs server', 'server occupancy matches the latency'])
+      expect(result.checks.filter((c) => c.name === name).map((c) => `${c.ok} ${c.detail}`)).toEqual([expect.stringMatching(/^true/), expect.stringMatching(/^true/)]);
     const html = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.html'), 'utf8');
     expect(html.match(/<svg /g)?.length).toBeGreaterThanOrEqual(5);
     const hostIds = ['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0));

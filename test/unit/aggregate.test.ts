@@ -1,4 +1,4 @@
-import { aggregate, littlesLawChecks, median, speedup } from '../../activities/control/aggregate';
+import { aggregate, median, pgbenchConsistencyChecks, speedup } from '../../activities/control/aggregate';
 import type { ClusterResult, TpsRun } from '../../common/result';
 import { resolveSpec } from '../../common/spec';
 
@@ -61,22 +61,22 @@ describe('aggregate', () => {
     expect(result.checks.some((c) => !c.ok && c.scope === 'h-gp3-0')).toBe(true);
   });
 
-  it("flags a run whose throughput disagrees with Little's law", () => {
+  it("flags a run whose summary disagrees with its own log (clients / latency)", () => {
     const result = aggregateOf([cluster('local-disk', 0, run(1000, 4)), cluster('gp3', 0, run(250, 32))]);
-    const little = result.checks.filter((c) => c.name === "Little's law");
+    const little = result.checks.filter((c) => c.name === 'pgbench summary matches its transaction log');
     expect(little.find((c) => c.scope === 'h-local-disk-0')?.ok).toBe(false); // 8 / 4 ms = 2000, not 1000
     expect(little.find((c) => c.scope === 'h-gp3-0')?.ok).toBe(true);
   });
 
-  it("counts the clients' own time in Little's law, and warns when pgbench could not keep up", () => {
+  it("counts the clients' own time between transactions, and warns when pgbench could not keep up", () => {
     // 64 clients, 8 ms latency, 1 ms between transactions: 64 / 9 ms = 7,111 TPS.
     const starved = { ...run(7111, 8, 64), clientGapMs: 1 };
-    const checks = littlesLawChecks('h', starved);
-    expect(checks.find((c) => c.name === "Little's law")?.ok).toBe(true);
+    const checks = pgbenchConsistencyChecks('h', starved);
+    expect(checks.find((c) => c.name === 'pgbench summary matches its transaction log')?.ok).toBe(true);
     const kept = checks.find((c) => c.name === 'load generator kept up');
     expect(kept).toMatchObject({ ok: false, severity: 'warning' });
     expect(kept?.detail).toMatch(/12\.5 % of the 8 ms latency: pgbench was short of CPU/);
-    expect(littlesLawChecks('h', { ...run(8000, 8, 64), clientGapMs: 0.1 }).every((c) => c.ok)).toBe(true);
+    expect(pgbenchConsistencyChecks('h', { ...run(8000, 8, 64), clientGapMs: 0.1 }).every((c) => c.ok)).toBe(true);
   });
 
   it('has plain medians and speedups', () => {

@@ -1,0 +1,141 @@
+/**
+ * Every self-check a result carries can fail: a complete, healthy run passes every check, and for each check a run
+ * broken in the one way it guards against fails exactly it. A new check without a case here fails the last test.
+ */
+import { aggregate, drillChecks } from '../../activities/control/aggregate';
+import { latencyBreakdown, waitClassShares } from '../../common/breakdown';
+import type { Diagnostics, DiagnosticsSecond } from '../../common/diagnostics';
+import type { Check, ClusterResult, ExperimentResult } from '../../common/result';
+import { resolveSpec } from '../../common/spec';
+
+const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
+const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };
+
+/** 10 s of an emulated gp3 host at 2,000 TPS and 32 ms: every figure consistent with every other. */
+function healthyCluster(): ClusterResult {
+  const transactions = 20_000;
+  // 60 active backends on average over 200 samples: 30 reading pages, 5 in a WAL sync, 10 waiting for it, 15 on CPU.
+  const waitEvents = { 'IO:DataFileRead': 6000, 'IO:WALSync': 1000, 'LWLock:WALWrite': 2000, CPU: 3000 };
+  const second: DiagnosticsSecond = { second: 1, activeSessions: 60, dataFileRead: 30, cpuCores: 1, readIops: 2950, writeIops: 2900, readMBps: 23, writeMBps: 30 };
+  const diagnostics: Diagnostics = {
+    serverVersionNum: 150018,
+    startedAt: 't',
+    seconds: 10,
+    intervalMs: 50,
+    samples: 200,
+    samplesPerSecond: 20,
+    waitEvents,
+    waitClassShares: waitClassShares(waitEvents),
+    avgActiveSessions: 60,
+    // 15 ms of page reads per transaction: the same as the samples' 30 readers x 10 s / 20,000 transactions.
+    database: { xactCommit: transactions, xactRollback: 0, blksRead: 30_000, blksHit: 90_000, blkReadTimeMs: 15 * transactions, blkWriteTimeMs: 0, tupUpdated: transactions, tempBytes: 0, deadlocks: 0, msPerBlockRead: 10, hitRatio: 0.75 },
+    // 2.6 ms of WAL write + sync per transaction; the samples see 2.5 (5 syncing backends x 10 s / 20,000).
+    wal: { wal_records: transactions, wal_bytes: transactions * 8300, wal_sync: 15_000, wal_write_time: 4_000, wal_sync_time: 48_000 },
+    checkpoints: null,
+    io: null,
+    cpu: { source: 'cgroup', seconds: 10, coresBusy: 1, cores: 2 },
+    samplerCpuSeconds: 0.05,
+    device: null,
+    series: Array.from({ length: 10 }, (_, i) => ({ ...second, second: i + 1 })),
+    notes: [],
+  };
+  return {
+    hostId: 'h-gp3-0',
+    className: 'gp3',
+    index: 0,
+    status: 'ok',
+    emulated: true,
+    startedAt: 'a',
+    finishedAt: 'b',
+    load: { rows: 200_000, chunks: 10, chunksResumed: 0, loadSeconds: 1, indexSeconds: 0, vacuumSeconds: 0, heapBytes: 2 * 384 * 2 ** 20, rowsPerSecond: 1 },
+    tpsRun: {
+      tps: 2000,
+      transactions,
+      failedTransactions: 0,
+      durationSeconds: 10,
+      clients: 64,
+      threads: 2,
+      latencyMs: { mean: 32, p50: 30, p95: 60, p99: 90 },
+      clientGapMs: 0,
+      tpsSeries: Array(10).fill(2000),
+      pgbenchVersion: '15.18',
+    },
+    diagnostics,
+    breakdownMs: latencyBreakdown(32, waitEvents) ?? undefined,
+    failedAttempts: [],
+    phases: {
+      vacuum: {
+        table: 'pgbench_accounts', requestedBytes: 8 << 20, deadBytes: 8 << 20, deadTuples: 80_000, deadBytesDeviation: 0, usedBytesGrowth: 8 << 20,
+        relationBytesBefore: 1, relationBytesAfter: 2, rowsUpdated: 80_000, bloatSeconds: 1, preVacuumSeconds: 1, vacuumSeconds: 2,
+        verbose: { tuples: { removed: 80_000, remain: 200_000, deadNotYetRemovable: 0 }, pages: { removed: 0, remain: 1, scanned: 1000 } } as never,
+        device: null, cpu: null, autovacuumSetting: null,
+      },
+    },
+  };
+}
+
+function checksOf(c: ClusterResult, drills: Parameters<typeof drillChecks>[0] = []): Check[] {
+  const result: ExperimentResult = aggregate({ runId: 'r', spec, clusters: [c], startedAt: 'a', finishedAt: 'b', environment: env, cancelled: false });
+  return [...result.checks, ...drillChecks(drills)];
+}
+
+const passedDrill = { runId: 'd', kind: 'restore-drill' as const, status: 'passed' as const, verdict: 'passed: ...', location: '', figures: {} };
+
+/** For each check: how to break a healthy run so that it, and it alone, fails. */
+const BREAKERS: Record<string, (c: ClusterResult) => Parameters<typeof drillChecks>[0] | void> = {
+  'cluster completed': (c) => void (c.status = 'failed'),
+  'attempt failed (not averaged in)': (c) => void c.failedAttempts.push({ phase: 'tps', attempt: 1, error: 'heartbeat timeout', at: 't' }),
+  // A summary whose clients do not match its log: 90 clients at 32 ms would make 2,812 TPS, not 2,000.
+  'pgbench summary matches its transaction log': (c) => void (c.tpsRun!.clients = 90),
+  // pgbench short of CPU: its clients spend 5 ms between transactions (and the TPS follows, so the log still agrees).
+  'load generator kept up': (c) => void Object.assign(c.tpsRun!, { clientGapMs: 5, tps: 64 / 0.037 }),
+  'no failed transactions': (c) => void (c.tpsRun!.failedTransactions = 12),
+  'data set larger than memory': (c) => void (c.load!.heapBytes = 100 * 2 ** 20),
+  'storage emulated': (c) => void (c.emulated = false),
+  'diagnostics sampled': (c) => void delete c.diagnostics,
+  'sampler rate': (c) => void Object.assign(c.diagnostics!, { samplesPerSecond: 6 }),
+  'sampler cost': (c) => void (c.diagnostics!.samplerCpuSeconds = 1),
+  // The server timed 40 ms of reads per transaction, the samples saw 15: a sampler that misses reading backends.
+  'page-read time: samples vs server': (c) => void (c.diagnostics!.database.blkReadTimeMs = 40 * 20_000),
+  // WAL time in the samples but none in the server's statistics beyond a tenth of it.
+  'WAL time: samples vs server': (c) => void Object.assign(c.diagnostics!.wal!, { wal_write_time: 500, wal_sync_time: 4_500 }),
+  // 40 active backends / 2,000 TPS = 20 ms in the server for a 32 ms latency: time spent outside the server.
+  'server occupancy matches the latency': (c) => void (c.diagnostics!.avgActiveSessions = 40),
+  'throttle engaged': (c) => void c.diagnostics!.series.forEach((s) => Object.assign(s, { readIops: 1200, writeIops: 1100, readMBps: 9, writeMBps: 9 })),
+  'throttle held': (c) => void c.diagnostics!.series.forEach((s) => (s.writeIops = 5721)),
+  'dead bytes as requested': (c) => void Object.assign(c.phases.vacuum!, { deadBytes: 5 << 20, deadBytesDeviation: -0.375 }),
+  'VACUUM removed the dead tuples': (c) => void (c.phases.vacuum!.verbose.tuples.removed = 20_000),
+  'restore-drill passes': () => [{ ...passedDrill, status: 'failed', verdict: 'failed: missing WAL segment 000000010000000000000003' }],
+};
+
+describe('self-checks', () => {
+  it('a healthy run passes every check it carries', () => {
+    const checks = checksOf(healthyCluster(), [passedDrill]);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.length).toBeGreaterThanOrEqual(14);
+  });
+
+  it.each(Object.keys(BREAKERS))('"%s" fails on data made to break it', (name) => {
+    const c = healthyCluster();
+    const drills = BREAKERS[name](c) ?? [passedDrill];
+    const failed = checksOf(c, drills).filter((check) => !check.ok);
+    expect(failed.map((f) => f.name)).toContain(name);
+    // Broken in one way, the run fails the check that guards it and no unrelated one.
+    const related: Record<string, string[]> = {
+      'cluster completed': ['cluster completed'],
+      'diagnostics sampled': ['diagnostics sampled'],
+      'storage emulated': ['storage emulated', 'data set larger than memory'],
+    };
+    expect(failed.every((f) => (related[name] ?? [name]).includes(f.name))).toBe(true);
+  });
+
+  it('every check a result can carry has a case above', () => {
+    const names = new Set<string>();
+    for (const name of Object.keys(BREAKERS)) {
+      const c = healthyCluster();
+      const drills = BREAKERS[name](c) ?? [passedDrill];
+      for (const check of checksOf(c, drills)) names.add(check.name);
+    }
+    expect([...names].filter((n) => !(n in BREAKERS))).toEqual([]);
+  });
+});
