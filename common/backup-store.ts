@@ -2,6 +2,7 @@
  * A backup store resolved for one run: the spec's store (a folder, or an S3 bucket) plus the run's own prefix, so
  * every run's backups and archived WAL live apart. Holds no secret: hosts reach S3 with their own credentials.
  */
+import type { SpecProblem } from './errors';
 
 export type ResolvedBackupStore =
   | { kind: 'folder'; /** Absolute folder every host of the run can reach. */ path: string }
@@ -39,3 +40,35 @@ export function toolCompressionName(tool: BackupToolName, compression: BackupCom
 
 /** A base backup of everything (full) or of what changed since the previous backup (delta: pgBackRest's "incr"). */
 export type BackupKind = 'full' | 'delta';
+
+/** The default tool: WAL-G, the reference's (its production pattern archives WAL and base backups with it). */
+export const DEFAULT_BACKUP_TOOL: BackupToolName = 'wal-g';
+
+/** What a spec asks a backup tool for, and where in the spec each part comes from (for the messages). */
+export interface BackupToolNeeds {
+  tool: BackupToolName;
+  compression: BackupCompression;
+  /** The S3 endpoint the hosts reach the store at, when the store is S3 with one. */
+  s3Endpoint?: string;
+  fields: { tool: string; compression: string; endpoint: string };
+}
+
+/** Problems of asking a tool for what it cannot do; empty when it can. Pure: the spec rules call it. */
+export function backupToolProblems(n: BackupToolNeeds): SpecProblem[] {
+  const problems: SpecProblem[] = [];
+  const other = n.tool === 'wal-g' ? 'pgbackrest' : 'wal-g';
+  if (!TOOL_COMPRESSION_NAMES[n.tool][n.compression]) {
+    const can = Object.keys(TOOL_COMPRESSION_NAMES[n.tool]);
+    const otherCan = Boolean(TOOL_COMPRESSION_NAMES[other][n.compression]);
+    problems.push({
+      path: n.fields.compression,
+      message: `${n.tool} cannot compress with ${n.compression}; use ${can.join(', ')}${otherCan ? `, or set ${n.fields.tool} to "${other}"` : ''}`,
+    });
+  }
+  if (n.tool === 'pgbackrest' && n.s3Endpoint && !/^https:\/\//i.test(n.s3Endpoint))
+    problems.push({
+      path: n.fields.endpoint,
+      message: `pgBackRest talks to S3 over TLS only and ${n.s3Endpoint} is not https://; use an https:// endpoint or set ${n.fields.tool} to "wal-g" (it accepts plain HTTP)`,
+    });
+  return problems;
+}

@@ -4,6 +4,7 @@
  * Pure and workflow-safe: a drill validates its own input before anything is provisioned.
  */
 import { z } from 'zod';
+import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
 import type { SpecProblem } from './errors';
 import { versionProblems } from './postgres-versions';
 import { DRILL_MAX_CONNECTIONS, drillSpecRules } from './spec-rules';
@@ -34,6 +35,18 @@ const seconds = (min: number, max: number) =>
 const TableName = z
   .string()
   .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'must be a plain lower-case table name of the public schema' });
+
+/** The backup tool and how it writes: both drills' backup sections start with these. */
+const backupToolFields = {
+  /** WAL-G (the reference's) or pgBackRest. */
+  tool: z.enum(BACKUP_TOOLS, { error: `must be ${BACKUP_TOOLS.map((t) => `"${t}"`).join(' or ')}` }).default(DEFAULT_BACKUP_TOOL),
+  /** Compression of archived WAL and base backups alike. */
+  compression: z.enum(BACKUP_COMPRESSIONS, { error: `must be one of ${BACKUP_COMPRESSIONS.join(', ')}` }).default(DEFAULT_BACKUP_COMPRESSION),
+  store: BackupStoreSchema.default({ kind: 'folder' }),
+  archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
+  /** Keep the drill's backups and archived WAL after it ends (default: removed with the hosts). */
+  keep: z.boolean().default(false),
+};
 
 /** What both drills share: where hosts come from and how their Postgres runs. */
 const drillBase = {
@@ -83,10 +96,12 @@ export const RestoreDrillSpecSchema = z
     checksumTables: z.array(TableName).min(1, { error: 'must name at least one table' }),
     backup: z
       .object({
-        store: BackupStoreSchema.default({ kind: 'folder' }),
-        archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
-        /** Keep the drill's backups and archived WAL after it ends (default: removed with the hosts). */
-        keep: z.boolean().default(false),
+        ...backupToolFields,
+        /**
+         * `full`: one full base backup after the load. `delta`: a full one, writes, then a delta of it (WAL-G's delta,
+         * pgBackRest's incr), which the restore fetches with the full one beneath it.
+         */
+        kind: z.enum(['full', 'delta'], { error: 'must be "full" or "delta"' }).default('full'),
       })
       .strict(),
     /** Bound on the restore itself (fetch, replay, promote): a drill never hangs on a broken archive. */
@@ -103,8 +118,6 @@ export const RestoreDrillSpecSchema = z
   .strict()
   .superRefine((spec, ctx) => {
     baseRules(spec, ctx);
-    if (spec.provider === 'aws' && spec.backup.store.kind === 'folder')
-      issue(ctx, ['backup', 'store', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
     if (spec.inject.missingWalSegment && spec.backup.store.kind !== 'folder')
       issue(ctx, ['inject', 'missingWalSegment'], 'removing an archived segment is supported for a folder store only; use backup.store.kind "folder"');
   });
@@ -133,6 +146,17 @@ export const FailoverDrillSpecSchema = z
       .strict(),
     /** `rewind`: the old primary rejoins with pg_rewind (rebuilt from a base backup when it cannot); `none`: left down. */
     rejoin: z.enum(['rewind', 'none'], { error: 'must be "rewind" or "none"' }),
+    /**
+     * The production pattern's continuous archive: a base backup after the cluster is up, the primary's WAL archived to
+     * a store of the drill's own, each new primary continuing it on its new timeline; the tool checks the archive
+     * after the rounds. `enabled: false` archives nothing.
+     */
+    backup: z
+      .object({
+        enabled: z.boolean().default(true),
+        ...backupToolFields,
+      })
+      .strict(),
   })
   .strict()
   .superRefine((spec, ctx) => {
@@ -163,13 +187,26 @@ function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
   if (spec.provider === 'aws' && !spec.aws)
     issue(ctx, ['aws'], 'provider "aws" needs an aws section (region, subnetId, temporalAddress)');
   const failover = 'rounds' in spec;
+  const backups = !failover || spec.backup.enabled;
   for (const p of versionProblems({
     provider: spec.provider,
     version: spec.postgres.version,
     directIo: 'off',
-    backups: !failover,
+    backups,
+    backupTool: spec.backup.tool,
     replicas: failover,
-    fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'postgres.version', replicas: 'postgres.version' },
+    fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'backup.tool', replicas: 'postgres.version' },
+  }))
+    issue(ctx, p.path.split('.'), p.message);
+  if (!backups) return;
+  const { store } = spec.backup;
+  if (spec.provider === 'aws' && store.kind === 'folder')
+    issue(ctx, ['backup', 'store', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+  for (const p of backupToolProblems({
+    tool: spec.backup.tool,
+    compression: spec.backup.compression,
+    s3Endpoint: store.kind === 's3' ? store.endpoint : undefined,
+    fields: { tool: 'backup.tool', compression: 'backup.compression', endpoint: 'backup.store.endpoint' },
   }))
     issue(ctx, p.path.split('.'), p.message);
 }
@@ -217,6 +254,9 @@ export const FAILOVER_DRILL_PRESETS: Record<DrillPresetName, Record<string, unkn
     rounds: 1,
     writer: { connections: 4, killAfterSeconds: 2, afterFailoverSeconds: 1, maxOutageSeconds: 60 },
     rejoin: 'rewind',
+    // No forced switch within a round: the only segments a round completes are the ones the drill closes and waits for,
+    // so the kill never falls between a segment's completion and its push (a real gap the archive check would name).
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 60, keep: false },
   },
   'local-quick': {
     ...drillCommon('failover-drill'),
@@ -226,6 +266,7 @@ export const FAILOVER_DRILL_PRESETS: Record<DrillPresetName, Record<string, unkn
     rounds: 3,
     writer: { connections: 8, killAfterSeconds: 10, afterFailoverSeconds: 3, maxOutageSeconds: 120 },
     rejoin: 'rewind',
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 60, keep: false },
   },
 };
 

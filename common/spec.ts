@@ -3,6 +3,7 @@
  * Pure and deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
  */
 import { z } from 'zod';
+import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from './errors';
 import { DIRECT_IO_MODES, versionProblems } from './postgres-versions';
 import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
@@ -185,6 +186,10 @@ export const ExperimentSpecSchema = z
         enabled: z.boolean(),
         archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
         backupStore: BackupStoreSchema.default({ kind: 'folder' }),
+        /** The backup tool of the clusters and of the drills: WAL-G (the reference's) or pgBackRest. */
+        tool: z.enum(BACKUP_TOOLS, { error: `must be ${BACKUP_TOOLS.map((t) => `"${t}"`).join(' or ')}` }).default(DEFAULT_BACKUP_TOOL),
+        /** Compression of archived WAL and base backups alike. */
+        compression: z.enum(BACKUP_COMPRESSIONS, { error: `must be one of ${BACKUP_COMPRESSIONS.join(', ')}` }).default(DEFAULT_BACKUP_COMPRESSION),
         /** Drills run after the clusters, on hosts like the candidate class's: a restore drill, a failover drill. */
         drills: z.array(z.enum(['restore', 'failover'], { error: 'must be "restore" or "failover"' })).default([]),
       })
@@ -231,19 +236,29 @@ export const ExperimentSpecSchema = z
       );
     if (spec.provider === 'aws' && !spec.aws)
       add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
-    const backupsField = spec.durability.enabled ? 'durability.enabled' : 'durability.drills';
+    // The failover drill archives too (its own store, the same tool), so every drill backs up.
+    const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
     for (const p of versionProblems({
       provider: spec.provider,
       version: spec.postgres.version,
       directIo: spec.postgres.directIo,
-      backups: spec.durability.enabled || spec.durability.drills.includes('restore'),
+      backups: backsUp,
+      backupTool: spec.durability.tool,
       replicas: spec.durability.drills.includes('failover'),
-      fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: backupsField, replicas: 'durability.drills' },
+      fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'durability.tool', replicas: 'durability.drills' },
     }))
       add(p.path.split('.'), p.message);
-    const backsUp = spec.durability.enabled || spec.durability.drills.includes('restore');
     if (backsUp && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
       add(['durability', 'backupStore', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+    const store = spec.durability.backupStore;
+    if (backsUp)
+      for (const p of backupToolProblems({
+        tool: spec.durability.tool,
+        compression: spec.durability.compression,
+        s3Endpoint: store.kind === 's3' ? store.endpoint : undefined,
+        fields: { tool: 'durability.tool', compression: 'durability.compression', endpoint: 'durability.backupStore.endpoint' },
+      }))
+        add(p.path.split('.'), p.message);
   });
 
 /** A validated, normalised experiment spec. */

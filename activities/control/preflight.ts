@@ -5,10 +5,11 @@
  * retried: a spec mistake fails as InvalidSpecError, an environment that cannot run it as PreflightError.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { statfsSync } from 'node:fs';
+import { accessSync, constants, statfsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { awsRunProblems } from '../../common/aws';
+import type { BackupToolName } from '../../common/backup-store';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/drill-spec';
 import { FAILURE_TYPES, formatSpecProblems } from '../../common/errors';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/spec';
@@ -17,6 +18,7 @@ import { traversableByOthers } from '../../infra/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { detectCgroups } from '../../infra/providers/local/cgroups';
+import { findWalg } from '../lib/walg';
 import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from './spec-checks';
 
 export interface PreflightDeps {
@@ -100,6 +102,27 @@ function freeBytes(dir: string): number | null {
   }
 }
 
+/** Whether the backup tool a local run names is installed here (local hosts run this machine's binaries); null when it is. */
+function backupToolProblem(tool: BackupToolName, field: string): string | null {
+  if (tool === 'wal-g')
+    return findWalg()
+      ? null
+      : `${field}: WAL-G is not installed here; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
+  return onPath('pgbackrest') ? null : `${field}: pgBackRest is not installed here; apt-get install pgbackrest (infra/bootstrap.sh does) or set ${field} to "wal-g"`;
+}
+
+/** Whether an executable of that name is on PATH. */
+function onPath(name: string): boolean {
+  return (process.env.PATH ?? '').split(':').some((dir) => {
+    try {
+      accessSync(path.join(dir || '.', name), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** Hosts a drill has at once: the restore drill's source and restore host; the failover drill's three nodes and its client. */
 const DRILL_HOSTS = { restore: 2, failover: 4 } as const;
 
@@ -124,6 +147,9 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           parallelField: 'maxParallelClusters',
         });
         problems.push(...local.problems);
+        const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
+        const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool') : null;
+        if (tool) problems.push(tool);
         warnings.push(...local.warnings);
       }
       if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
@@ -150,7 +176,9 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           memoryLimitMiB: spec.host.memoryLimitMiB,
           volumeBytes: drillVolumeBytes(spec),
         });
-        refuseEnvironmentProblems(local.problems);
+        const backsUp = !('rounds' in spec) || spec.backup.enabled;
+        const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool') : null;
+        refuseEnvironmentProblems(tool ? [...local.problems, tool] : local.problems);
         warnings.push(...local.warnings);
       }
       return { warnings };

@@ -67,6 +67,57 @@ describe('drill specs', () => {
     ]);
   });
 
+  it('backs up with WAL-G by default, lz4, one full backup; the failover drill archives too', () => {
+    const restore = resolveRestoreDrill({ preset: 'ci' });
+    expect(restore.backup).toMatchObject({ tool: 'wal-g', compression: 'lz4', kind: 'full', keep: false });
+    const failover = resolveFailoverDrill({ preset: 'ci' });
+    expect(failover.backup).toMatchObject({ enabled: true, tool: 'wal-g', compression: 'lz4', store: { kind: 'folder' } });
+    expect(resolveRestoreDrill({ preset: 'ci', backup: { tool: 'pgbackrest', compression: 'bzip2', kind: 'delta' } }).backup).toMatchObject({
+      tool: 'pgbackrest',
+      compression: 'bzip2',
+      kind: 'delta',
+    });
+  });
+
+  it('refuses backup tool combinations that cannot work, naming the field and the fix', () => {
+    const s3 = (endpoint: string) => ({ kind: 's3', bucket: 'lab-backups', endpoint });
+    // pgBackRest talks to S3 over TLS only; WAL-G takes plain HTTP (moto, MinIO).
+    expect(problemsOf(resolveRestoreDrill, { preset: 'ci', backup: { tool: 'pgbackrest', store: s3('http://127.0.0.1:9000') } })).toEqual([
+      expect.objectContaining({ path: 'backup.store.endpoint', message: expect.stringMatching(/TLS only.*set backup\.tool to "wal-g"/) }),
+    ]);
+    expect(() => resolveRestoreDrill({ preset: 'ci', backup: { tool: 'pgbackrest', store: s3('https://minio.internal:9000') } })).not.toThrow();
+    expect(() => resolveRestoreDrill({ preset: 'ci', backup: { store: s3('http://127.0.0.1:9000') } })).not.toThrow();
+    // Each tool writes its own set of compressions; the message lists them and names the other tool when it can.
+    expect(problemsOf(resolveRestoreDrill, { preset: 'ci', backup: { compression: 'bzip2' } })).toEqual([
+      expect.objectContaining({ path: 'backup.compression', message: 'wal-g cannot compress with bzip2; use lz4, zstd, lzma, none, or set backup.tool to "pgbackrest"' }),
+    ]);
+    expect(problemsOf(resolveRestoreDrill, { preset: 'ci', backup: { tool: 'pgbackrest', compression: 'lzma' } })[0].message).toMatch(/set backup\.tool to "wal-g"/);
+    expect(problemsOf(resolveRestoreDrill, { preset: 'ci', backup: { tool: 'barman' } })).toEqual([
+      expect.objectContaining({ path: 'backup.tool', message: 'must be "wal-g" or "pgbackrest"' }),
+    ]);
+    // Standbys archive too in the failover drill: pgBackRest allows one archiver per repository.
+    expect(problemsOf(resolveFailoverDrill, { preset: 'ci', backup: { tool: 'pgbackrest' } })).toEqual([
+      expect.objectContaining({ path: 'backup.tool', message: expect.stringMatching(/archive_mode = always.*one archiver per repository/) }),
+    ]);
+    expect(() => resolveFailoverDrill({ preset: 'ci', backup: { tool: 'pgbackrest', enabled: false } })).not.toThrow();
+    // An experiment's durability section follows the same rules, named by its own fields.
+    expect(problemsOf(() => resolveSpec({ preset: 'ci', durability: { enabled: true, tool: 'pgbackrest', backupStore: s3('http://127.0.0.1:9000') } }), null)).toEqual([
+      expect.objectContaining({ path: 'durability.backupStore.endpoint' }),
+    ]);
+    expect(problemsOf(() => resolveSpec({ preset: 'ci', durability: { drills: ['failover'], tool: 'pgbackrest' } }), null)).toEqual([
+      expect.objectContaining({ path: 'durability.tool' }),
+    ]);
+    expect(() => resolveSpec({ preset: 'ci', durability: { enabled: false, tool: 'pgbackrest', compression: 'lzma' } })).not.toThrow();
+  });
+
+  it('gives an experiment\'s drills its backup tool, compression, store and archive_timeout', () => {
+    const spec = resolveSpec({ preset: 'ci', durability: { drills: ['restore', 'failover'], compression: 'zstd', archiveTimeoutSeconds: 7 } });
+    for (const kind of ['restore', 'failover'] as const) {
+      const backup = (kind === 'restore' ? resolveRestoreDrill : resolveFailoverDrill)(drillInputFor(kind, spec)).backup;
+      expect(backup).toMatchObject({ tool: 'wal-g', compression: 'zstd', archiveTimeoutSeconds: 7, store: { kind: 'folder' } });
+    }
+  });
+
   it('rejects a non-object and an unknown preset, saying what to pass', () => {
     expect(problemsOf(resolveRestoreDrill, 'ci')[0].message).toMatch(/\{"preset":"ci"\}/);
     const [p] = problemsOf(resolveFailoverDrill, { preset: 'huge' });

@@ -34,8 +34,8 @@ describe('version rules', () => {
     [{ postgres: { version: 15 } }, 'postgres.directIo', 'needs PostgreSQL 16+'],
     [{ postgres: { version: null } }, 'postgres.directIo', 'set postgres.version to 17'],
     [{ postgres: { directIo: 'wal' } }, 'postgres.directIo', 'must be one of off, data, data+wal'],
-    [{ durability: { enabled: true } }, 'durability.enabled', 'pgBackRest 2.45 does not know 17'],
-    [{ durability: { drills: ['restore'] } }, 'durability.drills', 'back up with WAL-G'],
+    [{ durability: { enabled: true, tool: 'pgbackrest' } }, 'durability.tool', 'pgBackRest 2.45 does not know 17'],
+    [{ durability: { drills: ['restore'], tool: 'pgbackrest' } }, 'durability.tool', 'back up with WAL-G'],
     [{ durability: { drills: ['failover'] } }, 'durability.drills', 'pg_basebackup / pg_rewind 15 refuse'],
   ])('refuses local-quick with %j, naming %s', (override, field, fragment) => {
     const problems = problemsOf(() => resolveSpec({ preset: 'local-quick', ...override }));
@@ -54,8 +54,13 @@ describe('version rules', () => {
     expect(versionProblems({ ...needs, backupTool: 'wal-g', replicas: true }).map((p) => p.path)).toEqual(['r']);
   });
 
-  it('keeps local drills on 15', () => {
-    expect(problemsOf(() => resolveRestoreDrill({ preset: 'ci', postgres: { version: 17 } }))[0]).toMatchObject({ path: 'postgres.version' });
+  it('lets WAL-G (the default) archive a local 17, and keeps pgBackRest and local replicas on 15', () => {
+    expect(problemsOf(() => resolveSpec({ preset: 'local-quick', durability: { enabled: true } }))).toEqual([]);
+    expect(problemsOf(() => resolveRestoreDrill({ preset: 'ci', postgres: { version: 17 } }))).toEqual([]);
+    expect(problemsOf(() => resolveRestoreDrill({ preset: 'ci', postgres: { version: 17 }, backup: { tool: 'pgbackrest' } }))[0]).toMatchObject({
+      path: 'backup.tool',
+      message: expect.stringContaining('back up with WAL-G'),
+    });
     expect(problemsOf(() => resolveFailoverDrill({ preset: 'ci', postgres: { version: 17 } }))[0].message).toContain('pg_rewind');
     expect(problemsOf(() => resolveFailoverDrill({ preset: 'ci', postgres: { version: 15 } }))).toEqual([]);
   });
