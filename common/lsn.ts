@@ -58,3 +58,34 @@ export function segmentEndLsn(name: string, segmentBytes = DEFAULT_WAL_SEGMENT_B
   if (!seg) throw new Error(`not a WAL segment name: ${JSON.stringify(name)}`);
   return formatLsn((seg.segno + 1n) * BigInt(segmentBytes));
 }
+
+/**
+ * The newest whole segment pg_stat_archiver's last_archived_wal says is archived. A backup history file
+ * ("…05.00000028.backup") is named after the segment its backup started in and is archived after it (the archiver
+ * takes the oldest name first), so it counts as that segment. A timeline history file or a .partial segment (the old
+ * timeline's tail, archived at a promotion) names no whole segment: null.
+ */
+export function lastArchivedSegment(lastArchivedWal: string | null): string | null {
+  return /^([0-9A-F]{24})(\.[0-9A-F]{8}\.backup)?$/.exec(lastArchivedWal ?? '')?.[1] ?? null;
+}
+
+/** The LSN before which every WAL byte is archived (the end of the last archived segment); null when none is known. */
+export function archivedThroughLsn(lastArchivedWal: string | null, segmentBytes = DEFAULT_WAL_SEGMENT_BYTES): string | null {
+  const segment = lastArchivedSegment(lastArchivedWal);
+  return segment ? segmentEndLsn(segment, segmentBytes) : null;
+}
+
+/** Whether the archive holds every WAL byte before lsn, by last_archived_wal: an lsn at a segment's end needs that segment only. */
+export function archiveCovers(lastArchivedWal: string | null, lsn: string, segmentBytes = DEFAULT_WAL_SEGMENT_BYTES): boolean {
+  const through = archivedThroughLsn(lastArchivedWal, segmentBytes);
+  return through !== null && compareLsn(through, lsn) >= 0;
+}
+
+/**
+ * Whether the server has archived a segment, from its files in pg_wal/archive_status: `.ready` until archive_command
+ * succeeded, then `.done` (removed when the segment is recycled, only after it was archived). A segment closed by
+ * pg_switch_wal has one of the two at once.
+ */
+export function segmentArchived(segment: string, statusFiles: string[]): boolean {
+  return statusFiles.includes(`${segment}.done`) && !statusFiles.includes(`${segment}.ready`);
+}

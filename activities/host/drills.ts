@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
 import type { FailurePoint, RestoreTarget, RestoreVerification, TableChecksum } from '../../common/drill-result';
-import { compareLsn, lsnDiff, parseSegmentName, segmentEndLsn } from '../../common/lsn';
+import { archiveCovers, archivedThroughLsn, lsnDiff, segmentArchived } from '../../common/lsn';
 import { clientTool } from '../../infra/postgres-binaries';
 import { libpqEnv, quoteIdent, withConnection } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
@@ -14,6 +14,7 @@ import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { parseAmcheck } from '../parsers/pg-amcheck';
 import { parseSummary } from '../parsers/pgbench';
 import { asClientUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { serverLog, tail } from './postgres';
 
 const LEDGER = 'storage_lab.drill_ledger';
 
@@ -101,8 +102,7 @@ async function failurePoint(c: Client): Promise<FailurePoint> {
          FROM pg_stat_archiver a`,
     )
   ).rows[0];
-  const segmentBytes = Number(s.seg);
-  const through = s.wal && parseSegmentName(s.wal, segmentBytes) ? segmentEndLsn(s.wal, segmentBytes) : null;
+  const through = archivedThroughLsn(s.wal, Number(s.seg));
   const m = (
     await c.query<{ last_archived_id: string | null; oldest_unarchived: Date | null; last_id: string | null }>(
       `WITH m AS (SELECT id, committed_at, coalesce(lead(lsn) OVER (ORDER BY id), $2::pg_lsn) AS acked_lsn FROM ${LEDGER})
@@ -188,8 +188,7 @@ export async function waitForArchive(deps: HostDeps, input: HostInput & { lsn: s
                   (SELECT setting FROM pg_settings WHERE name = 'wal_segment_size') AS seg FROM pg_stat_archiver`,
         )
       ).rows[0];
-      const through = s.wal && parseSegmentName(s.wal, Number(s.seg)) ? segmentEndLsn(s.wal, Number(s.seg)) : null;
-      if (through && compareLsn(through, input.lsn) > 0) return { seconds: (Date.now() - started) / 1000 };
+      if (archiveCovers(s.wal, input.lsn, Number(s.seg))) return { seconds: (Date.now() - started) / 1000 };
       if (Date.now() - started > input.timeoutSeconds * 1000)
         throw new Error(
           `the archive did not reach ${input.lsn} within ${input.timeoutSeconds} s (last archived: ${s.wal ?? 'none'}; failed attempts: ${s.failed}${s.last_failed ? `, last failed: ${s.last_failed}` : ''})`,
@@ -198,6 +197,48 @@ export async function waitForArchive(deps: HostDeps, input: HostInput & { lsn: s
       await ctx.sleep(200);
     }
   });
+}
+
+/**
+ * Closes the primary's current WAL segment and waits, at most timeoutSeconds, until the server has archived it (the
+ * failover drill: each new primary's first segment on its new timeline, and the last one before the archive check).
+ * Judged by the segment's own archive status, not by pg_stat_archiver: at a promotion the server archives the old
+ * timeline's .partial and the history file too, and a server that archives what it received as a standby
+ * (archive_mode = always) archives older segments after newer ones, so last_archived_wal need not name the newest.
+ */
+export async function archiveCurrentSegment(deps: HostDeps, input: HostInput & { timeoutSeconds: number }): Promise<{ segment: string; seconds: number }> {
+  assertHost(deps, input);
+  const ctx = Context.current();
+  return withConnection(deps.config, async (c) => {
+    // A restore point writes WAL, so the switch always closes a segment.
+    await c.query("SELECT pg_create_restore_point('storage-lab archive check')");
+    const segment = (await c.query<{ segment: string }>('SELECT pg_walfile_name(s - 1) AS segment FROM pg_switch_wal() s')).rows[0].segment;
+    const started = Date.now();
+    for (;;) {
+      const s = (
+        await c.query<{ statuses: string[]; failed: string; last_failed: string | null }>(
+          `SELECT array(SELECT name FROM pg_ls_archive_statusdir() WHERE name LIKE $1 || '.%') AS statuses,
+                  failed_count::text AS failed, last_failed_wal AS last_failed FROM pg_stat_archiver`,
+          [segment],
+        )
+      ).rows[0];
+      if (segmentArchived(segment, s.statuses)) return { segment, seconds: (Date.now() - started) / 1000 };
+      if (Date.now() - started > input.timeoutSeconds * 1000)
+        throw new Error(
+          `${segment} was not archived within ${input.timeoutSeconds} s (archive status: ${s.statuses.join(', ') || 'none'}; failed attempts: ${s.failed}${s.last_failed ? `, last failed: ${s.last_failed}` : ''}); ${archiveError(deps) ?? "the archive_command's errors are in the server's log"}`,
+        );
+      ctx.heartbeat({ phase: 'waiting for the archive', segment });
+      await ctx.sleep(200);
+    }
+  });
+}
+
+/** The archive command's last error in the server's log (its stderr lands there), with the failure line; null when none. */
+function archiveError(deps: HostDeps): string | null {
+  const lines = tail(serverLog(deps), 400).split('\n');
+  const failed = lines.map((l, i) => (/archive command failed/.test(l) ? i : -1)).filter((i) => i >= 0).pop();
+  if (failed === undefined) return null;
+  return lines.slice(Math.max(0, failed - 2), failed + 1).filter((l) => !/^\s*$/.test(l)).join(' / ');
 }
 
 export interface VerifyRestoreInput extends HostInput {

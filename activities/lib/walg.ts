@@ -10,7 +10,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
-import { formatLsn, parseLsn, parseSegmentName, segmentEndLsn } from '../../common/lsn';
+import { formatLsn, lastArchivedSegment, parseLsn, parseSegmentName, segmentEndLsn } from '../../common/lsn';
 import { LAB_ROLE } from '../../common/names';
 import { labPaths, traversableByOthers } from '../../infra/lab-paths';
 import {
@@ -229,8 +229,7 @@ export class WalG implements BackupTool {
               'SELECT last_archived_wal AS wal, failed_count::text AS failed, last_failed_wal AS last_failed FROM pg_stat_archiver',
             )
           ).rows[0];
-          // A segment, or a backup history file named after one (archived after that segment).
-          const archived = /^[0-9A-F]{24}/.exec(s.wal ?? '')?.[0];
+          const archived = lastArchivedSegment(s.wal);
           if (archived && archived >= seg) return;
           if (Date.now() - started > ARCHIVE_CHECK_TIMEOUT_MS)
             throw new Error(

@@ -6,7 +6,7 @@ import { renderPgbackrestConfig } from '../../activities/lib/pgbackrest';
 import { parseAmcheck } from '../../activities/parsers/pg-amcheck';
 import { parseArchiveListing, parseInfo, parseVerify } from '../../activities/parsers/pgbackrest';
 import { isoTimestamp, parseRecoveryLog } from '../../activities/parsers/recovery-log';
-import { compareLsn, lsnDiff, parseSegmentName, segmentEndLsn, segmentOfLsn } from '../../common/lsn';
+import { archiveCovers, archivedThroughLsn, compareLsn, lastArchivedSegment, lsnDiff, parseSegmentName, segmentArchived, segmentEndLsn, segmentOfLsn } from '../../common/lsn';
 import { mostAdvanced, quorumOf } from '../../workflows/failover-drill-workflow';
 
 const fixture = (tool: string, name: string) => readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'fixtures', tool, name), 'utf8');
@@ -155,6 +155,44 @@ describe('WAL positions and segments', () => {
     expect(missingSegments(archived, '000000010000000000000003', '000000010000000000000006')).toEqual(['000000010000000000000005']);
     expect(missingSegments(archived, '000000010000000000000003', '000000010000000000000004')).toEqual([]);
     expect(missingSegments(['0000000100000000000000FF', '000000010000000100000000'], '0000000100000000000000FF', '000000010000000100000000')).toEqual([]);
+  });
+});
+
+describe('the archive as the server reports it', () => {
+  // Real last_archived_wal values of PostgreSQL 15 (a switch, a base backup, a promotion), one per moment.
+  const captured = Object.fromEntries(
+    fixture('postgres-15', 'last-archived-wal.txt')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#') && !l.startsWith('archived:'))
+      .map((l) => l.split(': ') as [string, string]),
+  );
+
+  it('reads a backup history file as the segment it is named after, and a .partial or history file as no whole segment', () => {
+    expect(lastArchivedSegment(captured['after switch'])).toBe('000000010000000000000001');
+    expect(captured['after backup']).toBe('000000010000000000000002.00000028.backup');
+    expect(lastArchivedSegment(captured['after backup'])).toBe('000000010000000000000002');
+    expect(archivedThroughLsn(captured['after backup'])).toBe('0/3000000');
+    expect(lastArchivedSegment(captured['after promote'])).toBeNull();
+    expect(lastArchivedSegment('00000002.history')).toBeNull();
+    expect(archivedThroughLsn(null)).toBeNull();
+  });
+
+  it('counts an LSN at a segment\'s end as covered by that segment, not the next', () => {
+    // pg_switch_wal() returns the end of the segment it closed: everything before it is in that segment.
+    expect(archiveCovers('000000010000000000000002', '0/3000000')).toBe(true);
+    expect(archiveCovers('000000010000000000000002', '0/2FFFFFF')).toBe(true);
+    expect(archiveCovers('000000010000000000000002', '0/3000001')).toBe(false);
+    expect(archiveCovers(captured['after backup'], '0/3000000')).toBe(true);
+    expect(archiveCovers(captured['after promote'], '0/1000000')).toBe(false);
+    expect(archiveCovers(null, '0/1')).toBe(false);
+  });
+
+  it('judges a segment archived by its own archive status, whatever was archived last', () => {
+    // After the promotion the server archived an older segment after a newer one: last_archived_wal went back.
+    expect(captured['after switch on the new primary']).toBe('000000010000000000000003');
+    expect(segmentArchived('000000020000000000000005', ['000000020000000000000005.done', '000000010000000000000003.done'])).toBe(true);
+    expect(segmentArchived('000000020000000000000005', ['000000020000000000000005.ready'])).toBe(false);
+    expect(segmentArchived('000000020000000000000005', [])).toBe(false);
   });
 });
 
