@@ -28,6 +28,12 @@ export interface BackupInfo {
   walStop: string;
 }
 
+/** The backup tool a drill ran, as it names itself (`wal-g --version`, `pgbackrest version`). */
+export interface BackupToolRun {
+  name: string;
+  version: string;
+}
+
 /** The archive as seen at the failure point: how far behind the commits it was (the achieved RPO). */
 export interface FailurePoint {
   at: string;
@@ -82,8 +88,39 @@ export interface RestoreVerification {
   checksums: VerificationOutcome & { tables: Record<string, { expected: TableChecksum | null; restored: TableChecksum }> };
   amcheck: VerificationOutcome & { problems: number };
   /** The tool's repository check (backup files are null when it checks WAL only, as WAL-G's wal-verify does). */
-  backupVerify: VerificationOutcome & { walChecked: number; walInvalid: number; backupFilesChecked: number | null; backupFilesInvalid: number | null };
+  backupVerify: RepositoryVerification;
   archiveContinuity: VerificationOutcome & { from: string; to: string; checked: number; missing: string[] };
+}
+
+/** The tool's own check of its repository: its detail line names the tool and the command; timed on the host. */
+export interface RepositoryVerification extends VerificationOutcome {
+  tool: string;
+  walChecked: number;
+  walInvalid: number;
+  backupFilesChecked: number | null;
+  backupFilesInvalid: number | null;
+  /** Segments the tool found missing; null when it does not look for gaps (pgBackRest's verify). */
+  missingWal: string[] | null;
+  /** Wall time of the check (pgbackrest verify, wal-g wal-verify). */
+  seconds: number;
+}
+
+/** A tool's timed repository check as a verification: its own detail line, which names the tool and what it checked. */
+export function repositoryVerification(
+  tool: string,
+  c: Omit<RepositoryVerification, 'tool'>,
+): RepositoryVerification {
+  return {
+    ok: c.ok,
+    detail: c.detail,
+    tool,
+    walChecked: c.walChecked,
+    walInvalid: c.walInvalid,
+    backupFilesChecked: c.backupFilesChecked,
+    backupFilesInvalid: c.backupFilesInvalid,
+    missingWal: c.missingWal,
+    seconds: c.seconds,
+  };
 }
 
 /** What every drill result starts with. */
@@ -127,7 +164,11 @@ export interface RestoreDrillResult extends DrillResultHead<'restore-drill', Res
   hosts: { source: string; restore: string };
   /** Where the backups and archived WAL live (a folder or an s3:// URL). */
   backupStore: string | null;
+  backupTool: BackupToolRun | null;
+  /** The backup restored (with backup.kind "delta", the delta). */
   backup: BackupInfo | null;
+  /** With backup.kind "delta": the full backup the delta was taken from. */
+  fullBackup: BackupInfo | null;
   target: RestoreTarget | null;
   failurePoint: FailurePoint | null;
   /** The segment the drill removed from the archive, when asked to (inject.missingWalSegment). */
@@ -184,14 +225,30 @@ export interface FailoverRound {
   /** In-doubt writes that did land on the new primary. */
   inDoubtPresent: number;
   oldPrimary: { action: 'rewound' | 'rebuilt' | 'left down'; seconds: number | null; detail: string };
+  /** With the archive on: the new primary's first segment on its new timeline, archived during the round. */
+  archivedOnNewTimeline?: string;
   ok: boolean;
   error?: string;
+}
+
+/** The failover drill's continuous archive: where it went, the base backup beneath it, and the tool's check after the rounds. */
+export interface FailoverArchive {
+  backupStore: string;
+  backupTool: BackupToolRun;
+  backup: BackupInfo | null;
+  /** The last segment the check covers: the final primary's, after a switch that closed it. */
+  throughSegment: string | null;
+  /** Timelines the archive spans: 1 + one per promotion. */
+  timeline: number | null;
+  check: RepositoryVerification | null;
 }
 
 export interface FailoverDrillResult extends DrillResultHead<'failover-drill', FailoverDrillSpec> {
   mode: FailoverDrillSpec['mode'];
   synchronousStandbyNames: string | null;
   hosts: { client: string; nodes: Record<string, string> };
+  /** Null when backup.enabled is false. */
+  archive: FailoverArchive | null;
   rounds: FailoverRound[];
   summary: { rounds: number; lostCommits: number; rtoSecondsMedian: number | null; rtoSecondsMax: number | null };
   errors: string[];
@@ -207,4 +264,67 @@ export interface DrillSummary {
   verdict: string;
   location: string;
   figures: Record<string, number | string | null>;
+}
+
+/** One tool's restore drill in a comparison: the headline figures from the drill's own summary. */
+export interface ToolComparisonRow {
+  tool: string;
+  toolVersion: string | null;
+  /** The drill's own run (its result.json and report.md are there). */
+  drillRunId: string;
+  status: DrillSummary['status'];
+  verdict: string;
+  location: string;
+  /** What the backup stored (compressed; a delta: what it added), of how big a database. */
+  backupBytes: number | null;
+  databaseBytes: number | null;
+  backupSeconds: number | null;
+  fetchSeconds: number | null;
+  replaySeconds: number | null;
+  promoteSeconds: number | null;
+  rtoSeconds: number | null;
+  rpoSeconds: number | null;
+  rpoBytes: number | null;
+  /** The tool's repository check (pgbackrest verify, wal-g wal-verify). */
+  verifySeconds: number | null;
+}
+
+/** `storage-lab drill restore --compare-tools`: the same restore drill with each tool, one after the other. */
+export interface RestoreToolComparison {
+  schemaVersion: typeof DRILL_RESULT_SCHEMA_VERSION;
+  kind: 'restore-tool-comparison';
+  runId: string;
+  preset: string | null;
+  status: 'passed' | 'failed' | 'cancelled';
+  verdict: string;
+  startedAt: string;
+  finishedAt: string;
+  /** The drill input both ran with (each with its own backup.tool). */
+  input: Record<string, unknown>;
+  rows: ToolComparisonRow[];
+  errors: string[];
+}
+
+/** A row from a drill's summary (figures as restoreDrillWorkflow returns them). */
+export function comparisonRow(tool: string, drillRunId: string, summary: DrillSummary): ToolComparisonRow {
+  const f = summary.figures;
+  const num = (k: string) => (typeof f[k] === 'number' ? (f[k] as number) : null);
+  return {
+    tool,
+    toolVersion: typeof f.toolVersion === 'string' ? f.toolVersion : null,
+    drillRunId,
+    status: summary.status,
+    verdict: summary.verdict,
+    location: summary.location,
+    backupBytes: num('backupBytes'),
+    databaseBytes: num('databaseBytes'),
+    backupSeconds: num('backupSeconds'),
+    fetchSeconds: num('fetchSeconds'),
+    replaySeconds: num('replaySeconds'),
+    promoteSeconds: num('promoteSeconds'),
+    rtoSeconds: num('rtoSeconds'),
+    rpoSeconds: num('rpoSeconds'),
+    rpoBytes: num('rpoBytes'),
+    verifySeconds: num('verifySeconds'),
+  };
 }

@@ -4,13 +4,15 @@
  * that follow pay what a durable production cluster pays. The backups go to the cluster's own prefix of the
  * spec's backup store and are removed with the host.
  */
-import type { BackupInfo } from '../common/drill-result';
+import type { BackupInfo, BackupToolRun } from '../common/drill-result';
 import { backupStoreLocation } from '../common/backup-store';
 import type { ExperimentSpec } from '../common/spec';
 import { providerCalls, type hostCalls } from './proxies';
 
 export interface ClusterDurability {
   backupStore: string;
+  /** The tool that archives the WAL and took the backup, as it names itself. */
+  backupTool: BackupToolRun;
   archiveTimeoutSeconds: number;
   backup: BackupInfo;
 }
@@ -23,15 +25,17 @@ export async function archiveAndBackUp(
   spec: ExperimentSpec,
   settings: Record<string, string>,
 ): Promise<ClusterDurability> {
-  const { archiveTimeoutSeconds, backupStore } = spec.durability;
+  const { archiveTimeoutSeconds, backupStore, tool, compression } = spec.durability;
   const store = await providerCalls.prepareBackupStore({ runId: storeKey, store: backupStore });
-  const archiving = await host.setup.configureBackups({ hostId, store, archiveTimeoutSeconds });
+  const archiving = await host.setup.configureBackups({ hostId, store, tool, compression, archiveTimeoutSeconds });
   await host.setup.configurePostgres.executeWithOptions({ summary: `archive WAL with ${archiving.tool} ${archiving.version} (archive_timeout ${archiveTimeoutSeconds} s)` }, [
     { hostId, settings: { ...settings, ...archiving.settings } },
   ]);
-  await host.setup.initBackupRepository({ hostId, store });
-  const backup = await host.setup.takeBackup.executeWithOptions({ summary: `full base backup to ${backupStoreLocation(store)}` }, [{ hostId, store }]);
-  return { backupStore: backupStoreLocation(store), archiveTimeoutSeconds, backup };
+  await host.setup.initBackupRepository({ hostId, store, tool });
+  const backup = await host.setup.takeBackup.executeWithOptions({ summary: `full base backup to ${backupStoreLocation(store)} with ${tool}` }, [
+    { hostId, store, tool, kind: 'full' },
+  ]);
+  return { backupStore: backupStoreLocation(store), backupTool: { name: archiving.tool, version: archiving.version }, archiveTimeoutSeconds, backup };
 }
 
 /** Removes a cluster's backups (nothing there is fine). */

@@ -32,12 +32,11 @@ export function drillInputFor(kind: DrillKind, spec: ExperimentSpec): DrillInput
     ...(spec.aws ? { aws: spec.aws } : {}),
     expiresAfterHours: spec.expiresAfterHours,
   };
-  if (kind === 'failover') return common;
-  return {
-    ...common,
-    data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters },
-    backup: { store: spec.durability.backupStore, archiveTimeoutSeconds: spec.durability.archiveTimeoutSeconds },
-  };
+  // Both drills archive with the experiment's tool to their own prefix of its store.
+  const { tool, compression, backupStore, archiveTimeoutSeconds } = spec.durability;
+  const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
+  if (kind === 'failover') return { ...common, backup };
+  return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
 }
 
 /** The workflow id of an experiment's drill. */

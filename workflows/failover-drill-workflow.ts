@@ -6,13 +6,22 @@
  * the other is repointed to it, and the writer finds the new primary. The round measures write downtime (last
  * acknowledged commit before the kill to the first after it: the RTO) and counts acknowledged ids missing on the new
  * primary (0 under ANY 1; "async" mode shows the contrast). The old primary rejoins with pg_rewind for the next round.
- * Results are saved, then every host is torn down in a non-cancellable scope. One object argument: {"preset":"ci"}.
+ * As in the reference's production pattern, the primary archives its WAL continuously through the backup tool (the
+ * backup section) to a store of the drill's own, above a base backup taken once the cluster is up; each new primary
+ * goes on archiving on its new timeline; after the rounds the tool checks the archive across every timeline (WAL-G:
+ * wal-verify integrity timeline). Standbys archive nothing (archive_mode = on): with archive_mode = always each one
+ * also pushes the old timeline's last, partly written segment under its full name when it follows a new primary, and
+ * those copies differ, so a shared store refuses all but one and that node's archiver is stuck (seen here with WAL-G).
+ * Results are saved, then every host (and the store) is torn down in a non-cancellable scope. One object argument: {"preset":"ci"}.
  */
 import { ApplicationFailure, continueAsNew, sleep, workflowInfo } from '@temporalio/workflow';
 import type { DrillNode, runFailoverWriter } from '../activities/host/failover-writer';
+import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
 import {
   drillResultHead,
+  repositoryVerification,
   type DrillSummary,
+  type FailoverArchive,
   type FailoverDrillResult,
   type FailoverRound,
   type StandbyPosition,
@@ -20,7 +29,7 @@ import {
 import { drillPostgresSettings, resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/drill-spec';
 import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
-import { compareLsn } from '../common/lsn';
+import { compareLsn, parseSegmentName } from '../common/lsn';
 import { median } from '../common/stats';
 import type { HostRecord } from '../infra/providers/host-provider';
 import type { HostTimeouts } from '../common/bounds';
@@ -40,6 +49,8 @@ type Node = (typeof NODES)[number];
 const IDS_PER_ROUND = 1_000_000_000;
 /** Bound on a standby catching up after it was cloned, repointed or rewound. */
 const STANDBY_WAIT_SECONDS = 120;
+/** Bound on the final primary archiving the segment it just closed: one push to the store, seconds normally. */
+const ARCHIVE_WAIT_SECONDS = 120;
 
 /** The standby to promote: the one that received the most WAL, then replayed the most, then the first. */
 export function mostAdvanced(positions: StandbyPosition[]): StandbyPosition {
@@ -57,7 +68,13 @@ export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): s
 /** Rounds per workflow execution: the drill continues as new after this many, so its history stays bounded. */
 export const ROUNDS_PER_EXECUTION = 10;
 
-/** Where the drill stands between executions (continue-as-new): the hosts, the roles, the rounds so far. */
+/** The drill's archive between executions: its store and each node's archiving settings (its own config path). */
+interface Archiving {
+  store: ResolvedBackupStore;
+  settings: Record<Node, Record<string, string>>;
+}
+
+/** Where the drill stands between executions (continue-as-new): the hosts, the roles, the archive, the rounds so far. */
 export interface FailoverContinuation {
   startedAt: string;
   postgresVersion: string | null;
@@ -65,6 +82,9 @@ export interface FailoverContinuation {
   hbaLines: string[];
   primary: Node;
   standbys: Node[];
+  /** Null when backup.enabled is false. */
+  archiving: Archiving | null;
+  archive: FailoverArchive | null;
   rounds: FailoverRound[];
   nextRound: number;
 }
@@ -81,7 +101,7 @@ interface Drill {
   clientCalls: ReturnType<typeof hostCalls>;
   settings: Record<string, string>;
   timeouts: HostTimeouts;
-  state: Omit<FailoverContinuation, 'startedAt' | 'postgresVersion' | 'rounds' | 'nextRound'>;
+  state: Omit<FailoverContinuation, 'startedAt' | 'postgresVersion' | 'archive' | 'rounds' | 'nextRound'>;
   progress: (phase: string, done: number, hostId?: string) => void;
 }
 
@@ -102,11 +122,13 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
     mode: spec.mode,
     synchronousStandbyNames: quorumOf(spec.mode, ['n2', 'n3']) || null,
     hosts: { client, nodes: hostOf },
+    archive: continued?.archive ?? null,
     rounds: continued?.rounds ?? [],
     summary: { rounds: 0, lostCommits: 0, rtoSecondsMedian: null, rtoSecondsMax: null },
     errors: [],
   };
-  const totalSteps = 2 + spec.rounds;
+  // Set-up, the rounds, and the archive check.
+  const totalSteps = 3 + spec.rounds;
   const drill: Drill = {
     spec,
     runId,
@@ -118,7 +140,9 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
     clientCalls: hostCalls(client, timeouts),
     settings: drillPostgresSettings(spec),
     timeouts,
-    state: continued ?? { records: {} as Record<Node, HostRecord>, hbaLines: [], primary: 'n1', standbys: ['n2', 'n3'] },
+    state: continued
+      ? { records: continued.records, hbaLines: continued.hbaLines, primary: continued.primary, standbys: continued.standbys, archiving: continued.archiving }
+      : { records: {} as Record<Node, HostRecord>, hbaLines: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
     progress: (phase, done, hostId = client) => {
       board.step(hostId, phase);
       board.setPercent((100 * done) / totalSteps);
@@ -137,11 +161,13 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
             ...drill.state,
             startedAt: result.startedAt,
             postgresVersion: result.postgresVersion,
+            archive: result.archive,
             rounds: result.rounds,
             nextRound: round,
           });
         await failoverRound(drill, round);
       }
+      if (spec.backup.enabled) await checkArchive(drill);
       result.status = 'passed';
     },
     {
@@ -159,12 +185,17 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
       async teardown() {
         board.setPhase('teardown');
         const errors = await teardownAll(provider, allHosts);
+        if (spec.backup.enabled && !spec.backup.keep)
+          await providerCalls.removeBackupStore({ runId, store: spec.backup.store }).catch((err) => errors.push(failureMessage(err)));
         board.setPercent(100);
         return errors;
       },
     },
   );
   return finishDrill(board, outcome, 'failover-drill', runId, result, {
+    tool: result.archive?.backupTool.name ?? null,
+    toolVersion: result.archive?.backupTool.version ?? null,
+    archiveThrough: result.archive?.check?.ok ? result.archive.throughSegment : null,
     rounds: result.summary.rounds,
     lostCommits: result.summary.lostCommits,
     rtoSecondsMedian: result.summary.rtoSecondsMedian,
@@ -172,10 +203,20 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
   });
 }
 
-/** Provisions the client and the three nodes, then a primary and two streaming standbys (the quorum once both stream). */
+/** A node's server settings: the drill's, plus its archiving through the tool when the archive is on. */
+function settingsOf(d: Drill, node: Node): Record<string, string> {
+  return { ...d.settings, ...(d.state.archiving?.settings[node] ?? {}) };
+}
+
+/**
+ * Provisions the client and the three nodes, then a primary and two streaming standbys (the quorum once both stream),
+ * every node archiving to the drill's store, and a base backup of the primary.
+ */
 async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
   const { spec, runId, hostOf, state } = d;
+  const { tool, compression, archiveTimeoutSeconds } = spec.backup;
   d.progress('provision', 0);
+  const store = spec.backup.enabled ? await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep }) : null;
   const request = (hostId: string, role: string) => drillHostRequest(spec, runId, hostId, role, 2 * 2 ** 30);
   const [clientRecord, ...nodeRecords] = await Promise.all(
     allHosts.map((hostId) => provisionAndWait(spec.provider, request(hostId, hostId === d.client ? 'client' : 'node'), d.timeouts)),
@@ -185,20 +226,65 @@ async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
   const peers = [clientRecord, ...nodeRecords].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1');
   state.hbaLines = [...new Set(peers)].flatMap((h) => [`host all all ${h}/32 scram-sha-256`, `host replication all ${h}/32 scram-sha-256`]);
 
+  if (store) {
+    // Each node's own tool config (its paths), written before its server starts with archive_command pointing there.
+    const configured = await Promise.all(
+      NODES.map((n) => d.calls(n).setup.configureBackups({ hostId: hostOf[n], store, tool, compression, archiveTimeoutSeconds })),
+    );
+    state.archiving = { store, settings: Object.fromEntries(NODES.map((n, i) => [n, configured[i].settings])) as Record<Node, Record<string, string>> };
+    d.result.archive = {
+      backupStore: backupStoreLocation(store),
+      backupTool: { name: configured[0].tool, version: configured[0].version },
+      backup: null,
+      throughSegment: null,
+      timeline: null,
+      check: null,
+    };
+  }
+
   d.progress('replication', 1, hostOf.n1);
   const { primary, standbys, hbaLines } = state;
-  const pg = await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: d.settings, hbaLines });
+  const pg = await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: settingsOf(d, primary), hbaLines });
   d.result.postgresVersion = pg.postgresVersion;
+  if (store) await d.calls(primary).setup.initBackupRepository({ hostId: hostOf[primary], store, tool });
   await d.calls(primary).setup.createFailoverLedger({ hostId: hostOf[primary] });
   await Promise.all(
     standbys.map(async (n) => {
       await d.calls(n).setup.cloneStandby({ hostId: hostOf[n], primary: address(d, primary), node: n });
-      await d.calls(n).setup.configurePostgres({ hostId: hostOf[n], settings: d.settings, hbaLines });
+      await d.calls(n).setup.configurePostgres({ hostId: hostOf[n], settings: settingsOf(d, n), hbaLines });
     }),
   );
   // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
   await d.calls(primary).setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbyNames: quorumOf(spec.mode, standbys) });
   await d.calls(primary).measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync: spec.mode === 'sync', timeoutSeconds: STANDBY_WAIT_SECONDS });
+  if (store)
+    d.result.archive!.backup = await d.calls(primary).setup.takeBackup.executeWithOptions(
+      { summary: `full base backup of the primary ${primary} with ${tool}: where the archive check starts` },
+      [{ hostId: hostOf[primary], store, tool, kind: 'full' }],
+    );
+}
+
+/**
+ * After the rounds: the final primary closes its segment and archives it; then the tool checks the archive through
+ * that segment, back across every timeline to the base backup. A gap or a wrong timeline fails the drill.
+ */
+async function checkArchive(d: Drill): Promise<void> {
+  const { spec, hostOf, state } = d;
+  const { store } = state.archiving!;
+  const { tool } = spec.backup;
+  const primary = state.primary;
+  const calls = d.calls(primary);
+  d.progress(`archive check (${tool})`, 1 + spec.rounds, hostOf[primary]);
+  const closed = await calls.measure.archiveCurrentSegment({ hostId: hostOf[primary], timeoutSeconds: ARCHIVE_WAIT_SECONDS });
+  const check = await calls.measure.checkRepository.executeWithOptions(
+    { summary: `${tool} checks the archive through ${closed.segment}, across the drill's timelines` },
+    [{ hostId: hostOf[primary], store, tool, throughSegment: closed.segment }],
+  );
+  const archive = d.result.archive!;
+  archive.throughSegment = closed.segment;
+  archive.timeline = parseSegmentName(closed.segment)?.timeline ?? null;
+  archive.check = repositoryVerification(tool, check);
+  if (!check.ok) throw ApplicationFailure.nonRetryable(`archive check: ${check.detail}`, FAILURE_TYPES.verification);
 }
 
 /** Where a node's Postgres listens, as the other hosts reach it. */
@@ -259,13 +345,24 @@ async function failoverRound(d: Drill, round: number): Promise<void> {
   const promoted = await d.calls(winner).measure.promoteStandby.executeWithOptions({ summary: `round ${round}: promote ${winner}, the most advanced standby` }, [
     { hostId: hostOf[winner] },
   ]);
-  const written: WriterResult = await writing;
+  // The new primary archives on its new timeline: it closes its first segment and waits until it is archived, while
+  // the writer goes on. Each timeline then also switches in a segment of its own, which wal-verify needs (WAL-G 3.0.8
+  // keys timeline switches by segment number, so two failovers within one segment would hide one from its check).
+  const [written, archived] = await Promise.all([
+    writing,
+    state.archiving
+      ? d.calls(winner).measure.archiveCurrentSegment.executeWithOptions({ summary: `round ${round}: ${winner} archives its first segment on the new timeline` }, [
+          { hostId: hostOf[winner], timeoutSeconds: ARCHIVE_WAIT_SECONDS },
+        ])
+      : null,
+  ]);
   const ledger = await d.clientCalls.measure.countLostCommits({
     hostId: d.client,
     primary: address(d, winner),
     rounds: Array.from({ length: round }, (_, i) => i + 1),
   });
   const entry = roundEntry(d, round, { killed: primary, winner, others, positions, killedAt, promoteSeconds: promoted.seconds, written, ledger, sync });
+  if (archived) entry.archivedOnNewTimeline = archived.segment;
   d.result.rounds.push(entry);
 
   if (spec.rejoin === 'rewind') {
@@ -276,7 +373,7 @@ async function failoverRound(d: Drill, round: number): Promise<void> {
       { summary: `round ${round}: ${primary} rejoins as a standby of ${winner} (pg_rewind)` },
       [{ hostId: hostOf[primary], primary: address(d, winner), node: primary }],
     );
-    await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: d.settings, hbaLines: state.hbaLines });
+    await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: settingsOf(d, primary), hbaLines: state.hbaLines });
     await d.calls(winner).measure.waitForStandbys({ hostId: hostOf[winner], nodes: [...others, primary], sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
     entry.oldPrimary = { action: rejoined.action, seconds: rejoined.seconds, detail: rejoined.detail };
     state.standbys = [...others, primary];
@@ -356,7 +453,8 @@ function summarise(result: FailoverDrillResult): void {
 /** The one line a person reads first. */
 function verdictOf(r: FailoverDrillResult, failure: string | undefined): string {
   const s = r.summary;
-  const figures = `${s.rounds} failover${s.rounds === 1 ? '' : 's'}, ${s.lostCommits} acknowledged commits lost, RTO median ${s.rtoSecondsMedian ?? '–'} s (max ${s.rtoSecondsMax ?? '–'} s)`;
+  const archived = r.archive?.check?.ok ? `; archive continuous through ${r.archive.throughSegment} (${r.archive.backupTool.name})` : '';
+  const figures = `${s.rounds} failover${s.rounds === 1 ? '' : 's'}, ${s.lostCommits} acknowledged commits lost, RTO median ${s.rtoSecondsMedian ?? '–'} s (max ${s.rtoSecondsMax ?? '–'} s)${archived}`;
   if (failure !== undefined) return `${r.status}: ${failure.split('\n')[0]} (${figures})`;
   return r.mode === 'sync'
     ? `passed: ${figures} under synchronous_standby_names = ANY 1`

@@ -10,10 +10,10 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { RecoveryTarget } from '../activities/lib/backup-tool';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
-import { drillResultHead, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/drill-result';
+import { drillResultHead, repositoryVerification, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/drill-result';
 import { drillPostgresSettings, resolveRestoreDrill, type DrillInput } from '../common/drill-spec';
 import { hostIdFor } from '../common/ids';
-import { parseSegmentName, segmentOfLsn } from '../common/lsn';
+import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/lsn';
 import { accountRows } from '../common/spec';
 import { runCompensated } from './compensation';
 import { drillHostRequest, drillTimeouts, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
@@ -29,6 +29,7 @@ const STEPS = [
   'configure source',
   'load',
   'base backup',
+  'delta backup',
   'writes before target',
   'target',
   'writes after target',
@@ -60,7 +61,9 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     ...drillResultHead('restore-drill', runId, spec),
     hosts: { source, restore },
     backupStore: null,
+    backupTool: null,
     backup: null,
+    fullBackup: null,
     target: null,
     failurePoint: null,
     injectedMissingSegment: null,
@@ -77,21 +80,33 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     board.setPercent((100 * STEPS.indexOf(name)) / STEPS.length);
   };
 
-  /** Source host: archiving to the store, the data, and a full base backup. */
+  const { tool, compression, archiveTimeoutSeconds } = spec.backup;
+
+  /** Source host: archiving to the store, the data, a full base backup (and with kind "delta", writes and a delta). */
   async function setUpSource(store: ResolvedBackupStore): Promise<void> {
     step('provision source');
     provisioned.push(source);
     await provisionAndWait(provider, drillHostRequest(spec, runId, source, 'source', volumeBytes), timeouts);
     step('configure source');
-    const archiving = await src.setup.configureBackups({ hostId: source, store, archiveTimeoutSeconds: spec.backup.archiveTimeoutSeconds });
+    const archiving = await src.setup.configureBackups({ hostId: source, store, tool, compression, archiveTimeoutSeconds });
+    result.backupTool = { name: archiving.tool, version: archiving.version };
     result.postgresVersion = (await src.setup.configurePostgres({ hostId: source, settings: { ...settings, ...archiving.settings } })).postgresVersion;
-    await src.setup.initBackupRepository({ hostId: source, store });
+    await src.setup.initBackupRepository({ hostId: source, store, tool });
     step('load');
     const { scale, chunkRows, loadWriters } = spec.data;
     await src.load.loadData({ hostId: source, scale, chunkRows, writers: loadWriters });
     step('base backup');
-    result.backup = await src.setup.takeBackup.executeWithOptions({ summary: `full base backup of ${source} to ${result.backupStore}` }, [
-      { hostId: source, store },
+    result.backup = await src.setup.takeBackup.executeWithOptions({ summary: `full base backup of ${source} to ${result.backupStore} with ${tool}` }, [
+      { hostId: source, store, tool, kind: 'full' },
+    ]);
+    if (spec.backup.kind !== 'delta') return;
+    step('delta backup');
+    const { clients, markerIntervalMs, beforeSeconds } = spec.workload;
+    // Changes for the delta to hold: markers here are before the target too, so the ledger check covers them.
+    await src.measure.writeHistory({ hostId: source, label: 'writes before the delta backup', seconds: beforeSeconds, clients, markerIntervalMs });
+    result.fullBackup = result.backup;
+    result.backup = await src.setup.takeBackup.executeWithOptions({ summary: `delta backup of ${source} with ${tool}, on top of ${result.fullBackup.label}` }, [
+      { hostId: source, store, tool, kind: 'delta' },
     ]);
   }
 
@@ -111,7 +126,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     step('failure');
     // A target inside the archive is the drill's premise: archive_timeout closes its segment within seconds.
     if (spec.target !== 'latest')
-      await src.measure.waitForArchive({ hostId: source, lsn: marked.walLsn, timeoutSeconds: 3 * spec.backup.archiveTimeoutSeconds + 60 });
+      await src.measure.waitForArchive({ hostId: source, lsn: marked.walLsn, timeoutSeconds: 3 * archiveTimeoutSeconds + 60 });
     await providerCalls.killHost.executeWithOptions({ summary: `kill -9 everything on ${source}: the failure` }, [{ provider, hostId: source }]);
     return { marked, failurePoint };
   }
@@ -120,7 +135,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   function lastNeededSegment(marked: { walLsn: string }, failurePoint: FailurePoint): string {
     const backup = result.backup!;
     if (spec.target !== 'latest') return segmentOfLsn(marked.walLsn, parseSegmentName(backup.walStop)?.timeline ?? 1);
-    return failurePoint.lastArchivedWal && parseSegmentName(failurePoint.lastArchivedWal) ? failurePoint.lastArchivedWal : backup.walStop;
+    return lastArchivedSegment(failurePoint.lastArchivedWal) ?? backup.walStop;
   }
 
   /** A fresh host fetches the backup, replays to the target and promotes: the RTO split. */
@@ -128,14 +143,14 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     step('provision restore host');
     provisioned.push(restore);
     await provisionAndWait(provider, drillHostRequest(spec, runId, restore, 'restore', volumeBytes), timeouts);
-    await dst.setup.configureBackups({ hostId: restore, store, archiveTimeoutSeconds: spec.backup.archiveTimeoutSeconds });
+    await dst.setup.configureBackups({ hostId: restore, store, tool, compression, archiveTimeoutSeconds });
     if (spec.inject.missingWalSegment)
-      result.injectedMissingSegment = await dst.measure.removeArchivedSegment({ hostId: restore, store, after: result.backup!.walStop, upTo: lastNeeded });
+      result.injectedMissingSegment = await dst.measure.removeArchivedSegment({ hostId: restore, store, tool, after: result.backup!.walStop, upTo: lastNeeded });
     step('fetch');
     const target: RecoveryTarget =
       spec.target === 'time' ? { type: 'time', time: marked.target.time! } : spec.target === 'lsn' ? { type: 'lsn', lsn: marked.target.lsn! } : { type: 'latest' };
-    const fetched = await dst.phase.restoreBackup.executeWithOptions({ summary: `fetch backup ${result.backup!.label} onto ${restore}, target ${spec.target}` }, [
-      { hostId: restore, store, target },
+    const fetched = await dst.phase.restoreBackup.executeWithOptions({ summary: `fetch backup ${result.backup!.label} onto ${restore} with ${tool}, target ${spec.target}` }, [
+      { hostId: restore, store, tool, target },
     ]);
     step('replay and promote');
     const recovery = await dst.measure.recoverFromBackup.executeWithOptions(
@@ -155,21 +170,13 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   /** Archive continuity, the repository check, then (after a recovery) markers, checksums and pg_amcheck. */
   async function verify(store: ResolvedBackupStore, marked: Awaited<ReturnType<typeof writeAroundTarget>>['marked'], failurePoint: FailurePoint, lastNeeded: string) {
     step('verify');
-    const archive = await dst.measure.checkArchive({ hostId: restore, store, from: result.backup!.walStart, to: lastNeeded });
+    const archive = await dst.measure.checkArchive({ hostId: restore, store, tool, from: result.backup!.walStart, to: lastNeeded });
     const c = archive.continuity;
     result.verification.archiveContinuity = {
       ...c,
       detail: c.ok ? `${c.checked} segments ${c.from}..${c.to}, none missing` : `missing from the archive: ${c.missing.join(', ')} (needed between ${c.from} and ${c.to})`,
     };
-    const repo = archive.repository;
-    result.verification.backupVerify = {
-      ok: repo.ok,
-      detail: `pgbackrest verify: status ${repo.status}; ${repo.walChecked} WAL files checked (${repo.walInvalid} invalid), ${repo.backupFilesChecked} backup files checked (${repo.backupFilesInvalid} invalid)`,
-      walChecked: repo.walChecked,
-      walInvalid: repo.walInvalid,
-      backupFilesChecked: repo.backupFilesChecked,
-      backupFilesInvalid: repo.backupFilesInvalid,
-    };
+    result.verification.backupVerify = repositoryVerification(tool, archive.repository);
     if (!result.recovery?.ok) return;
     const latest = spec.target === 'latest';
     const checked = await dst.measure.verifyRestore({
@@ -226,6 +233,12 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     },
   );
   return finishDrill(board, outcome, 'restore-drill', runId, result, {
+    tool: result.backupTool?.name ?? spec.backup.tool,
+    toolVersion: result.backupTool?.version ?? null,
+    backupBytes: result.backup?.repositoryBytes ?? null,
+    databaseBytes: result.backup?.databaseBytes ?? null,
+    backupSeconds: result.backup?.seconds ?? null,
+    verifySeconds: result.verification.backupVerify?.seconds ?? null,
     fetchSeconds: result.rto?.fetchSeconds ?? null,
     replaySeconds: result.rto?.replaySeconds ?? null,
     promoteSeconds: result.rto?.promoteSeconds ?? null,

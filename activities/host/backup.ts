@@ -9,7 +9,7 @@ import path from 'node:path';
 import { DEFAULT_BACKUP_COMPRESSION, type BackupCompression, type BackupKind, type BackupToolName, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
-import { compareLsn, DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
+import { DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
 import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../lib/backup-tool';
 import { PgBackRest } from '../lib/pgbackrest';
 import { WalG } from '../lib/walg';
@@ -162,9 +162,19 @@ export function missingSegments(archived: string[], from: string, to: string, se
   return missing;
 }
 
+/** The tool's repository check and how long it took. */
+export type TimedRepositoryCheck = RepositoryCheck & { seconds: number };
+
 export interface ArchiveCheck {
   continuity: { ok: boolean; from: string; to: string; checked: number; missing: string[] };
-  repository: RepositoryCheck;
+  repository: TimedRepositoryCheck;
+}
+
+/** Runs the tool's repository check, timed. */
+async function timedCheck(tool: BackupTool, throughSegment: string, signal: AbortSignal): Promise<TimedRepositoryCheck> {
+  const started = Date.now();
+  const check = await tool.checkRepository(throughSegment, signal);
+  return { ...check, seconds: (Date.now() - started) / 1000 };
 }
 
 /**
@@ -180,9 +190,18 @@ export async function checkArchive(deps: HostDeps, input: BackupStoreInput & { f
     const checked = Number(parseSegmentName(input.to)!.segno - parseSegmentName(input.from)!.segno + 1n);
     return {
       continuity: { ok: missing.length === 0, from: input.from, to: input.to, checked, missing },
-      repository: await tool.checkRepository(input.to, signal),
+      repository: await timedCheck(tool, input.to, signal),
     };
   });
+}
+
+/**
+ * The tool's own check of the archive through one segment, across timelines (WAL-G's wal-verify follows the history
+ * files back to the earliest backup): the failover drill's check after its rounds. Reads the store only.
+ */
+export async function checkRepository(deps: HostDeps, input: BackupStoreInput & { throughSegment: string }): Promise<TimedRepositoryCheck> {
+  assertHost(deps, input);
+  return heartbeatWhile('repository check', (signal) => timedCheck(backupTool(deps, input.store, input.tool), input.throughSegment, signal));
 }
 
 /**
@@ -203,9 +222,4 @@ export async function removeArchivedSegment(
     );
   await tool.removeArchivedSegment(candidates[0]);
   return candidates[0].segment;
-}
-
-/** Whether an LSN lies inside the archived WAL: the end of the newest archived segment is past it. */
-export function archivedPast(archivedThroughLsn: string | null, lsn: string): boolean {
-  return archivedThroughLsn !== null && compareLsn(archivedThroughLsn, lsn) > 0;
 }

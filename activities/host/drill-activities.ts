@@ -5,8 +5,10 @@
  */
 import type { RecoveryTarget } from '../lib/backup-tool';
 import type { HostDeps, HostInput } from './deps';
+import type { BackupCompression, BackupKind } from '../../common/backup-store';
 import {
   checkArchive,
+  checkRepository,
   configureBackups,
   initBackupRepository,
   recoverFromBackup,
@@ -15,7 +17,7 @@ import {
   takeBackup,
   type BackupStoreInput,
 } from './backup';
-import { markTarget, verifyRestore, waitForArchive, writeHistory, type VerifyRestoreInput, type WriteHistoryInput } from './drills';
+import { archiveCurrentSegment, markTarget, verifyRestore, waitForArchive, writeHistory, type VerifyRestoreInput, type WriteHistoryInput } from './drills';
 import { countLostCommits, createFailoverLedger, runFailoverWriter, type WriterInput } from './failover-writer';
 import {
   cloneStandby,
@@ -31,15 +33,17 @@ import type { RestoreTarget } from '../../common/drill-result';
 
 export function createDrillHostActivities(deps: HostDeps) {
   return {
-    configureBackups: (input: BackupStoreInput & { archiveTimeoutSeconds: number }) => configureBackups(deps, input),
+    configureBackups: (input: BackupStoreInput & { archiveTimeoutSeconds: number; compression?: BackupCompression }) => configureBackups(deps, input),
     initBackupRepository: (input: BackupStoreInput) => initBackupRepository(deps, input),
-    takeBackup: (input: BackupStoreInput) => takeBackup(deps, input),
+    takeBackup: (input: BackupStoreInput & { kind?: BackupKind }) => takeBackup(deps, input),
     restoreBackup: (input: BackupStoreInput & { target: RecoveryTarget }) => restoreBackup(deps, input),
     recoverFromBackup: (input: HostInput & { settings: Record<string, string>; timeoutSeconds: number }) => recoverFromBackup(deps, input),
     checkArchive: (input: BackupStoreInput & { from: string; to: string }) => checkArchive(deps, input),
+    checkRepository: (input: BackupStoreInput & { throughSegment: string }) => checkRepository(deps, input),
     removeArchivedSegment: (input: BackupStoreInput & { after: string; upTo: string }) => removeArchivedSegment(deps, input),
     writeHistory: (input: WriteHistoryInput) => writeHistory(deps, input),
     markTarget: (input: HostInput & { type: RestoreTarget['type']; tables: string[] }) => markTarget(deps, input),
+    archiveCurrentSegment: (input: HostInput & { timeoutSeconds: number }) => archiveCurrentSegment(deps, input),
     waitForArchive: (input: HostInput & { lsn: string; timeoutSeconds: number }) => waitForArchive(deps, input),
     verifyRestore: (input: VerifyRestoreInput) => verifyRestore(deps, input),
     cloneStandby: (input: HostInput & { primary: PeerAddress; node: string }) => cloneStandby(deps, input),

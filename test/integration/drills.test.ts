@@ -1,14 +1,17 @@
 /**
- * The durability drills for real, at tiny sizes: real control worker, host agents, Postgres, pgBackRest and kill -9.
- * A restore to a time between two marker rows is exact; a missing archived WAL segment fails the restore drill
- * with a clear verdict in bounded time; an experiment cluster with durability on archives WAL and is backed up;
- * five failovers in a row lose no acknowledged commit under ANY 1.
+ * The durability drills for real, at tiny sizes: real control worker, host agents, Postgres, WAL-G (the default) and
+ * kill -9, on a folder store. A restore to a time between two marker rows is exact; a missing archived WAL segment
+ * fails the restore drill with a clear verdict naming it, in bounded time, and wal-verify names it too; an experiment
+ * cluster with durability on archives WAL and is backed up; five failovers in a row lose no acknowledged commit under
+ * ANY 1, and the archive each primary in turn fed stays continuous across the six timelines (wal-verify integrity
+ * timeline).
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { backupsDirFor } from '../../activities/control/drills';
 import { runFolderName } from '../../activities/control/results-store';
+import { WalG } from '../../activities/lib/walg';
 import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/drill-result';
 import { hostIdFor } from '../../common/ids';
 import { WORKFLOW_TYPES } from '../../common/names';
@@ -63,7 +66,16 @@ describe('durability drills (integration)', () => {
     for (const part of [rto.fetchSeconds, rto.replaySeconds, rto.promoteSeconds]) expect(part).toBeGreaterThan(0);
     expect(rto.totalSeconds).toBeCloseTo(rto.fetchSeconds + rto.replaySeconds + rto.promoteSeconds, 5);
     expect(result.rpo!.seconds).toBeGreaterThanOrEqual(0);
-    expect(result.backup!.tool).toBe('pgbackrest');
+    expect(result.backupTool).toEqual({ name: 'wal-g', version: '3.0.8' });
+    expect(result.backup).toMatchObject({ tool: 'wal-g', type: 'full' });
+    // The repository check in WAL-G's own words, timed.
+    expect(result.verification.backupVerify).toMatchObject({ ok: true, tool: 'wal-g', walInvalid: 0, missingWal: [] });
+    expect(result.verification.backupVerify!.detail).toMatch(/^wal-g wal-verify: integrity OK, timeline OK; \d+ segments found/);
+    expect(result.verification.backupVerify!.seconds).toBeGreaterThan(0);
+    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(workflowId), 'report.md'), 'utf8');
+    expect(report).toContain('backups with wal-g 3.0.8');
+    expect(report).toMatch(/\| repository check \([\d.]+ s\) \| PASS \| wal-g wal-verify: integrity OK/);
+    expect(report).not.toContain('pgbackrest');
     expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
   });
 
@@ -85,6 +97,8 @@ describe('durability drills (integration)', () => {
     expect(result.verdict).toContain(`missing from the archive: ${segment}`);
     expect(cause.message).toContain(segment);
     expect(result.verification.archiveContinuity).toMatchObject({ ok: false, missing: [segment] });
+    // WAL-G's own check finds the same gap.
+    expect(result.verification.backupVerify).toMatchObject({ ok: false, tool: 'wal-g', missingWal: [segment] });
     expect(result.rto).toBeNull();
     expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
   });
@@ -101,7 +115,10 @@ describe('durability drills (integration)', () => {
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'result.json'), 'utf8'));
     const cluster = result.classes['local-disk'].clusters[0];
-    expect(cluster.phases.durability.backup).toMatchObject({ tool: 'pgbackrest', type: 'full' });
+    expect(cluster.phases.durability.backup).toMatchObject({ tool: 'wal-g', type: 'full' });
+    expect(cluster.phases.durability.backupTool).toEqual({ name: 'wal-g', version: '3.0.8' });
+    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.md'), 'utf8');
+    expect(report).toMatch(new RegExp(`\\| ${cluster.hostId} \\| wal-g 3\\.0\\.8 \\| 5 s \\| full \\|`));
     expect(cluster.phases.durability.backup.databaseBytes).toBeGreaterThan(20 * 2 ** 20);
     expect(cluster.tps).toBeGreaterThan(0);
     expect(lab.leftovers([cluster.hostId])).toEqual([]);
@@ -109,7 +126,8 @@ describe('durability drills (integration)', () => {
   });
 
   it('fails over five times in a row (kill -9, promote, pg_rewind) with no acknowledged commit lost', async () => {
-    const { workflowId, outcome, result } = await drill<FailoverDrillResult>(WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 5 });
+    // The store is kept, to prove below that the check across timelines fails when the archive has a gap.
+    const { workflowId, outcome, result } = await drill<FailoverDrillResult>(WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 5, backup: { keep: true } });
     expect(result.verdict).toMatch(/^passed/);
     expect(outcome).toMatchObject({ status: 'passed', kind: 'failover-drill' });
     expect(result.synchronousStandbyNames).toBe('ANY 1 (n2, n3)');
@@ -130,6 +148,30 @@ describe('durability drills (integration)', () => {
       acknowledged = round.acknowledgedTotal;
     });
     expect(result.summary).toMatchObject({ rounds: 5, lostCommits: 0 });
+    // Every node archived through WAL-G; each promotion began a timeline and the archive follows them all.
+    const archive = result.archive!;
+    expect(archive.backupTool).toEqual({ name: 'wal-g', version: '3.0.8' });
+    expect(archive.backup).toMatchObject({ tool: 'wal-g', type: 'full' });
+    expect(archive.timeline).toBe(6);
+    expect(archive.throughSegment).toMatch(/^00000006[0-9A-F]{16}$/);
+    expect(archive.check).toMatchObject({ ok: true, tool: 'wal-g', walInvalid: 0, missingWal: [] });
+    expect(archive.check!.detail).toMatch(/^wal-g wal-verify: integrity OK, timeline OK; .*timeline 6, highest in storage 6$/);
+    expect(result.verdict).toContain(`archive continuous through ${archive.throughSegment} (wal-g)`);
+    // Each round's new primary archived its first segment on its new timeline (timelines 2..6).
+    expect(result.rounds.map((r) => r.archivedOnNewTimeline!.slice(0, 8))).toEqual(['00000002', '00000003', '00000004', '00000005', '00000006']);
+
+    // The same check over the kept store, with one segment of a middle timeline removed, names the gap.
+    const store = { kind: 'folder' as const, path: path.join(backupsDirFor(lab.paths.hostsDir), runFolderName(workflowId)) };
+    const checker = new WalG({ hostDir: mkdtempSync(path.join(lab.paths.home, 'walg-check-')), dataDir: '/nonexistent', socketDir: '/nonexistent', postgres: { host: '127.0.0.1', port: 1 }, runAs: {} }, store);
+    await checker.configure({ compression: 'lz4' });
+    const onTimeline3 = (await checker.archivedWal()).find((w) => w.segment.startsWith('00000003'))!;
+    expect(onTimeline3).toBeDefined();
+    await checker.removeArchivedSegment(onTimeline3);
+    const broken = await checker.checkRepository(archive.throughSegment!);
+    expect(broken.ok).toBe(false);
+    expect(broken.missingWal).toEqual([onTimeline3.segment]);
+    rmSync(store.path, { recursive: true, force: true });
+    rmSync(`${store.path}.labels.json`, { force: true });
     const hosts = [hostIdFor(workflowId, 'client', 0), ...[1, 2, 3].map((i) => hostIdFor(workflowId, 'node', i))];
     expectNothingLeft(workflowId, hosts);
   });

@@ -47,9 +47,9 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<Control
 }
 
 const backup = {
-  tool: 'pgbackrest',
-  toolVersion: '2.45',
-  label: '20261130-073845F',
+  tool: 'wal-g',
+  toolVersion: '3.0.8',
+  label: 'base_000000010000000000000003',
   type: 'full',
   startedAt: '2026-11-30T07:38:45.000Z',
   stoppedAt: '2026-11-30T07:38:49.000Z',
@@ -65,21 +65,27 @@ const backup = {
 /** A source and a restore host whose recovery runs out of WAL: one segment is missing from the archive. */
 function fakeHost(calls: Calls, hostId: string): Partial<HostActivities> {
   const log = (what: string) => calls.push(`${what} ${hostId}`);
+  /** Every backup activity records the tool it was asked to use. */
+  const logTool = (what: string, input: { tool?: string }) => calls.push(`${what} ${hostId} tool=${input.tool}`);
   return {
     async describeHost() {
       return { hostId, pid: 1, postgresRunning: false };
     },
-    async configureBackups() {
-      return { tool: 'pgbackrest', version: '2.45', settings: { archive_mode: 'on' } };
+    async configureBackups(input) {
+      logTool('configureBackups', input);
+      return { tool: input.tool!, version: '3.0.8', settings: { archive_mode: 'on' } };
     },
     async configurePostgres() {
       return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
     },
-    async initBackupRepository() {},
+    async initBackupRepository(input) {
+      logTool('initBackupRepository', input);
+    },
     async loadData() {
       return { rows: 100000, chunks: 2, chunksResumed: 0, loadSeconds: 1, indexSeconds: 0, vacuumSeconds: 0, heapBytes: 1, rowsPerSecond: 1 };
     },
-    async takeBackup() {
+    async takeBackup(input) {
+      logTool('takeBackup', input);
       return backup;
     },
     async writeHistory(input) {
@@ -113,7 +119,8 @@ function fakeHost(calls: Calls, hostId: string): Partial<HostActivities> {
     async waitForArchive() {
       return { seconds: 0.1 };
     },
-    async restoreBackup() {
+    async restoreBackup(input) {
+      logTool('restoreBackup', input);
       log('restore');
       return { backupLabel: backup.label, fetchSeconds: 1 };
     },
@@ -129,10 +136,22 @@ function fakeHost(calls: Calls, hostId: string): Partial<HostActivities> {
         restoredSegments: 2,
       };
     },
-    async checkArchive({ from, to }) {
+    async checkArchive(input) {
+      logTool('checkArchive', input);
+      const { from, to } = input;
       return {
         continuity: { ok: false, from, to, checked: 4, missing: ['000000010000000000000005'] },
-        repository: { ok: true, status: 'ok', detail: 'pgbackrest verify: status ok', walChecked: 8, walInvalid: 0, backupFilesChecked: 977, backupFilesInvalid: 0, missingWal: null },
+        repository: {
+          ok: false,
+          status: 'integrity FAILURE, timeline OK',
+          detail: `wal-g wal-verify: integrity FAILURE, timeline OK; 3 segments found in ${from}..${to}; missing: 000000010000000000000005 (MISSING_LOST); timeline 1, highest in storage 1`,
+          walChecked: 4,
+          walInvalid: 1,
+          backupFilesChecked: null,
+          backupFilesInvalid: null,
+          missingWal: ['000000010000000000000005'],
+          seconds: 0.25,
+        },
       };
     },
     async verifyRestore() {
@@ -207,6 +226,14 @@ describe('drill workflows with mocked activities', () => {
     expect(result.verdict).toMatch(/^failed: recovery failed: recovery ended before .*archive: missing from the archive: 000000010000000000000005/);
     expect(result.rto).toBeNull();
     expect(result.rpo).toEqual({ seconds: 0.5, bytes: 256, lostMarkers: null, lostWindowSeconds: null });
+    // WAL-G by default: every backup activity was asked for it, and the result and its check name it in its own words.
+    const toolCalls = calls.filter((c) => c.includes(' tool='));
+    expect(toolCalls.map((c) => c.split(' ')[0]).sort()).toEqual(['checkArchive', 'configureBackups', 'configureBackups', 'initBackupRepository', 'restoreBackup', 'takeBackup']);
+    for (const c of toolCalls) expect(c).toMatch(/ tool=wal-g$/);
+    expect(result.backupTool).toEqual({ name: 'wal-g', version: '3.0.8' });
+    expect(result.verification.backupVerify).toMatchObject({ ok: false, tool: 'wal-g', seconds: 0.25, missingWal: ['000000010000000000000005'] });
+    expect(result.verification.backupVerify!.detail).toMatch(/^wal-g wal-verify: integrity FAILURE/);
+    expect(result.verdict).toContain('repository: wal-g wal-verify: integrity FAILURE');
     // The spec was checked before anything was created.
     expect(calls[0]).toBe('preflightDrill');
     // The source died at the failure point, before the restore; nothing is verified after a failed recovery.

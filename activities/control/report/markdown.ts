@@ -8,7 +8,7 @@ import type { RunPredictions } from '../../../common/run-predictions';
 import { predictionsMarkdown } from './predictions-markdown';
 import { fidelityMarkdown } from './fidelity';
 import type { DrillSummary } from '../../../common/drill-result';
-import { drillsSummaryMarkdown } from './drills-markdown';
+import { drillsSummaryMarkdown, durabilityMarkdown } from './drills-markdown';
 import { checkVerdict, fmt, summaryRows } from './summary';
 
 export function renderMarkdown(result: ExperimentResult): string {
@@ -75,6 +75,7 @@ export function renderMarkdown(result: ExperimentResult): string {
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
   if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
   if (result.predictions) lines.push(...predictionsMarkdown(result.predictions as RunPredictions));
+  lines.push(...durabilityMarkdown(result));
   if (result.drills) lines.push(...drillsSummaryMarkdown(result.drills as DrillSummary[]));
 
   const failed = result.checks.filter((c) => checkVerdict(c) === 'FAIL');
