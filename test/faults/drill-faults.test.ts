@@ -1,5 +1,5 @@
 /**
- * Faults in a restore drill (two hosts: the source and the restore host, a pgBackRest store in a folder).
+ * Faults in a restore drill (two hosts: the source and the restore host, a WAL-G store in a folder).
  * Cancelled while the restore host fetches the backup: the drill ends CANCELLED with its result saved, both hosts
  * and its backup store removed. Terminated at the same point: no compensation runs, and `storage-lab sweep` removes
  * both hosts.
@@ -48,7 +48,7 @@ describe('restore drill faults (faults)', () => {
       readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'result.json'), 'utf8'),
     ) as RestoreDrillResult;
     expect(result.status).toBe('cancelled');
-    expect(result.backup?.tool).toBe('pgbackrest');
+    expect(result.backup?.tool).toBe('wal-g');
     expect(lab.leftovers(hostsOf(handle.workflowId))).toEqual([]);
     expect(existsSync(backupStore(handle.workflowId))).toBe(false);
   });
