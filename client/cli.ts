@@ -113,18 +113,20 @@ history
   });
 
 const drill = program.command('drill').description('durability drills: point-in-time restore onto a fresh host, quorum failover');
-for (const [kind, what] of [['restore', 'restore a backup to a target between marker rows; RTO split, RPO, verification'], ['failover', 'kill -9 the primary of a quorum cluster; write downtime and lost acknowledged commits']] as const)
-  drill
+for (const [kind, what] of [['restore', 'restore a backup to a target between marker rows; RTO split, RPO, verification'], ['failover', 'kill -9 the primary of a quorum cluster; write downtime and lost acknowledged commits']] as const) {
+  const command = drill
     .command(kind)
     .description(what)
     .option('-p, --preset <name>', 'preset: ci, local-quick')
     .option('-s, --spec <file>', 'JSON drill input file (fields override the preset)')
     .option('--set <path=value>', 'override one field, e.g. --set rounds=5 (repeatable)', collect, [])
     .option('-w, --watch', 'show progress until the drill ends, then its figures')
-    .option('--id <workflowId>', 'workflow id (default: drill-<kind>-<time>)')
-    .action(async (opts) => {
-      await (await import('./commands/drill')).drillCommand(kind, opts);
-    });
+    .option('--id <workflowId>', 'workflow id (default: drill-<kind>-<time>)');
+  if (kind === 'restore') command.option('--compare-tools', 'run the drill with WAL-G, then with pgBackRest, and print one table of both');
+  command.action(async (opts) => {
+    await (await import('./commands/drill')).drillCommand(kind, opts);
+  });
+}
 
 program
   .command('diagnose')

@@ -3,6 +3,7 @@
  * drill's write downtime and lost acknowledged commits per round. Saved as the drill's result.json (versioned) and
  * rendered into its report. Every figure here was measured by the drill.
  */
+import type { BackupToolName } from './backup-store';
 import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
 
 export const DRILL_RESULT_SCHEMA_VERSION = 1;
@@ -268,7 +269,7 @@ export interface DrillSummary {
 
 /** One tool's restore drill in a comparison: the headline figures from the drill's own summary. */
 export interface ToolComparisonRow {
-  tool: string;
+  tool: BackupToolName;
   toolVersion: string | null;
   /** The drill's own run (its result.json and report.md are there). */
   drillRunId: string;
@@ -306,7 +307,7 @@ export interface RestoreToolComparison {
 }
 
 /** A row from a drill's summary (figures as restoreDrillWorkflow returns them). */
-export function comparisonRow(tool: string, drillRunId: string, summary: DrillSummary): ToolComparisonRow {
+export function comparisonRow(tool: BackupToolName, drillRunId: string, summary: DrillSummary): ToolComparisonRow {
   const f = summary.figures;
   const num = (k: string) => (typeof f[k] === 'number' ? (f[k] as number) : null);
   return {

@@ -31,6 +31,7 @@ export const WORKFLOW_TYPES = {
   experiment: 'experimentWorkflow',
   cluster: 'clusterWorkflow',
   restoreDrill: 'restoreDrillWorkflow',
+  restoreToolComparison: 'restoreToolComparisonWorkflow',
   failoverDrill: 'failoverDrillWorkflow',
   nightlyRegression: 'nightlyRegressionWorkflow',
   sweeper: 'sweeperWorkflow',

@@ -5,10 +5,10 @@
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedBackupStore } from '../../common/backup-store';
-import type { DrillResult } from '../../common/drill-result';
+import type { DrillResult, RestoreToolComparison } from '../../common/drill-result';
 import type { BackupStoreSpec } from '../../common/spec';
 import { postgresOsUser } from '../../infra/postgres-binaries';
-import { renderDrillMarkdown } from './report/drills-markdown';
+import { renderDrillMarkdown, renderToolComparisonMarkdown } from './report/drills-markdown';
 import { runFolderName, type ResultsStore } from './results-store';
 
 export interface DrillControlDeps {
@@ -89,6 +89,13 @@ export function createDrillControlActivities(deps: DrillControlDeps) {
       rmSync(store.path, { recursive: true, force: true });
       rmSync(backupLabelFile(store.path), { force: true });
       return `removed ${store.path}`;
+    },
+
+    /** A tool comparison's result.json and report.md (the drills saved their own); returns where they are. */
+    async saveToolComparison(input: { runId: string; comparison: RestoreToolComparison }): Promise<string> {
+      await deps.results.put(input.runId, 'result.json', JSON.stringify(input.comparison, null, 2));
+      await deps.results.put(input.runId, 'report.md', renderToolComparisonMarkdown(input.comparison));
+      return deps.results.location(input.runId);
     },
 
     /** The drill's result.json and report.md; returns where they are. */

@@ -1,23 +1,25 @@
 /**
  * storage-lab drill restore|failover: validate the drill input here, start the drill workflow, optionally watch
  * it with progress bars, and print what it measured (RTO split, RPO, lost commits, verification outcomes).
+ * `drill restore --compare-tools` starts the comparison workflow instead: the drill with each backup tool, one table.
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runFolderName } from '../../activities/control/results-store';
 import { checkDrillWithTools } from '../../activities/control/spec-checks';
-import type { DrillResult, DrillSummary } from '../../common/drill-result';
+import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/drill-result';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { WORKFLOW_TYPES } from '../../common/names';
 import { InvalidSpecError } from '../../common/spec';
 import { labPaths } from '../../infra/lab-paths';
-import { restoreSection, failoverSection } from '../../activities/control/report/drills-markdown';
+import { restoreSection, failoverSection, toolComparisonTable } from '../../activities/control/report/drills-markdown';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
 import { buildInput, refuseToolProblems, type SpecFlags } from '../spec-input';
 import { failureMessage } from '../../workflows/failures';
+import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/tool-comparison';
 import { controlTaskQueue } from '../../worker/env';
 
 export type DrillKind = 'restore' | 'failover';
@@ -25,6 +27,7 @@ export type DrillKind = 'restore' | 'failover';
 export interface DrillFlags extends SpecFlags {
   watch?: boolean;
   id?: string;
+  compareTools?: boolean;
 }
 
 const DRILLS = {
@@ -34,6 +37,7 @@ const DRILLS = {
 
 /** Starts a drill; with --watch waits for it and prints its figures. Returns the workflow id. */
 export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<string> {
+  if (flags.compareTools) return compareToolsCommand(flags);
   const drill = DRILLS[kind];
   const input = buildInput(flags);
   let spec: ReturnType<typeof drill.resolve>;
@@ -66,6 +70,52 @@ export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<
   } finally {
     await lab.close();
   }
+}
+
+/** Starts the restore drill with each tool, one after the other; with --watch waits and prints the one table. */
+async function compareToolsCommand(flags: DrillFlags): Promise<string> {
+  const input = buildInput(flags);
+  let specs: ReturnType<typeof resolveForEveryTool>;
+  try {
+    specs = resolveForEveryTool(input);
+  } catch (err) {
+    if (err instanceof InvalidSpecError) throw new UserError(err.message);
+    throw err;
+  }
+  for (const spec of specs) await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `restore drill spec (backup.tool ${spec.backup.tool})`);
+  const runId = flags.id ?? `drill-compare-tools-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+  const lab = await connectClient();
+  try {
+    const handle = await lab.client.workflow.start(WORKFLOW_TYPES.restoreToolComparison, { taskQueue: controlTaskQueue(), workflowId: runId, args: [input] });
+    console.log(`Started the restore drill with ${COMPARED_TOOLS.join(', then ')} as ${runId}\n  UI: ${workflowUrl(lab.namespace, runId)}`);
+    if (!flags.watch) {
+      console.log(`  follow it with: storage-lab watch ${runId}`);
+      return runId;
+    }
+    try {
+      const comparison = await watchWorkflow<RestoreToolComparison>(lab.client, handle);
+      printComparison(runId, comparison);
+    } catch (err) {
+      if (!(err instanceof WorkflowFailedError)) throw err;
+      const printed = printComparison(runId, null);
+      throw new UserError(`restore tool comparison ${runId} failed${printed ? '' : `: ${failureMessage(err)}`}`);
+    }
+    return runId;
+  } finally {
+    await lab.close();
+  }
+}
+
+/** Prints the comparison's table from its result.json (local results folder, or the one the workflow returned). */
+function printComparison(runId: string, returned: RestoreToolComparison | null): boolean {
+  const file = path.join(labPaths().resultsDir, runFolderName(runId), 'result.json');
+  const comparison = returned ?? (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as RestoreToolComparison) : null);
+  if (!comparison) return false;
+  console.log(`\nrestore drill, backup tools compared ${comparison.runId}: ${comparison.status}`);
+  console.log(`  verdict: ${comparison.verdict}\n`);
+  for (const line of toolComparisonTable(comparison.rows)) console.log(`  ${line}`);
+  if (existsSync(file)) console.log(`\n  report: ${path.join(path.dirname(file), 'report.md')}`);
+  return true;
 }
 
 /** Prints the drill's verdict and figures from its result.json (local results folder); false when there is none. */

@@ -164,7 +164,7 @@ export function toolComparisonTable(rows: ToolComparisonRow[]): string[] {
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.tool} ${r.toolVersion ?? ''} | ${size(r)} | ${s(r.backupSeconds)} | ${s(r.fetchSeconds)} | ${s(r.replaySeconds)} | ${s(r.promoteSeconds)} | ${s(r.rtoSeconds)} | ${s(r.rpoSeconds)}${r.rpoBytes !== null ? ` (${n(r.rpoBytes)} bytes)` : ''} | ${s(r.verifySeconds)} | ${r.status === 'passed' ? 'PASS' : `**${r.status.toUpperCase()}**: ${cell(r.verdict)}`} |`,
+        `| ${[r.tool, r.toolVersion].filter(Boolean).join(' ')} | ${size(r)} | ${s(r.backupSeconds)} | ${s(r.fetchSeconds)} | ${s(r.replaySeconds)} | ${s(r.promoteSeconds)} | ${s(r.rtoSeconds)} | ${s(r.rpoSeconds)}${r.rpoBytes !== null ? ` (${n(r.rpoBytes)} bytes)` : ''} | ${s(r.verifySeconds)} | ${r.status === 'passed' ? 'PASS' : `**${r.status.toUpperCase()}**: ${cell(r.verdict)}`} |`,
     ),
   ];
 }
