@@ -102,12 +102,16 @@ function freeBytes(dir: string): number | null {
   }
 }
 
-/** Whether the backup tool a local run names is installed here (local hosts run this machine's binaries); null when it is. */
-function backupToolProblem(tool: BackupToolName, field: string): string | null {
+/**
+ * Whether the hosts will have the backup tool the spec names; null when they will. Local hosts run this machine's
+ * binaries; EC2 hosts install pgBackRest from apt and get WAL-G from this control worker (its tools cache).
+ */
+function backupToolProblem(tool: BackupToolName, field: string, provider: 'local' | 'aws'): string | null {
   if (tool === 'wal-g')
     return findWalg()
       ? null
-      : `${field}: WAL-G is not installed here; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
+      : `${field}: WAL-G is not installed ${provider === 'aws' ? 'on this control worker, which ships it to EC2 hosts' : 'here'}; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
+  if (provider === 'aws') return null;
   return onPath('pgbackrest') ? null : `${field}: pgBackRest is not installed here; apt-get install pgbackrest (infra/bootstrap.sh does) or set ${field} to "wal-g"`;
 }
 
@@ -147,12 +151,12 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           parallelField: 'maxParallelClusters',
         });
         problems.push(...local.problems);
-        const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
-        const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool') : null;
-        if (tool) problems.push(tool);
         warnings.push(...local.warnings);
       }
       if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
+      const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
+      const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
+      if (tool) problems.push(tool);
       // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
       const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
       problems.push(...(checked?.problems ?? []));
@@ -176,11 +180,12 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           memoryLimitMiB: spec.host.memoryLimitMiB,
           volumeBytes: drillVolumeBytes(spec),
         });
-        const backsUp = !('rounds' in spec) || spec.backup.enabled;
-        const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool') : null;
-        refuseEnvironmentProblems(tool ? [...local.problems, tool] : local.problems);
+        refuseEnvironmentProblems(local.problems);
         warnings.push(...local.warnings);
       }
+      const backsUp = !('rounds' in spec) || spec.backup.enabled;
+      const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool', spec.provider) : null;
+      if (tool) refuseEnvironmentProblems([tool]);
       return { warnings };
     },
   };

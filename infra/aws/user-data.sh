@@ -1,6 +1,6 @@
 #!/bin/bash
 # Storage Lab host bootstrap: the cloud-init user-data of one EC2 host, rendered by infra/aws/user-data.ts.
-# Installs PostgreSQL, pgbackrest and Node, formats and mounts the storage under test (instance-store NVMe or the
+# Installs PostgreSQL, pgbackrest, Node and the control worker's WAL-G, formats and mounts the storage under test (instance-store NVMe or the
 # attached gp3 volume), fetches the host agent and the secrets it needs (SSM Parameter Store, by name), writes
 # host.json and runs the agent under systemd. No secret is in this script; what it prints reaches the serial
 # console, which the cluster workflow shows when the agent never comes up.
@@ -12,6 +12,9 @@ POSTGRES_VERSION={{POSTGRES_VERSION}}
 NODE_VERSION={{NODE_VERSION}}
 AGENT_S3_URI={{AGENT_S3_URI}}
 AGENT_SHA256={{AGENT_SHA256}}
+WALG_S3_URI={{WALG_S3_URI}}
+WALG_SHA256={{WALG_SHA256}}
+WALG_ARCH={{WALG_ARCH}}
 AWS_REGION={{AWS_REGION}}
 AWS_ENDPOINT_URL={{AWS_ENDPOINT_URL}}
 TEMPORAL_ADDRESS={{TEMPORAL_ADDRESS}}
@@ -73,6 +76,25 @@ curl -fsSL -o "$work/SHASUMS256.txt" "https://nodejs.org/dist/v$NODE_VERSION/SHA
 install -d /opt/node
 tar -xJf "$work/$node_dist.tar.xz" -C /opt/node --strip-components=1
 export PATH=/opt/node/bin:$PATH
+
+# WAL-G as the control worker built it (no package has it), checked like the agent; without it, backups with
+# backup.tool "wal-g" fail on this host naming the missing binary, and pgBackRest still works.
+install_walg() {
+  if [ -z "$WALG_S3_URI" ]; then
+    step "no WAL-G from the control worker (its tools cache has none; run infra/bootstrap.sh there)"
+    return 0
+  fi
+  if [ "$WALG_ARCH" != "$node_arch" ]; then
+    step "WAL-G was built for $WALG_ARCH and this host is $node_arch: not installed (use a $WALG_ARCH instance type)"
+    return 0
+  fi
+  aws_ s3 cp --only-show-errors "$WALG_S3_URI" "$work/wal-g"
+  echo "$WALG_SHA256  $work/wal-g" | sha256sum -c --quiet -
+  install -m 0755 "$work/wal-g" "$1/wal-g"
+  step "installed $("$1/wal-g" --version | cut -f1) as $1/wal-g"
+}
+step "installing WAL-G"
+install_walg /usr/local/bin
 
 step "fetching the host agent from $AGENT_S3_URI"
 aws_ s3 cp --only-show-errors "$AGENT_S3_URI" "$work/agent.tgz"

@@ -14,6 +14,10 @@ export interface UserDataValues {
   NODE_VERSION: string;
   AGENT_S3_URI: string;
   AGENT_SHA256: string;
+  /** The control worker's WAL-G in S3, its sha256 and the CPU it was built for (Node's name: x64, arm64); empty: none. */
+  WALG_S3_URI: string;
+  WALG_SHA256: string;
+  WALG_ARCH: string;
   AWS_REGION: string;
   AWS_ENDPOINT_URL: string;
   TEMPORAL_ADDRESS: string;

@@ -10,7 +10,10 @@ import {
   type Instance,
 } from '@aws-sdk/client-ec2';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
+import { findWalg } from '../../activities/lib/walg';
 import { dataVolumeGiB } from '../../common/aws';
 import { RESOURCE_TAGS } from '../../common/names';
 import { volumeBytes } from '../../common/spec';
@@ -23,6 +26,9 @@ async function instancesOfRun(ec2: EC2Client, runId: string): Promise<Instance[]
   const out = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${RESOURCE_TAGS.runId}`, Values: [runId] }] }));
   return (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
 }
+
+/** The sha256 of the WAL-G binary this control worker ships to its hosts. */
+const walgSha256 = createHash('sha256').update(readFileSync(findWalg()!)).digest('hex');
 
 const live = (instances: Instance[]) => instances.filter((i) => i.State?.Name !== 'terminated');
 const tagsOf = (i: { Tags?: { Key?: string; Value?: string }[] }) => Object.fromEntries((i.Tags ?? []).map((t) => [t.Key, t.Value]));
@@ -88,6 +94,12 @@ describe('Ec2Provider and S3 on moto', () => {
       const userData = Buffer.from(attr.UserData?.Value ?? '', 'base64').toString();
       expect(userData).toContain(`HOST_ID='${req.hostId}'`);
       expect(userData).toMatch(new RegExp(`AGENT_S3_URI='s3://${TEST_BUCKET}/storage-lab/agent/storage-lab-agent-[0-9a-f]+\\.tgz'`));
+      // The control worker's WAL-G goes beside the agent, named by version, CPU and hash, its sha256 recorded.
+      const walgKey = new RegExp(`WALG_S3_URI='s3://${TEST_BUCKET}/(storage-lab/agent/wal-g-3\\.0\\.8-linux-${process.arch}-[0-9a-f]{20})'`).exec(userData)![1];
+      const shipped = await bed.moto.clients.s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: walgKey }));
+      expect(shipped.Metadata?.sha256).toBe(walgSha256);
+      expect(userData).toContain(`WALG_SHA256='${walgSha256}'`);
+      expect(userData).toContain(`WALG_ARCH='${process.arch}'`);
       expect(userData).toContain(`STORAGE_KIND='${req.storageClass.kind}'`);
     }
 

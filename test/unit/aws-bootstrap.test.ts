@@ -3,7 +3,11 @@
  * writes, the control worker's AWS settings, the spec fields a real run needs, and the CLI's dry run.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { findWalg } from '../../activities/lib/walg';
 import { awsRunProblems } from '../../common/aws';
 import { resolveSpec } from '../../common/spec';
 import { completeHostConfig } from '../../infra/aws/host-config';
@@ -19,6 +23,9 @@ const values = (over: Partial<UserDataValues> = {}): UserDataValues => ({
   NODE_VERSION: '20.20.2',
   AGENT_S3_URI: 's3://bucket/storage-lab/agent/storage-lab-agent-0123.tgz',
   AGENT_SHA256: 'f'.repeat(64),
+  WALG_S3_URI: 's3://bucket/storage-lab/agent/wal-g-3.0.8-linux-x64-0123',
+  WALG_SHA256: 'e'.repeat(64),
+  WALG_ARCH: 'x64',
   AWS_REGION: 'us-east-1',
   AWS_ENDPOINT_URL: '',
   TEMPORAL_ADDRESS: 'lab.a1b2c.tmprl.cloud:7233',
@@ -55,6 +62,61 @@ describe('host bootstrap (user-data)', () => {
     expect(text).toContain('Restart=always');
     expect(text).toContain('ssm get-parameter --with-decryption');
     expect(text).toMatch(/sha256sum -c/);
+    expect(text).toContain("WALG_S3_URI='s3://bucket/storage-lab/agent/wal-g-3.0.8-linux-x64-0123'");
+    expect(text).toContain('install_walg /usr/local/bin');
+  });
+
+  describe('installs the control worker\'s WAL-G only as shipped', () => {
+    const walg = findWalg();
+    let dir: string;
+    beforeAll(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-walg-install-'));
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    /** Runs the rendered script's own install_walg in bash, its S3 copy served from the local binary. */
+    function install(over: Partial<UserDataValues>, nodeArch = 'x64') {
+      const text = renderUserData(template, values(over));
+      const fn = /^install_walg\(\) \{\n[\s\S]*?^\}$/m.exec(text)![0];
+      const header = text.split('\napp=')[0];
+      const target = mkdtempSync(path.join(dir, 'bin-'));
+      const work = mkdtempSync(path.join(dir, 'work-'));
+      const script = [
+        header,
+        'step() { echo "$*"; }',
+        // aws s3 cp <uri> <file>: the shipped binary, as S3 would serve it.
+        `aws_() { cp ${shellQuote(walg!)} "\${@: -1}"; }`,
+        `work=${shellQuote(work)}; node_arch=${nodeArch}`,
+        fn,
+        `install_walg ${shellQuote(target)}`,
+      ].join('\n');
+      const r = spawnSync('bash', ['-c', script], { encoding: 'utf8' });
+      return { ...r, installed: existsSync(path.join(target, 'wal-g')) ? path.join(target, 'wal-g') : null };
+    }
+
+    it('checks the sha256 and installs it runnable', () => {
+      expect(walg).not.toBeNull();
+      const sha256 = createHash('sha256').update(readFileSync(walg!)).digest('hex');
+      const ok = install({ WALG_SHA256: sha256 });
+      expect(ok.status).toBe(0);
+      expect(ok.stdout).toMatch(/installed wal-g version v3\.0\.8 as \S+\/wal-g/);
+      expect(statSync(ok.installed!).mode & 0o777).toBe(0o755);
+      expect(execFileSync(ok.installed!, ['--version']).toString()).toMatch(/^wal-g version v3\.0\.8\t/);
+    });
+
+    it('refuses a binary whose sha256 differs, and one built for another CPU; without one it says so', () => {
+      const bad = install({ WALG_SHA256: '0'.repeat(64) });
+      expect(bad.status).not.toBe(0);
+      expect(bad.installed).toBeNull();
+      const arm = install({ WALG_SHA256: '0'.repeat(64) }, 'arm64');
+      expect(arm.status).toBe(0);
+      expect(arm.stdout).toContain('WAL-G was built for x64 and this host is arm64: not installed');
+      expect(arm.installed).toBeNull();
+      const none = install({ WALG_S3_URI: '', WALG_SHA256: '', WALG_ARCH: '' });
+      expect(none.status).toBe(0);
+      expect(none.stdout).toContain('no WAL-G from the control worker');
+      expect(none.installed).toBeNull();
+    });
   });
 
   it('refuses a template and values that do not match, and a script too big for EC2', () => {
