@@ -1,18 +1,23 @@
 /**
  * The drill workflows on the real dev server with mocked activities: bad input fails fast and creates nothing; a
- * restore whose recovery fails gets a verdict naming why, saved before every host is torn down.
+ * restore whose recovery fails gets a verdict naming why, saved before every host is torn down; the tool comparison
+ * runs both tools' drills one after the other, the second even when the first failed, and saves one table.
  */
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
-import type { RestoreDrillResult } from '../../common/drill-result';
+import type { RestoreDrillResult, RestoreToolComparison } from '../../common/drill-result';
+import { comparedDrillId } from '../../common/tool-comparison';
 import { hostIdFor } from '../../common/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
 import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 type Calls = string[];
+
+/** Comparisons the fake control side saved (the tests read them). */
+const comparisons: RestoreToolComparison[] = [];
 
 function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<ControlActivities> {
   return {
@@ -35,6 +40,11 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<Control
       calls.push('saveDrillResult');
       saved.push(result as RestoreDrillResult);
       return '/tmp/results/run';
+    },
+    async saveToolComparison({ comparison }) {
+      calls.push('saveToolComparison');
+      comparisons.push(comparison);
+      return '/tmp/results/comparison';
     },
     async teardownHost({ hostId }) {
       calls.push(`teardown ${hostId}`);
@@ -242,5 +252,27 @@ describe('drill workflows with mocked activities', () => {
     const savedAt = calls.indexOf('saveDrillResult');
     for (const host of [source, restore]) expect(calls.indexOf(`teardown ${host}`)).toBeGreaterThan(savedAt);
     expect(calls.indexOf('removeBackupStore')).toBeGreaterThan(savedAt);
+  });
+
+  it('compares the tools: WAL-G then pgBackRest, the second run though the first failed, both saved in one table', async () => {
+    const hostsOf = (id: string) =>
+      (['wal-g', 'pgbackrest'] as const).flatMap((tool) => [hostIdFor(comparedDrillId(id, tool), 'source', 0), hostIdFor(comparedDrillId(id, tool), 'restore', 0)]);
+    const { calls, saved, outcome, workflowId } = await runDrill(WORKFLOW_TYPES.restoreToolComparison, { preset: 'ci' }, hostsOf);
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    expect((outcome as WorkflowFailedError).cause).toMatchObject({ type: 'VerificationError' });
+    // Both specs were checked before either drill made a host; then one drill after the other, each with its own tool.
+    expect(calls.slice(0, 2)).toEqual(['preflightDrill', 'preflightDrill']);
+    const [walg, pgbackrest] = (['wal-g', 'pgbackrest'] as const).map((tool) => comparedDrillId(workflowId, tool));
+    expect(calls.filter((c) => c.startsWith('configureBackups')).map((c) => c.split(' tool=')[1])).toEqual(['wal-g', 'wal-g', 'pgbackrest', 'pgbackrest']);
+    expect(calls.indexOf(`teardown ${hostIdFor(walg, 'restore', 0)}`)).toBeLessThan(calls.indexOf(`provision ${hostIdFor(pgbackrest, 'source', 0)}`));
+    expect(saved.map((r) => r.runId)).toEqual([walg, pgbackrest]);
+    const comparison = comparisons.find((c) => c.runId === workflowId)!;
+    expect(comparison.status).toBe('failed');
+    expect(comparison.rows.map((r) => [r.tool, r.status, r.drillRunId])).toEqual([
+      ['wal-g', 'failed', walg],
+      ['pgbackrest', 'failed', pgbackrest],
+    ]);
+    expect(comparison.verdict).toMatch(/^failed: wal-g failed: .*recovery ended before configured recovery target was reached.*; pgbackrest failed: /);
+    expect(calls[calls.length - 1]).toBe('saveToolComparison');
   });
 });
