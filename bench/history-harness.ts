@@ -1,0 +1,302 @@
+/**
+ * The real workflows (bundled from workflows/) on a real Temporal dev server, against fake control and host
+ * activities: each fake host step reports its progress through the real reporter as often as the real activity
+ * would over the step's duration (a 5-hour load: one report every 2 s, 9,000 of them), then returns a plausible
+ * result at once. Measures every workflow execution's history: events and bytes. The history-budget bench runs
+ * seed-full with both drills; a unit-sized run of the same harness is a test.
+ *
+ * Why not Temporal's time-skipping test server: moving its clock (UnlockTimeSkippingWithSleep) while a workflow task
+ * or an activity runs in real time expires them, and the retries it causes inflate the very histories measured here.
+ * The workflows' own timers are seconds long (the failover drill's writes before the kill), so real time is fine;
+ * what a long activity could add to a history is what it reports, and that the fakes reproduce.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ControlActivities } from '../activities/control';
+import type { HostActivities } from '../activities/host';
+import { progressReporter } from '../activities/lib/progress';
+import { hostTaskQueue } from '../common/names';
+import type { HostRecord } from '../infra/providers/host-provider';
+import { startThrowawayServer, type DevServer } from '../infra/temporal/dev-server';
+
+/** How long each fake host step stands for, in seconds: it reports as often as a real one would in that time. */
+export interface StepDurations {
+  load: number;
+  backup: number;
+  warmup: number;
+  tps: number;
+  vacuum: number;
+  backlog: number;
+  restore: number;
+  /** A drill's writes before or after its target, and a failover round's writer. */
+  writes: number;
+}
+
+export interface HistoryFigures {
+  workflowType: string;
+  workflowId: string;
+  /** 1 for the first execution, 2 after one continue-as-new, ... */
+  execution: number;
+  events: number;
+  bytes: number;
+  /** Signals it received: progress must not arrive this way (each costs events, however long the run). */
+  signals: number;
+}
+
+/** Seconds between two progress reports of a real host activity (load: 2 s; pgbench: 1 s; the rest 2-5 s). */
+const REPORT_EVERY_SECONDS = 2;
+
+/** A Temporal server with the lab's workflows bundled once; close() stops what it started. */
+export class HistoryHarness {
+  private constructor(
+    readonly connection: NativeConnection,
+    readonly client: Client,
+    private readonly bundle: WorkflowBundleWithSourceMap,
+    private readonly owned: { server: DevServer; dir: string } | null,
+  ) {}
+
+  /** On the server at `address` (the test suite's), or on a throwaway dev server of its own. */
+  static async start(address?: string): Promise<HistoryHarness> {
+    let owned: { server: DevServer; dir: string } | null = null;
+    if (!address) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-history-'));
+      owned = { server: (await startThrowawayServer(dir)).server, dir };
+      address = owned.server.address;
+    }
+    const connection = await NativeConnection.connect({ address });
+    const client = new Client({ connection: await Connection.connect({ address }) });
+    const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined, trace: () => undefined, log: () => undefined };
+    const bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quiet });
+    return new HistoryHarness(connection, client, bundle, owned);
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+    await this.client.connection.close();
+    if (this.owned) {
+      this.owned.server.process.kill('SIGTERM');
+      await new Promise((r) => this.owned!.server.process.once('exit', r));
+      rmSync(this.owned.dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Runs one workflow to its end (a failure is a result too) with fake activities standing for `durations`; returns
+   * the histories of every execution it and its children made.
+   */
+  async run(workflowType: string, input: unknown, durations: StepDurations, workflowId: string): Promise<HistoryFigures[]> {
+    const taskQueue = `budget-${workflowId}`;
+    const hosts = new Map<string, { worker: Worker; running: Promise<void> }>();
+    const control = await Worker.create({
+      connection: this.connection,
+      taskQueue,
+      workflowBundle: this.bundle,
+      activities: fakeControl(async (record) => {
+        if (hosts.has(record.hostId)) return;
+        const worker = await Worker.create({ connection: this.connection, taskQueue: record.taskQueue, activities: fakeHost(record.hostId, durations) });
+        hosts.set(record.hostId, { worker, running: worker.run() });
+      }),
+    });
+    const running = control.run();
+    try {
+      const handle = await this.client.workflow.start(workflowType, { taskQueue, workflowId, args: [input] });
+      await handle.result().catch(() => undefined);
+      return await histories(this.client, workflowId, handle.firstExecutionRunId);
+    } finally {
+      for (const w of [control, ...[...hosts.values()].map((h) => h.worker)]) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all([running, ...[...hosts.values()].map((h) => h.running)]);
+    }
+  }
+}
+
+/** Every execution of the workflow and of its children: each continue-as-new chain from its first run. */
+async function histories(client: Client, workflowId: string, firstRunId: string, depth = 0): Promise<HistoryFigures[]> {
+  const { EventType } = temporal.api.enums.v1;
+  const figures: HistoryFigures[] = [];
+  for (let runId: string | null | undefined = firstRunId, execution = 1; runId; execution++) {
+    const history: temporal.api.history.v1.IHistory = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
+    const type = events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? '?';
+    const signals = events.filter((x) => x.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length;
+    figures.push({ workflowType: type, workflowId, execution, events: events.length, bytes: Buffer.byteLength(JSON.stringify(history)), signals });
+    if (depth < 3)
+      for (const e of events.filter((x) => x.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED)) {
+        const child = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
+        if (child?.workflowId && child.runId) figures.push(...(await histories(client, child.workflowId, child.runId, depth + 1)));
+      }
+    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+  }
+  return figures;
+}
+
+/** A fake host step standing for `seconds`: as many progress reports as the real activity makes in that time. */
+async function take(seconds: number, hostId: string, phase: string): Promise<void> {
+  const report = progressReporter(hostId, phase);
+  for (let done = 0; done < seconds; done += REPORT_EVERY_SECONDS) {
+    report({ percent: Math.round((100 * done) / seconds), etaSeconds: Math.round(seconds - done), detail: { second: done } });
+    if (done % (500 * REPORT_EVERY_SECONDS) === 0) await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** The control plane, faked: hosts are host workers started in this process; results go nowhere. */
+function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<ControlActivities> {
+  return {
+    async preflight() {
+      return { warnings: [] };
+    },
+    async preflightDrill() {
+      return { warnings: [] };
+    },
+    async saveSpec() {
+      return 'budget://spec';
+    },
+    async provisionHost({ request }) {
+      const record: HostRecord = {
+        hostId: request.hostId,
+        runId: request.runId,
+        provider: 'local',
+        className: request.className,
+        kind: request.storageClass.kind,
+        taskQueue: hostTaskQueue(request.hostId),
+        emulated: true,
+        limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
+        postgres: { host: '127.0.0.1', port: 5432 },
+      };
+      await startHost(record);
+      return record;
+    },
+    async teardownHost() {},
+    async killHost() {},
+    async diagnoseHost() {
+      return { oomKills: 0, text: 'fake host', lastPollAt: null };
+    },
+    async saveClusterResult() {},
+    async writeResults({ runId }) {
+      return { location: `budget://${runId}`, status: 'completed', medianTps: {}, ratios: {}, failedChecks: [] };
+    },
+    async prepareBackupStore() {
+      return { kind: 'folder', path: '/budget/backups' };
+    },
+    async removeBackupStore() {
+      return 'removed';
+    },
+    async saveDrillResult({ runId }) {
+      return `budget://${runId}`;
+    },
+  } as Partial<ControlActivities>;
+}
+
+const WAL = { start: '000000010000000000000003', stop: '000000010000000000000004' };
+const REPOSITORY_OK = { ok: true, status: 'ok', detail: 'fake: ok', walChecked: 2, walInvalid: 0, backupFilesChecked: null, backupFilesInvalid: null, missingWal: [], seconds: 0.1 };
+
+/** One host's agent, faked: every step reports as long as its duration and returns a plausible result. */
+function fakeHost(hostId: string, d: StepDurations): Partial<HostActivities> {
+  const node = /-node-(\d)$/.exec(hostId)?.[1];
+  const host: Partial<HostActivities> = {
+    async describeHost() {
+      return { hostId, pid: 1, postgresRunning: true };
+    },
+    async configurePostgres() {
+      return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
+    },
+    async loadData(input) {
+      await take(d.load, hostId, 'load');
+      const rows = input.scale * 100_000;
+      return { rows, chunks: Math.ceil(rows / input.chunkRows), chunksResumed: 0, loadSeconds: d.load, indexSeconds: 0, vacuumSeconds: 0, heapBytes: rows * 146, rowsPerSecond: rows / d.load };
+    },
+    async verifyAccounts() {
+      return { rows: 200_000, distinctAids: 200_000, minAid: 1, maxAid: 200_000 };
+    },
+    async runPgbench(input) {
+      await take(input.durationSeconds, hostId, input.label);
+      const tpsSeries = Array(Math.min(input.durationSeconds, 600)).fill(1734);
+      return { tps: 1734, transactions: 1734 * input.durationSeconds, failedTransactions: 0, durationSeconds: input.durationSeconds, clients: input.clients, threads: input.threads, latencyMs: { mean: 36.9, p50: 30, p95: 80, p99: 120 }, tpsSeries, pgbenchVersion: '15.18' };
+    },
+    async runVacuumPhase(input) {
+      await take(d.vacuum, hostId, 'vacuum');
+      return { vacuumSeconds: d.vacuum, deadBytes: input.bloatMB * 2 ** 20 } as never;
+    },
+    async runBacklogPhase(input) {
+      await take(d.backlog, hostId, 'backlog');
+      return { drainSeconds: d.backlog, backlogBytes: input.backlogMB * 2 ** 20 } as never;
+    },
+    async configureBackups() {
+      return { tool: 'fake', version: '0', settings: { archive_mode: 'on' } };
+    },
+    async initBackupRepository() {},
+    async takeBackup() {
+      await take(d.backup, hostId, 'base backup');
+      return { tool: 'fake', toolVersion: '0', label: 'b1', type: 'full', startedAt: 't', stoppedAt: 't', seconds: d.backup, databaseBytes: 1, repositoryBytes: 1, startLsn: '0/3000028', stopLsn: '0/4000050', walStart: WAL.start, walStop: WAL.stop };
+    },
+    async writeHistory(input) {
+      await take(d.writes, hostId, input.label);
+      const failurePoint = { at: 't', currentLsn: '0/7000100', lastArchivedWal: '000000010000000000000006', lastArchivedAt: 't', archivedThroughLsn: '0/7000000', archiveLagBytes: 256, archiveLagSeconds: 0.5, lastMarkerId: 20, lastArchivedMarkerId: 19, archiveFailures: 0 };
+      return { firstId: 1, lastId: 10, markers: 10, pgbenchTransactions: 5, failurePoint: input.failurePoint ? failurePoint : null };
+    },
+    async markTarget() {
+      return { target: { type: 'time', time: '2026-11-30 07:38:55+00', lsn: null, lastIdBefore: 10, checksums: null }, walLsn: '0/6000308' };
+    },
+    async waitForArchive() {
+      return { seconds: 1 };
+    },
+    async archiveCurrentSegment() {
+      return { segment: '000000020000000000000005', seconds: 1 };
+    },
+    async removeArchivedSegment() {
+      return null as never;
+    },
+    async restoreBackup() {
+      await take(d.restore, hostId, 'fetch');
+      return { backupLabel: 'b1', fetchSeconds: d.restore };
+    },
+    async recoverFromBackup() {
+      await take(d.restore / 4, hostId, 'replay and promote');
+      return { ok: true, detail: 'ok', replaySeconds: d.restore / 4, promoteSeconds: 1, stoppedAt: 't', lastTransactionAt: 't', restoredSegments: 2 };
+    },
+    async checkArchive({ from, to }) {
+      return { continuity: { ok: true, from, to, checked: 2, missing: [] }, repository: REPOSITORY_OK };
+    },
+    async checkRepository() {
+      return REPOSITORY_OK;
+    },
+    async verifyRestore() {
+      return {
+        ledger: { ok: true, detail: 'every marker through 10, none after', expectedThroughId: 10, presentRows: 10, maxPresentId: 10, missingIds: [], idsAfterTarget: 0 },
+        checksums: { ok: true, detail: 'equal', tables: {} },
+        amcheck: { ok: true, detail: 'clean', problems: 0 },
+        maxPresentCommittedAt: 't',
+      } as never;
+    },
+    async createFailoverLedger() {},
+    async cloneStandby() {
+      return { seconds: 1 };
+    },
+    async setReplication() {},
+    async waitForStandbys() {
+      return { seconds: 1 } as never;
+    },
+    // The lowest-numbered standby received the most WAL, so it is the one promoted; the writer finds it.
+    async standbyPosition() {
+      return { inRecovery: true, receiveLsn: `0/${(10 - Number(node ?? 0)).toString(16)}000000`, replayLsn: null };
+    },
+    async promoteStandby() {
+      return { seconds: 0.5, timeline: 2 };
+    },
+    async runFailoverWriter(input) {
+      await take(d.writes, hostId, `writer round ${input.round}`);
+      const winner = input.nodes.map((n) => n.node).filter((n) => n !== input.initialNode).sort()[0];
+      return { acknowledged: 100, failedWrites: 3, inDoubt: 0, lastAckBeforeKillAt: 't0', firstAckAfterAt: 't1', newPrimaryNode: winner, outageSeconds: 0.9, stopReason: 'done' };
+    },
+    async countLostCommits() {
+      return { acknowledged: 100, lost: 0, lostSample: [], inDoubtPresent: 0, rowsOnPrimary: 100 };
+    },
+    async rejoinAsStandby() {
+      return { action: 'rewound', seconds: 1, detail: 'pg_rewind' };
+    },
+  };
+  return host;
+}
