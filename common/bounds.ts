@@ -4,7 +4,8 @@
  * A bound is a generous multiple of an estimate from the storage's throughput: it exists to end a hung step with a
  * reason, never to cut a healthy one short.
  */
-import type { StorageClassSpec } from './spec';
+import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
+import { accountRows, hostDeadAfterSeconds, type ExperimentSpec, type StorageClassSpec } from './spec';
 
 export interface HostTimeouts {
   /** How long a new host's agent may take to come up (cloud boots are slow). */
@@ -72,4 +73,43 @@ export function formatBound(seconds: number): string {
   if (seconds >= 2 * 3600) return `${Math.round(seconds / 3600)} h`;
   if (seconds >= 120) return `${Math.round(seconds / 60)} min`;
   return `${Math.round(seconds)} s`;
+}
+
+/** Bounds of an experiment cluster's host activities: the load's from the data, a run's from its duration. */
+export function clusterBounds(spec: ExperimentSpec): HostTimeouts {
+  const classes = Object.values(spec.storageClasses);
+  return {
+    agentStartSeconds: agentStartSeconds(spec.provider),
+    deadAfterSeconds: hostDeadAfterSeconds(spec),
+    loadHours: loadBoundHours(accountRows(spec.data.scale), spec.data.loadWriters, classes),
+    measureSeconds: Math.max(spec.workload.durationSeconds, spec.workload.warmupSeconds) + 600,
+    phaseSeconds: phaseBoundSeconds(Math.max(spec.phases.vacuum.bloatMB, spec.phases.backlog.backlogMB), classes),
+  };
+}
+
+/**
+ * Bounds of a drill's host activities: `measureSeconds` bounds its longest single step; the load (restore drill) is
+ * bounded from its data size and writers like a cluster's, and a base backup or a restore copies the data set once.
+ */
+function drillBounds(spec: RestoreDrillSpec | FailoverDrillSpec, measureSeconds: number): HostTimeouts {
+  const data = 'data' in spec ? spec.data : { scale: 1, loadWriters: 1 };
+  const dataMB = (accountRows(data.scale) * HEAP_BYTES_PER_ROW * 1.15) / 2 ** 20;
+  return {
+    agentStartSeconds: agentStartSeconds(spec.provider),
+    deadAfterSeconds: hostDeadAfterSeconds(spec),
+    loadHours: loadBoundHours(accountRows(data.scale), data.loadWriters, [spec.storageClass]),
+    measureSeconds: Math.ceil(measureSeconds) + 600,
+    phaseSeconds: Math.max(Math.ceil(measureSeconds) + 600, phaseBoundSeconds(dataMB, [spec.storageClass])),
+  };
+}
+
+/** The restore drill's bounds: its longest step is the writes around the target, or the restore itself. */
+export function restoreDrillBounds(spec: RestoreDrillSpec): HostTimeouts {
+  return drillBounds(spec, Math.max(spec.workload.beforeSeconds + spec.workload.afterSeconds, spec.restoreTimeoutSeconds));
+}
+
+/** The failover drill's bounds: its longest step is a round's writer (writes, the outage, writes after). */
+export function failoverDrillBounds(spec: FailoverDrillSpec): HostTimeouts {
+  const w = spec.writer;
+  return drillBounds(spec, w.killAfterSeconds + w.maxOutageSeconds + w.afterFailoverSeconds + 30);
 }

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
 import type { SpecProblem } from './errors';
+import type { ExperimentSpec } from './spec';
 import { versionProblems } from './postgres-versions';
 import { DRILL_MAX_CONNECTIONS, drillSpecRules } from './spec-rules';
 import {
@@ -320,4 +321,29 @@ export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
   };
   for (const [key, value] of Object.entries(spec.postgres.settings)) settings[key] = String(value);
   return settings;
+}
+
+/** A drill's input from the experiment's spec: its `ci` preset, sized and configured like the experiment. */
+export function drillInputFor(kind: ExperimentSpec['durability']['drills'][number], spec: ExperimentSpec): DrillInput {
+  const className = spec.compare?.candidate ?? Object.keys(spec.storageClasses)[0];
+  const common = {
+    preset: 'ci',
+    name: `${spec.name}-${kind}`.slice(0, 40),
+    provider: spec.provider,
+    storageClass: spec.storageClasses[className],
+    // A drill host runs Postgres and the agent: shared_buffers plus room for both.
+    host: {
+      memoryLimitMiB: Math.max(spec.host.memoryLimitMiB, spec.postgres.sharedBuffersMiB + 128),
+      instanceType: spec.host.instanceType,
+      ...(spec.host.deadAfterSeconds ? { deadAfterSeconds: spec.host.deadAfterSeconds } : {}),
+    },
+    postgres: { version: spec.postgres.version, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, settings: spec.postgres.settings },
+    ...(spec.aws ? { aws: spec.aws } : {}),
+    expiresAfterHours: spec.expiresAfterHours,
+  };
+  // Both drills archive with the experiment's tool to their own prefix of its store.
+  const { tool, compression, backupStore, archiveTimeoutSeconds } = spec.durability;
+  const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
+  if (kind === 'failover') return { ...common, backup };
+  return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
 }

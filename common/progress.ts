@@ -7,6 +7,7 @@ export const CLUSTER_PHASES: { name: string; weight: number }[] = [
   { name: 'configure', weight: 2 },
   { name: 'load', weight: 50 },
   { name: 'backup', weight: 3 },
+  { name: 'restart', weight: 1 },
   { name: 'warmup', weight: 5 },
   { name: 'tps', weight: 20 },
   { name: 'vacuum', weight: 8 },

@@ -5,14 +5,14 @@
  * results and tear the host down (workflows/compensation.ts).
  */
 import { ApplicationFailure, isCancellation } from '@temporalio/workflow';
-import { agentStartSeconds, loadBoundHours, phaseBoundSeconds, type HostTimeouts } from '../common/bounds';
+import { clusterBounds } from '../common/bounds';
 import { latencyBreakdown } from '../common/breakdown';
 import { FAILURE_TYPES } from '../common/errors';
 import { tpsStall } from '../common/measurement';
 import { postgresSettings } from '../common/postgres-settings';
 import type { ClusterResult, FailedAttempt } from '../common/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
-import { accountRows, classLimits, hostDeadAfterSeconds, volumeBytes, type ExperimentSpec } from '../common/spec';
+import { accountRows, classLimits, volumeBytes, type ExperimentSpec } from '../common/spec';
 import { explainHostFailure, oomDuringAttempt, waitForAgent } from './agents';
 import { runCompensated } from './compensation';
 import { archiveAndBackUp, removeClusterBackups } from './durability';
@@ -31,23 +31,11 @@ export interface ClusterInput {
 /** Measured phases get this many attempts; each failed one is recorded in the result. */
 const MEASURE_ATTEMPTS = 3;
 
-/** Timeouts that follow from the spec: the load's bound grows with the data, a run's with its duration. */
-export function hostTimeouts(spec: ExperimentSpec): HostTimeouts {
-  const classes = Object.values(spec.storageClasses);
-  return {
-    agentStartSeconds: agentStartSeconds(spec.provider),
-    deadAfterSeconds: hostDeadAfterSeconds(spec),
-    loadHours: loadBoundHours(accountRows(spec.data.scale), spec.data.loadWriters, classes),
-    measureSeconds: Math.max(spec.workload.durationSeconds, spec.workload.warmupSeconds) + 600,
-    phaseSeconds: phaseBoundSeconds(Math.max(spec.phases.vacuum.bloatMB, spec.phases.backlog.backlogMB), classes),
-  };
-}
-
 export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResult> {
   const { spec, hostId, className, index, runId } = input;
   const provider = spec.provider;
   const board = new ProgressBoard(`Cluster ${hostId}`, runId);
-  const timeouts = hostTimeouts(spec);
+  const timeouts = clusterBounds(spec);
   const host = hostCalls(hostId, timeouts);
   const storeKey = clusterWorkflowId(runId, className, index);
   const result: ClusterResult = {
@@ -125,13 +113,19 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     await phase('configure', async () => {
       const pg = await host.setup.configurePostgres.executeWithOptions(
         { summary: `configure PostgreSQL: shared_buffers ${spec.postgres.sharedBuffersMiB} MiB, max_wal_size ${spec.postgres.maxWalSizeMiB} MiB` },
-        [{ hostId, settings: postgresSettings(spec) }],
+        [{ hostId, settings: postgresSettings(spec, 'load') }],
       );
       result.postgresVersion = pg.postgresVersion;
     });
     await phase('load', () => loadAndVerify(spec, hostId, host, result));
     if (spec.durability.enabled)
       result.phases.durability = await phase('backup', () => archiveAndBackUp(host, hostId, storeKey, spec, postgresSettings(spec)));
+    else if (spec.postgres.directIo !== 'off')
+      await phase('restart', () =>
+        host.setup.configurePostgres.executeWithOptions({ summary: `restart with direct I/O (${spec.postgres.directIo}) for the measured phases` }, [
+          { hostId, settings: postgresSettings(spec) },
+        ]),
+      );
     if (spec.workload.warmupSeconds > 0) await phase('warmup', () => pgbench('warmup', spec.workload.warmupSeconds));
     await phase('tps', async () => recordTpsRun(result, await pgbench('tps', spec.workload.durationSeconds, true)));
     if (spec.phases.vacuum.enabled) {

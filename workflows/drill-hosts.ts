@@ -4,11 +4,10 @@
  */
 import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ProviderName } from '../activities/control';
-import { agentStartSeconds, loadBoundHours, phaseBoundSeconds, type HostTimeouts } from '../common/bounds';
+import type { HostTimeouts } from '../common/bounds';
 import type { DrillSummary } from '../common/drill-result';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../common/drill-spec';
 import { FAILURE_TYPES } from '../common/errors';
-import { accountRows, hostDeadAfterSeconds } from '../common/spec';
 import type { HostRecord, HostRequest } from '../infra/providers/host-provider';
 import { waitForAgent } from './agents';
 import type { PlanOutcome } from './compensation';
@@ -18,22 +17,6 @@ import { providerCalls, teardownCalls } from './proxies';
 import { searchAttributes } from './search-attributes';
 
 type DrillSpec = RestoreDrillSpec | FailoverDrillSpec;
-
-/**
- * Bounds of a drill's host activities: `measureSeconds` bounds its longest single step; the load (restore drill)
- * is bounded from its data size and writers, like an experiment cluster's.
- */
-export function drillTimeouts(spec: DrillSpec, measureSeconds: number): HostTimeouts {
-  const data = 'data' in spec ? spec.data : { scale: 1, loadWriters: 1 };
-  return {
-    agentStartSeconds: agentStartSeconds(spec.provider),
-    deadAfterSeconds: hostDeadAfterSeconds(spec),
-    loadHours: loadBoundHours(accountRows(data.scale), data.loadWriters, [spec.storageClass]),
-    measureSeconds: Math.ceil(measureSeconds) + 600,
-    // A base backup and a restore copy the data set once each: bounded like a phase that moves it.
-    phaseSeconds: Math.max(Math.ceil(measureSeconds) + 600, phaseBoundSeconds((accountRows(data.scale) * 146 * 1.15) / 2 ** 20, [spec.storageClass])),
-  };
-}
 
 /** What the provider is asked for: one host of the drill, sharing the drill's database password with its peers. */
 export function drillHostRequest(spec: DrillSpec, runId: string, hostId: string, role: string, volumeBytes: number): HostRequest {

@@ -5,7 +5,7 @@
  */
 import { ParentClosePolicy, executeChild, isCancellation } from '@temporalio/workflow';
 import type { DrillSummary } from '../common/drill-result';
-import type { DrillInput } from '../common/drill-spec';
+import { drillInputFor, type DrillInput } from '../common/drill-spec';
 import type { ExperimentSpec } from '../common/spec';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
 import { failureMessage } from './failures';
@@ -13,31 +13,6 @@ import type { ProgressBoard } from './progress';
 import { restoreDrillWorkflow } from './restore-drill-workflow';
 
 type DrillKind = ExperimentSpec['durability']['drills'][number];
-
-/** A drill's input from the experiment's spec: its `ci` preset, sized and configured like the experiment. */
-export function drillInputFor(kind: DrillKind, spec: ExperimentSpec): DrillInput {
-  const className = spec.compare?.candidate ?? Object.keys(spec.storageClasses)[0];
-  const common = {
-    preset: 'ci',
-    name: `${spec.name}-${kind}`.slice(0, 40),
-    provider: spec.provider,
-    storageClass: spec.storageClasses[className],
-    // A drill host runs Postgres and the agent: shared_buffers plus room for both.
-    host: {
-      memoryLimitMiB: Math.max(spec.host.memoryLimitMiB, spec.postgres.sharedBuffersMiB + 128),
-      instanceType: spec.host.instanceType,
-      ...(spec.host.deadAfterSeconds ? { deadAfterSeconds: spec.host.deadAfterSeconds } : {}),
-    },
-    postgres: { version: spec.postgres.version, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, settings: spec.postgres.settings },
-    ...(spec.aws ? { aws: spec.aws } : {}),
-    expiresAfterHours: spec.expiresAfterHours,
-  };
-  // Both drills archive with the experiment's tool to their own prefix of its store.
-  const { tool, compression, backupStore, archiveTimeoutSeconds } = spec.durability;
-  const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
-  if (kind === 'failover') return { ...common, backup };
-  return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
-}
 
 /** The workflow id of an experiment's drill. */
 export function drillWorkflowId(runId: string, kind: DrillKind): string {

@@ -32,9 +32,9 @@ import { hostIdFor } from '../common/ids';
 import { compareLsn, parseSegmentName } from '../common/lsn';
 import { median } from '../common/stats';
 import type { HostRecord } from '../infra/providers/host-provider';
-import type { HostTimeouts } from '../common/bounds';
+import { failoverDrillBounds, type HostTimeouts } from '../common/bounds';
 import { runCompensated } from './compensation';
-import { drillHostRequest, drillTimeouts, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
+import { drillHostRequest, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, preflightCalls, providerCalls, resultCalls } from './proxies';
@@ -112,8 +112,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
   if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
   const board = new ProgressBoard(`Failover drill ${runId}`, runId);
   const provider = spec.provider;
-  const { writer } = spec;
-  const timeouts = drillTimeouts(spec, writer.killAfterSeconds + writer.maxOutageSeconds + writer.afterFailoverSeconds + 30);
+  const timeouts = failoverDrillBounds(spec);
   const client = hostIdFor(runId, 'client', 0);
   const hostOf = Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1)])) as Record<Node, string>;
   const result: FailoverDrillResult = {

@@ -15,8 +15,9 @@ import { drillPostgresSettings, resolveRestoreDrill, type DrillInput } from '../
 import { hostIdFor } from '../common/ids';
 import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/lsn';
 import { accountRows } from '../common/spec';
+import { restoreDrillBounds } from '../common/bounds';
 import { runCompensated } from './compensation';
-import { drillHostRequest, drillTimeouts, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
+import { drillHostRequest, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { hostCalls, preflightCalls, providerCalls, resultCalls } from './proxies';
@@ -52,7 +53,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   const provider = spec.provider;
   const source = hostIdFor(runId, 'source', 0);
   const restore = hostIdFor(runId, 'restore', 0);
-  const timeouts = drillTimeouts(spec, Math.max(spec.workload.beforeSeconds + spec.workload.afterSeconds, spec.restoreTimeoutSeconds));
+  const timeouts = restoreDrillBounds(spec);
   const src = hostCalls(source, timeouts);
   const dst = hostCalls(restore, timeouts);
   const settings = drillPostgresSettings(spec);

@@ -33,7 +33,9 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
   console.log(`  ${plan.hosts.length} hosts, ${plan.parallel} at a time:`);
   for (const h of plan.hosts)
     console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
-  console.log(`  phases per host: ${plan.phases.join(' → ')}`);
+  console.log('  phases per host:');
+  for (const p of plan.phases) console.log(`    ${p}`);
+  if (plan.drills.length) console.log(`  then the durability drills:\n${plan.drills.map((d) => `    ${d}`).join('\n')}`);
 }
 
 /** Starts a run; with --watch waits for it and prints where the report is. Returns the run id. */

@@ -189,7 +189,8 @@ describe('storage-lab run --preset seed-full --dry-run', () => {
   it('prints the plan and the cost estimate, creates nothing, and exits 0 without any AWS or Temporal access', () => {
     const cli = path.join(PROJECT_ROOT, 'dist', 'client', 'cli.js');
     // An unreachable Temporal address proves the dry run never connects.
-    const out = spawnSync(process.execPath, [cli, 'run', '--preset', 'seed-full', '--dry-run'], {
+    const drills = ['--set', 'durability.drills=["restore","failover"]', '--set', 'durability.backupStore.kind=s3', '--set', 'durability.backupStore.bucket=lab-backups'];
+    const out = spawnSync(process.execPath, [cli, 'run', '--preset', 'seed-full', ...drills, '--dry-run'], {
       encoding: 'utf8',
       env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1' },
     });
@@ -197,7 +198,10 @@ describe('storage-lab run --preset seed-full --dry-run', () => {
     expect(out.stdout).toMatch(/8 hosts, 8 at a time/);
     expect(out.stdout).toMatch(/nvme-3 +nvme +m6id\.4xlarge +instance-store NVMe/);
     expect(out.stdout).toMatch(/gp3-0 +gp3 +m6id\.4xlarge +685 GiB gp3 EBS at 3000 IOPS \/ 125 MiB\/s/);
-    expect(out.stdout).toMatch(/phases per host: provision → .* → teardown/);
+    // Every phase with the bound that ends it when it hangs, the drills' too, derived from the data size.
+    expect(out.stdout).toMatch(/phases per host:\n {4}provision; the agent starts \(bound 15 min\)\n[\s\S]*load scale 33000 \(3,300,000,000 rows, 16 writers\) \(bound \d+ h\)[\s\S]*teardown/);
+    expect(out.stdout).toMatch(/restore drill: load scale 33000 with 16 writers \(bound \d+ h\), base backup and restore with wal-g \(bound \d+ (h|min) each\)/);
+    expect(out.stdout).toMatch(/failover drill: 1 round of kill -9 and promotion/);
     expect(out.stdout).toMatch(/Estimated cost: \$\d+\.\d\d for [\d.]+ host-hours/);
     expect(out.stdout).toContain('aws.subnetId');
     expect(out.stdout).toContain('Dry run: nothing was created.');

@@ -1,12 +1,12 @@
 import {
   DRILL_PRESET_NAMES,
+  drillInputFor,
   drillPostgresSettings,
   resolveFailoverDrill,
   resolveRestoreDrill,
 } from '../../common/drill-spec';
 import { PRESET_NAMES } from '../../common/presets';
 import { InvalidSpecError, resolveSpec } from '../../common/spec';
-import { drillInputFor } from '../../workflows/experiment-drills';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {
