@@ -194,15 +194,25 @@ export class RunHistory {
    * environment; otherwise the latest completed runs of the same environment that finished before it, leaving
    * out runs that were themselves judged regressed (a bad night must not become the norm).
    */
-  async baseline(candidate: HistoryEntry, maxRuns: number): Promise<{ entries: HistoryEntry[]; pinned: boolean }> {
+  async baseline(candidate: HistoryEntry, maxRuns: number, minEffect: number): Promise<{ entries: HistoryEntry[]; pinned: boolean }> {
     const all = (await this.entries(candidate.preset)).filter(
       (e) => e.envKey === candidate.envKey && e.runId !== candidate.runId && e.status === 'completed',
     );
     const pins = await this.pins(candidate.preset, candidate.envKey);
     if (pins && pins.runIds.length > 0) return { entries: all.filter((e) => pins.runIds.includes(e.runId)), pinned: true };
-    const eligible = all.filter((e) => e.finishedAt <= candidate.finishedAt && e.verdict?.verdict !== 'regressed');
+    const eligible = all.filter((e) => e.finishedAt <= candidate.finishedAt && !droppedBeyond(e, minEffect));
     return { entries: eligible.slice(-maxRuns), pinned: false };
   }
+}
+
+/**
+ * Whether a run is no baseline: judged regressed, or judged inconclusive with a drop of at least `minEffect` in some
+ * class (a real drop the test could not yet confirm; in the baseline it would lower the bar for the next night).
+ */
+export function droppedBeyond(e: HistoryEntry, minEffect: number): boolean {
+  if (!e.verdict) return false;
+  if (e.verdict.verdict === 'regressed') return true;
+  return e.verdict.verdict === 'inconclusive' && Object.values(e.verdict.effects).some((effect) => effect !== null && effect <= -minEffect);
 }
 
 /** Folder of the entries, and what separates the preset from the run in their names (presets never hold it). */

@@ -37,7 +37,7 @@ export function createRegressionActivities(deps: { results: ResultsStore }) {
         );
       const result = JSON.parse(text) as ExperimentResult;
       const entry = historyEntry(result);
-      const baseline = await history.baseline(entry, options.maxBaselineRuns);
+      const baseline = await history.baseline(entry, options.maxBaselineRuns, options.minEffect);
       const verdict = decideVerdict({
         candidate: entry.classes,
         baseline: baseline.entries.map((e) => ({ runId: e.runId, classes: e.classes })),

@@ -71,9 +71,9 @@ describe('run history in S3 (moto)', () => {
     expect((await history.entries('ci')).map((e) => e.runId)).toEqual(['exp-ci/1', 'exp-ci/2', 'exp-ci/3']);
     expect((await history.entries('nightly')).map((e) => e.runId)).toEqual(['nightly-1/experiment']);
     const candidate = historyEntry(finishedRun('exp-ci/4', 'ci', 2500, '2026-01-04T00:00:00Z'));
-    expect((await history.baseline(candidate, 2)).entries.map((e) => e.runId)).toEqual(['exp-ci/2', 'exp-ci/3']);
+    expect((await history.baseline(candidate, 2, 0.15)).entries.map((e) => e.runId)).toEqual(['exp-ci/2', 'exp-ci/3']);
     await history.setPins('ci', candidate.envKey, ['exp-ci/1']);
-    expect(await history.baseline(candidate, 2)).toMatchObject({ pinned: true, entries: [{ runId: 'exp-ci/1' }] });
+    expect(await history.baseline(candidate, 2, 0.15)).toMatchObject({ pinned: true, entries: [{ runId: 'exp-ci/1' }] });
     // The index lives beside the runs, under the results prefix.
     expect(await store.runs()).toContain('_history');
   });

@@ -91,12 +91,26 @@ describe('run history', () => {
       'run-1', 'run-2', 'run-3', 'run-4', 'run-5', 'failed', 'other-env', 'bad',
     ]);
     const candidate = historyEntry(finishedRun('new', gp3Only, 5000, '2026-01-08T00:00:00Z'));
-    const latest = await history.baseline(candidate, 3);
+    const latest = await history.baseline(candidate, 3, 0.15);
     expect(latest).toEqual({ entries: expect.any(Array), pinned: false });
     expect(latest.entries.map((e) => e.runId)).toEqual(['run-3', 'run-4', 'run-5']);
     // A run is never its own baseline, and runs after it do not count.
     const early = historyEntry(finishedRun('run-2', gp3Only, 5002, '2026-01-02T00:00:00Z'));
-    expect((await history.baseline(early, 10)).entries.map((e) => e.runId)).toEqual(['run-1']);
+    expect((await history.baseline(early, 10, 0.15)).entries.map((e) => e.runId)).toEqual(['run-1']);
+  });
+
+  it('leaves out of the baseline a run with a drop the verdict could not confirm (inconclusive beyond minEffect)', async () => {
+    for (let i = 1; i <= 5; i++) {
+      const e = historyEntry(finishedRun(`run-${i}`, gp3Only, 5000, `2026-01-0${i}T00:00:00Z`));
+      // run-4 dropped 30 % but the test could not tell; run-5 moved 5 %, within what counts.
+      if (i === 4) e.verdict = { verdict: 'inconclusive', summary: '', baselineRunIds: [], pinned: false, effects: { gp3: -0.3 } };
+      if (i === 5) e.verdict = { verdict: 'inconclusive', summary: '', baselineRunIds: [], pinned: false, effects: { gp3: -0.05 } };
+      await history.record(e);
+    }
+    const candidate = historyEntry(finishedRun('new', gp3Only, 5000, '2026-01-08T00:00:00Z'));
+    expect((await history.baseline(candidate, 3, 0.15)).entries.map((e) => e.runId)).toEqual(['run-2', 'run-3', 'run-5']);
+    // With a larger minimum effect the 30 % drop is no longer beyond it, and the run counts.
+    expect((await history.baseline(candidate, 3, 0.4)).entries.map((e) => e.runId)).toEqual(['run-3', 'run-4', 'run-5']);
   });
 
   it('uses a pinned baseline whole, for its preset and environment only', async () => {
@@ -104,11 +118,11 @@ describe('run history', () => {
     const candidate = historyEntry(finishedRun('new', gp3Only, 5000, '2026-01-08T00:00:00Z'));
     await history.setPins('ci', candidate.envKey, ['run-1', 'run-2', 'run-1']);
     expect((await history.pins('ci', candidate.envKey))?.runIds).toEqual(['run-1', 'run-2']);
-    const pinned = await history.baseline(candidate, 1);
+    const pinned = await history.baseline(candidate, 1, 0.15);
     expect(pinned.pinned).toBe(true);
     expect(pinned.entries.map((e) => e.runId)).toEqual(['run-1', 'run-2']);
     expect(await history.pins('nightly', candidate.envKey)).toBeNull();
     await history.setPins('ci', candidate.envKey, []);
-    expect((await history.baseline(candidate, 2)).pinned).toBe(false);
+    expect((await history.baseline(candidate, 2, 0.15)).pinned).toBe(false);
   });
 });
