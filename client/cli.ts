@@ -57,7 +57,7 @@ schedule
   .command('create <name>')
   .description('create a schedule (cron in UTC; overlap policy SKIP)')
   .requiredOption('--cron <expr>', "cron expression, e.g. '0 2 * * *' (02:00 UTC every day)")
-  .option('--workflow <name>', 'what it starts: nightly, experiment, restore-drill, failover-drill, sweep', 'nightly')
+  .option('--workflow <name>', 'what it starts: nightly, experiment, restore-drill, failover-drill, sweep, diagnose', 'nightly')
   .option('-p, --preset <name>', 'preset of the run (nightly: default nightly)')
   .option('-s, --spec <file>', 'JSON input file (fields override the preset)')
   .option('--set <path=value>', 'override one field, e.g. --set regression.minEffect=0.2 (repeatable)', collect, [])

@@ -17,6 +17,7 @@ import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/regression';
 import { InvalidSpecError } from '../../common/spec';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl, type LabClient } from '../connection';
+import { resolveDiagnoseInput } from '../../common/diagnose';
 import { UserError } from '../errors';
 import { printTable } from '../table';
 import { buildInput, refuseToolProblems, validateInput, type SpecFlags } from '../spec-input';
@@ -28,6 +29,7 @@ export const SCHEDULABLE_WORKFLOWS = {
   'restore-drill': WORKFLOW_TYPES.restoreDrill,
   'failover-drill': WORKFLOW_TYPES.failoverDrill,
   sweep: WORKFLOW_TYPES.sweeper,
+  diagnose: WORKFLOW_TYPES.diagnose,
 } as const;
 export type SchedulableWorkflow = keyof typeof SCHEDULABLE_WORKFLOWS;
 
@@ -69,6 +71,14 @@ export async function scheduledAction(flags: ScheduleCreateFlags): Promise<{ wor
       throw err;
     }
     await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${workflow.replace('-', ' ')} spec`);
+  } else if (workflow === 'diagnose') {
+    // A DSN with a password would sit in the schedule's action for anyone who can read it: refused, like the workflow does.
+    try {
+      resolveDiagnoseInput(input);
+    } catch (err) {
+      if (err instanceof InvalidSpecError) throw new UserError(err.message);
+      throw err;
+    }
   }
   return { workflowType: SCHEDULABLE_WORKFLOWS[workflow], input };
 }
