@@ -133,7 +133,14 @@ export async function scheduleCreateCommand(name: string, flags: ScheduleCreateF
 export async function scheduleListCommand(): Promise<void> {
   await withLab(async (lab) => {
     const rows: string[][] = [];
-    for await (const s of lab.client.schedule.list()) {
+    for await (const listed of lab.client.schedule.list()) {
+      // The list comes from the visibility store, which lags the schedule by seconds (a run just triggered is
+      // missing from its recent actions); describe() reads the schedule itself.
+      const s = await lab.client.schedule.getHandle(listed.scheduleId).describe().catch((err: unknown) => {
+        if (err instanceof ScheduleNotFoundError) return undefined; // deleted since it was listed
+        throw err;
+      });
+      if (!s) continue;
       const memo = s.memo as { cron?: string; workflow?: string } | undefined;
       const last = s.info.recentActions.at(-1);
       rows.push([
