@@ -1,0 +1,114 @@
+/**
+ * Workflow code changes must not break runs in flight. Every history recorded from a real run in
+ * test/fixtures/histories (test/e2e/record-histories.test.ts) is replayed against the current workflow code, in the
+ * bundle the suite's workers run: a change to the commands a workflow issues (an activity, a child, a timer added,
+ * removed or reordered) fails here, before it reaches a worker with runs in flight. Such a change goes behind
+ * patched() (see the README, "Changing workflow code safely"). And the check can fail: the recorded sweeper history
+ * replayed against a sweeper that schedules another activity first is a DeterminismViolationError.
+ */
+import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils';
+import * as proto from '@temporalio/proto';
+import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
+import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { WORKFLOW_TYPES } from '../../common/names';
+import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { workflowBundle } from '../helpers/temporal';
+
+const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
+
+/** What the recorder writes (test/fixtures/histories/README.md): deleting one fails this test. */
+const EXPECTED: Record<string, string> = {
+  'experiment-ci': WORKFLOW_TYPES.experiment,
+  'cluster-ci': WORKFLOW_TYPES.cluster,
+  'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
+  'failover-drill-ci-1': WORKFLOW_TYPES.failoverDrill,
+  'failover-drill-ci-2': WORKFLOW_TYPES.failoverDrill,
+  'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
+  sweeper: WORKFLOW_TYPES.sweeper,
+  diagnose: WORKFLOW_TYPES.diagnose,
+};
+
+/**
+ * historyFromJSON; or, when npm installed @temporalio/common a protobufjs copy of its own beside @temporalio/proto's
+ * (it does here: the root protobufjs is grpc's 7.x), where it throws "type must be a Type", the same conversion with
+ * the protobufjs copy @temporalio/proto's types belong to. The worker's replay would call historyFromJSON itself on
+ * JSON, so it is given the parsed history.
+ */
+function fromJSON(json: unknown): History {
+  try {
+    return historyFromJSON(json);
+  } catch (err) {
+    if (!(err instanceof TypeError && err.message === 'type must be a Type')) throw err;
+    const protojson = createRequire(require.resolve('@temporalio/proto'))('protobufjs/ext/protojson') as {
+      fromJson(type: unknown, json: unknown, options: { ignoreUnknownFields: boolean }): History;
+    };
+    const type = (patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }).lookupType('temporal.api.history.v1.History');
+    return protojson.fromJson(type, json, { ignoreUnknownFields: true });
+  }
+}
+
+interface Fixture {
+  name: string;
+  type: string;
+  /** The recorded run's workflow id: workflows derive their children's and hosts' ids from it, so replay needs it. */
+  workflowId: string;
+  history: History;
+}
+
+function loadFixtures(): Fixture[] {
+  return readdirSync(HISTORIES_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((file) => {
+      const history = fromJSON(JSON.parse(readFileSync(path.join(HISTORIES_DIR, file), 'utf8')));
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      if (!started?.workflowId) throw new Error(`${file}: the first event is not a WorkflowExecutionStarted event with a workflow id`);
+      return { name: path.basename(file, '.json'), type: started.workflowType?.name ?? '', workflowId: started.workflowId, history };
+    });
+}
+
+/** Replays each fixture in order (one replay worker, one history at a time); the error per fixture, or null. */
+async function replay(options: ReplayWorkerOptions, fixtures: Fixture[]): Promise<Record<string, Error | null>> {
+  const errors: Record<string, Error | null> = {};
+  let i = 0;
+  for await (const result of Worker.runReplayHistories(options, fixtures.map(({ workflowId, history }) => ({ workflowId, history }))))
+    errors[fixtures[i++].name] = result.error ?? null;
+  expect(i).toBe(fixtures.length);
+  return errors;
+}
+
+describe('recorded workflow histories replay against the current workflow code', () => {
+  const fixtures = loadFixtures();
+  beforeAll(() => {
+    // As the suite's other workers: errors only (the deliberately broken replay below logs its failed workflow task).
+    const level = process.env.STORAGE_LAB_TEST_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR';
+    Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level }, forward: {} } } });
+  });
+
+  it('holds a history of every workflow the recorder runs, and a continued-as-new failover drill', () => {
+    expect(Object.fromEntries(fixtures.map((f) => [f.name, f.type]))).toEqual(expect.objectContaining(EXPECTED));
+    const first = fixtures.find((f) => f.name === 'failover-drill-ci-1')!;
+    expect(first.history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+  });
+
+  it('replays every recorded history without a determinism violation or any other replay error', async () => {
+    const errors = await replay({ workflowBundle: workflowBundle(), replayName: 'recorded-histories' }, fixtures);
+    const failed = Object.entries(errors)
+      .filter(([, e]) => e)
+      .map(([name, e]) => `${name}.json: ${e!.name}: ${e!.message}`);
+    expect(failed).toEqual([]);
+    expect(Object.keys(errors).sort()).toEqual(fixtures.map((f) => f.name));
+  });
+
+  it('fails a workflow that changed its command sequence: the sweeper scheduling another activity first', async () => {
+    const sweeper = fixtures.filter((f) => f.name === 'sweeper');
+    expect(sweeper).toHaveLength(1);
+    const errors = await replay({ workflowsPath: require.resolve('../fixtures/replay-broken'), replayName: 'replay-broken' }, sweeper);
+    expect(errors.sweeper).toBeInstanceOf(DeterminismViolationError);
+    expect(errors.sweeper!.message).toMatch(/Nondeterminism error: Activity type of scheduled event 'listManagedHosts' does not match activity type of activity command 'describeRuns'/);
+  });
+});
