@@ -15,6 +15,15 @@ module.exports = tseslint.config(
     },
   },
   {
+    // A promise nobody awaits in workflow code is a step of the plan that may never happen (or fail unseen), and in
+    // activities and workers an error nobody handles: typed linting catches both.
+    files: ['workflows/**/*.ts', 'activities/**/*.ts', 'worker/**/*.ts', 'client/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: __dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+    },
+  },
+  {
     files: ['workflows/**/*.ts', 'common/**/*.ts'],
     rules: {
       'no-restricted-imports': [
