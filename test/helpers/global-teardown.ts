@@ -1,7 +1,31 @@
-/** Stops the suite's Temporal server and removes its folder. */
-import { rmSync } from 'node:fs';
+/**
+ * Stops the suite's Temporal server and removes its folder. A test that failed half-way may have left hosts running
+ * (supervisor, agent, Postgres, a mounted loop device, cgroups): each lab's hosts are torn down by the local
+ * provider first, so a failed test cannot leave processes or devices behind for the next run.
+ */
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { LocalProvider } from '../../infra/providers/local/local-provider';
+
+async function tearDownLeftHosts(suiteDir: string): Promise<void> {
+  for (const lab of readdirSync(suiteDir, { withFileTypes: true })) {
+    const hostsDir = path.join(suiteDir, lab.name, 'hosts');
+    if (!lab.isDirectory() || !existsSync(hostsDir)) continue;
+    const provider = new LocalProvider({ hostsDir, agentEnv: {}, supervisorScript: '' });
+    for (const hostId of readdirSync(hostsDir)) {
+      try {
+        await provider.teardown(hostId);
+        console.error(`global teardown: removed host ${hostId} that ${lab.name} left`);
+      } catch (err) {
+        console.error(`global teardown: host ${hostId} that ${lab.name} left: ${String(err)}`);
+      }
+    }
+  }
+}
 
 export default async function globalTeardown(): Promise<void> {
+  const dir = process.env.STORAGE_LAB_TEST_DIR;
+  if (dir && existsSync(dir)) await tearDownLeftHosts(dir);
   const pid = Number(process.env.STORAGE_LAB_TEST_SERVER_PID);
   if (pid) {
     try {
@@ -15,6 +39,5 @@ export default async function globalTeardown(): Promise<void> {
       // Gone.
     }
   }
-  if (process.env.STORAGE_LAB_TEST_DIR && !process.env.STORAGE_LAB_KEEP_TEST_DIR)
-    rmSync(process.env.STORAGE_LAB_TEST_DIR, { recursive: true, force: true });
+  if (dir && !process.env.STORAGE_LAB_KEEP_TEST_DIR) rmSync(dir, { recursive: true, force: true });
 }
