@@ -1,9 +1,17 @@
 /**
  * kill -9 of a host's agent during the TPS run: its supervisor brings the agent back, the lost attempt times out
- * on its heartbeat, the workflow records it as a failed attempt and measures again. The result holds exactly one
+ * on its heartbeat, the workflow records it as a failed attempt and measures again; the retry stops the killed
+ * attempt's pgbench first. Before the kill: the running pgbench's OS user is the unprivileged one, its role no superuser. The result holds exactly one
  * TPS run (the second), the failed attempt is listed and flagged by a self-check, never averaged in.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { toolProcesses } from '../../activities/host/leftovers';
+import { withConnection } from '../../activities/lib/pg';
 import { hostIdFor } from '../../common/ids';
+import { WORKLOAD_ROLE } from '../../common/names';
+import { CLIENT_OS_USER, lookupUser } from '../../infra/postgres-binaries';
+import type { HostConfig } from '../../infra/providers/host-provider';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, waitForActivity } from '../helpers/faults';
 import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
@@ -12,6 +20,8 @@ const LOCAL_DISK_ONLY = {
   preset: 'ci',
   storageClasses: { gp3: null },
   compare: null,
+  // The killed attempt is noticed by its heartbeat within the host's silence bound.
+  host: { deadAfterSeconds: 20 },
   workload: { warmupSeconds: 0, durationSeconds: 5 },
   phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
 };
@@ -31,6 +41,19 @@ describe('kill -9 of a host agent during the TPS run (faults)', () => {
     const hostId = hostIdFor(runId, 'local-disk', 0);
     const tps = await waitForActivity(lab.client, clusterWorkflowId(runId, 'local-disk', 0), 'runPgbench', 'tps');
     expect(tps.details?.percent).toBeGreaterThan(0);
+    // Least privilege: the workload runs as the unprivileged client user, never root, and as a non-superuser role.
+    const config = JSON.parse(readFileSync(path.join(lab.paths.hostsDir, hostId, 'host.json'), 'utf8')) as HostConfig;
+    const pgbench = toolProcesses(config.socketDir).filter((p) => p.name === 'pgbench');
+    expect(pgbench.length).toBe(1);
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pgbench[0].pid}/status`, 'utf8'))![1]);
+    expect(uid).toBe(lookupUser(CLIENT_OS_USER)!.uid);
+    expect(uid).not.toBe(0);
+    const roles = await withConnection(config, (c) =>
+      c.query<{ usename: string; rolsuper: boolean }>(
+        `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a JOIN pg_roles r ON r.rolname = a.usename WHERE a.application_name = 'storage-lab pgbench tps'`,
+      ),
+    );
+    expect(roles.rows).toEqual([{ usename: WORKLOAD_ROLE, rolsuper: false }]);
     const pids = agentPids(lab.paths, hostId);
     expect(pids).toHaveLength(1);
     process.kill(pids[0], 'SIGKILL');

@@ -1,6 +1,6 @@
 /** Shared pieces of the fault tests: small runs, waiting for a phase, and reading what a run left. */
 import type { Client } from '@temporalio/client';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { runFolderName } from '../../activities/control/results-store';
 import type { ExperimentResult } from '../../common/result';
@@ -21,7 +21,7 @@ export interface PendingActivity {
   attempt: number;
   state: string;
   /** The last heartbeat's details, decoded (host activities heartbeat their phase progress). */
-  details: { phase?: string; percent?: number } | null;
+  details: { phase?: string; percent?: number; detail?: Record<string, unknown> } | null;
 }
 
 /** The activities a workflow is waiting for, as the server describes them. */
@@ -49,11 +49,12 @@ export async function waitForActivity(
   type: string,
   phase?: string,
   timeoutMs = 120_000,
+  step?: (detail: Record<string, unknown>) => boolean,
 ): Promise<PendingActivity> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const found = (await pendingActivities(client, workflowId).catch(() => [])).find(
-      (a) => a.type === type && (!phase || a.details?.phase === phase),
+      (a) => a.type === type && (!phase || a.details?.phase === phase) && (!step || step(a.details?.detail ?? {})),
     );
     if (found) return found;
     if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${phase ? ` (${phase})` : ''} within ${timeoutMs / 1000} s`);
@@ -63,4 +64,28 @@ export async function waitForActivity(
 
 export function readResult(lab: TestLab, runId: string): ExperimentResult {
   return JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(runId), 'result.json'), 'utf8'));
+}
+
+/** The pid a local host's supervisor wrote (it lives outside the host's cgroups), or null. */
+export function supervisorPid(lab: TestLab, hostId: string): number | null {
+  const file = path.join(lab.paths.hostsDir, hostId, 'supervisor.pid');
+  return existsSync(file) ? Number(readFileSync(file, 'utf8').trim()) : null;
+}
+
+/** Pids of a local host's Postgres: the postmaster (from its pid file) and its children. */
+export function postgresPids(lab: TestLab, hostId: string): number[] {
+  const config = JSON.parse(readFileSync(path.join(lab.paths.hostsDir, hostId, 'host.json'), 'utf8')) as { dataDir: string };
+  const postmaster = Number(readFileSync(path.join(config.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((pid) => {
+      try {
+        // Field 4 of /proc/<pid>/stat, after the command in parentheses, is the parent's pid.
+        return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === postmaster;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [postmaster, ...children];
 }
