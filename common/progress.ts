@@ -67,7 +67,7 @@ export function progressMarkdown(title: string, progress: RunProgress): string {
       `**${c.hostId}** ${c.phase}${c.percent ? ` ${c.percent} %` : ''}`,
       ...(c.etaSeconds !== undefined ? [`ETA ${c.etaSeconds} s`] : []),
       ...detailText(c.detail),
-      ...(earlier.length ? [`after ${earlier.slice(-4).join(', ')}`] : []),
+      ...(earlier.length ? [`after ${earlier.join(', ')}`] : []),
     ];
     return `- ${parts.join(' · ')}`;
   });

@@ -22,7 +22,8 @@ const TINY = {
   storageClasses: { 'local-disk': null },
   compare: null,
   data: { scale: 1, chunkRows: 20_000 },
-  workload: { durationSeconds: 3, warmupSeconds: 0 },
+  // 7 s: the verdict sets aside a run with fewer than 5 per-second samples.
+  workload: { durationSeconds: 7, warmupSeconds: 0 },
   phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
 };
 
@@ -89,7 +90,7 @@ describe('storage-lab schedule and history (CLI, e2e)', () => {
     expect(summary.status).toBe('completed');
     // The first night has no history to compare with: no verdict but inconclusive, and the run still succeeds.
     expect(summary.verdict.verdict).toBe('inconclusive');
-    expect(summary.verdict.classes[0].reason).toMatch(/^0 baseline runs .* at least 3$/);
+    expect(summary.verdict.classes[0].reason).toMatch(/^0 usable baseline runs .* at least 5$/);
     expect((await cli('schedule', 'list')).out).toMatch(new RegExp(`${name}.*${runId} at `));
 
     const history = await cli('history', '--preset', 'ci');

@@ -35,7 +35,7 @@ describe('start from the Temporal UI (browser, e2e)', () => {
   /** The Markdown the UI shows as the workflow's current details (the iframe it renders them in). */
   async function currentDetails(page: Page, id: string): Promise<string> {
     await page.goto(workflowPage(id), { waitUntil: 'domcontentloaded' });
-    await page.getByTestId('user-metadata-tab').click();
+    await page.getByTestId('user-metadata-tab').click({ timeout: 10_000 });
     const frame = page.locator('iframe[title="output"]');
     await frame.waitFor({ timeout: 15_000 });
     const src = (await frame.getAttribute('src')) ?? '';
@@ -77,34 +77,48 @@ describe('start from the Temporal UI (browser, e2e)', () => {
       await new Promise((r) => setTimeout(r, 250));
     }
 
-    // Watch the current details while it runs, as a person pressing refresh would.
+    // Watch the current details while it runs, as a person pressing refresh would: the experiment's page lists its
+    // clusters (children) and their states; a cluster's page shows its phase and the phases before it, and its
+    // pending activity's last heartbeat (percent, figures).
+    const gp3 = clusterWorkflowId(workflowId, 'gp3', 0);
     const seen: string[] = [];
+    const clusterSeen: string[] = [];
     let progressShot = '';
     let closed = false;
     const done = handle.result().finally(() => (closed = true));
     while (!closed) {
       const details = await currentDetails(page, workflowId).catch(() => '');
-      if (details && details !== seen.at(-1)) {
-        seen.push(details);
-        // One picture of the progress as the UI shows it, mid-run.
-        if (/^- \*\*\S+\*\* tps/m.test(details) && !progressShot)
+      if (details && details !== seen.at(-1)) seen.push(details);
+      // The cluster's page only once the cluster exists and runs (a page of no workflow has no details to wait for).
+      const clusterRunning = await lab.client.workflow.getHandle(gp3).describe().then((d) => d.status.name === 'RUNNING', () => false);
+      const cluster = clusterRunning ? await currentDetails(page, gp3).catch(() => '') : '';
+      if (cluster && cluster !== clusterSeen.at(-1)) {
+        clusterSeen.push(cluster);
+        // One picture of a cluster mid-run as the UI shows it: its phases, and its running activity's heartbeat.
+        if (/^- \*\*\S+\*\* tps/m.test(cluster) && !progressShot)
           await page.screenshot({ path: (progressShot = artifactPath(`ui-progress-${workflowId}.png`)), fullPage: true });
       }
       await new Promise((r) => setTimeout(r, 1_000));
     }
     const summary = (await done) as { status: string };
     expect(summary.status).toBe('completed');
-    expect(seen.length).toBeGreaterThanOrEqual(3);
+    // And as it ended: every cluster done.
+    const final = await currentDetails(page, workflowId);
+    if (final !== seen.at(-1)) seen.push(final);
+    expect(seen.length).toBeGreaterThanOrEqual(2);
     expect(seen[0]).toMatch(new RegExp(`^\\*\\*Experiment ${workflowId}\\*\\*`));
+    expect(seen.some((d) => d.includes(`- **${hostIdFor(workflowId, 'gp3', 0)}** running · \`${gp3}\``))).toBe(true);
+    expect(seen.some((d) => /^\*\*Experiment \S+\*\*: [^·]+ · \d+(\.\d+)? %/.test(d))).toBe(true);
     const phasesSeen = new Set(
-      seen.flatMap((d) => [...d.matchAll(/^- \*\*\S+\*\* (\w+)/gm)].map((m) => m[1]).filter((p) => PHASES.includes(p))),
+      clusterSeen.flatMap((d) => [...d.matchAll(/^- \*\*\S+\*\* ([\w ]+?)( ·|$)/gm)].map((m) => m[1]).filter((p) => PHASES.includes(p))),
     );
     expect(phasesSeen.size).toBeGreaterThanOrEqual(2);
-    expect(seen.some((d) => /^\*\*Experiment \S+\*\*: [^·]+ · \d+(\.\d+)? %/.test(d))).toBe(true);
+    // The cluster's own record of its phases: every one it went through, not only those a refresh happened to see.
+    expect(clusterSeen.at(-1)).toMatch(/after .*provision/);
 
     // A cluster's page lists its activities with their summaries.
     await page.goto(workflowPage(clusterWorkflowId(workflowId, 'gp3', 0)), { waitUntil: 'domcontentloaded' });
-    await page.getByTestId('user-metadata-tab').click();
+    await page.getByTestId('user-metadata-tab').click({ timeout: 10_000 });
     await page.getByText(/^provision \S+-gp3-0: emulated-ebs at 3000 IOPS, 125 MiB\/s, 384 MiB$/).waitFor({ timeout: 15_000 });
     await page.getByText(/^load scale 2: 200,000 rows in chunks of 20,000, 2 writers$/).waitFor();
     await page.getByText(/^tear down \S+-gp3-0$/).waitFor();
@@ -114,7 +128,7 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     const screenshot = artifactPath(`ui-start-${workflowId}.png`);
     await page.screenshot({ path: screenshot, fullPage: true });
     expect(existsSync(screenshot) && statSync(screenshot).size > 10_000).toBe(true);
-    console.log(`UI run ${workflowId}: ${seen.length} distinct current details, phases seen ${[...phasesSeen].join(', ')}; screenshots ${screenshot} ${progressShot}`);
+    console.log(`UI run ${workflowId}: ${seen.length} distinct experiment details, ${clusterSeen.length} of the gp3 cluster, phases seen ${[...phasesSeen].join(', ')}; screenshots ${screenshot} ${progressShot}`);
 
     expect(lab.leftovers(['gp3', 'local-disk'].map((c) => hostIdFor(workflowId, c, 0)))).toEqual([]);
   });
