@@ -26,7 +26,8 @@ export function breakdownKeyOf(event: string): BreakdownKey {
   const [type, name = ''] = event.split(':');
   if (type === 'IO' && (name === 'DataFileRead' || name === 'DataFilePrefetch')) return 'pageReads';
   // WAL writes and flushes, and the LWLocks a commit waits on while another backend flushes (WALWrite, WALInsert).
-  if ((type === 'IO' && name.startsWith('WAL')) || (type === 'LWLock' && name.startsWith('WAL'))) return 'walFsync';
+  // PostgreSQL 17 renamed the IO events (IO:WALSync became IO:WalSync), so the prefix is matched in any case.
+  if ((type === 'IO' || type === 'LWLock') && /^wal/i.test(name)) return 'walFsync';
   if (type === 'Lock' || type === 'LWLock') return 'lockAndScheduler';
   return 'other';
 }

@@ -26,6 +26,9 @@ export const OCCUPANCY_TOLERANCE = 0.15;
 export const OCCUPANCY_FLOOR_MS = 0.5;
 
 /** ms per transaction that the sampled backends spent in these wait events (mean concurrency × window / transactions). */
+/** The wait events of a backend writing or flushing WAL itself, in the names of every supported major. */
+export const WAL_IO_EVENTS = ['IO:WALWrite', 'IO:WALSync', 'IO:WalWrite', 'IO:WalSync'];
+
 export function sampledMsPerTransaction(d: Diagnostics, events: string[], transactions: number): number {
   if (d.samples === 0 || transactions === 0) return 0;
   const seen = events.reduce((s, e) => s + (d.waitEvents[e] ?? 0), 0);
@@ -62,7 +65,8 @@ export function crossChecks(scope: string, run: TpsRun, d: Diagnostics): Check[]
   if (wal) {
     const syncs = wal.wal_sync ?? 0;
     const walTimed = syncs === 0 || (wal.wal_sync_time ?? 0) > 0;
-    const sampledWal = sampledMsPerTransaction(d, ['IO:WALWrite', 'IO:WALSync'], tx);
+    // Up to 16 the events are IO:WALWrite and IO:WALSync; 17 renamed them IO:WalWrite and IO:WalSync.
+    const sampledWal = sampledMsPerTransaction(d, WAL_IO_EVENTS, tx);
     const serverWal = ((wal.wal_write_time ?? 0) + (wal.wal_sync_time ?? 0)) / Math.max(1, tx);
     // The WAL writer's own writes and syncs are in the server's figure, not in the client backends' samples.
     const ok = walTimed && (agree(sampledWal, serverWal) || (sampledWal <= serverWal && sampledWal >= (1 - 2 * CROSS_CHECK_TOLERANCE) * serverWal));
@@ -71,7 +75,7 @@ export function crossChecks(scope: string, run: TpsRun, d: Diagnostics): Check[]
       scope,
       ok,
       detail: walTimed
-        ? `${ms(sampledWal)} ms per transaction in IO:WALWrite/IO:WALSync from the wait-event samples vs ${ms(serverWal)} ms of WAL write + sync time in pg_stat_wal (${syncs} syncs; ${tolerance}, or up to ${2 * CROSS_CHECK_TOLERANCE * 100} % below: the WAL writer's share is the server's only)`
+        ? `${ms(sampledWal)} ms per transaction in IO:WALWrite/IO:WALSync (IO:WalWrite/IO:WalSync on 17) from the wait-event samples vs ${ms(serverWal)} ms of WAL write + sync time in pg_stat_wal (${syncs} syncs; ${tolerance}, or up to ${2 * CROSS_CHECK_TOLERANCE * 100} % below: the WAL writer's share is the server's only)`
         : `${syncs} WAL syncs but no sync time recorded: track_wal_io_timing is off, so the samples cannot be checked`,
     });
   }

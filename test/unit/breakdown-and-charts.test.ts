@@ -67,6 +67,9 @@ describe('latency breakdown', () => {
     expect(breakdownKeyOf('IO:DataFileRead')).toBe('pageReads');
     expect(breakdownKeyOf('IO:WALSync')).toBe('walFsync');
     expect(breakdownKeyOf('IO:WALWrite')).toBe('walFsync');
+    // PostgreSQL 17's names for the same events (captured from a 17.10 server under pgbench).
+    expect(breakdownKeyOf('IO:WalSync')).toBe('walFsync');
+    expect(breakdownKeyOf('IO:WalWrite')).toBe('walFsync');
     expect(breakdownKeyOf('LWLock:WALWrite')).toBe('walFsync');
     expect(breakdownKeyOf('LWLock:BufferMapping')).toBe('lockAndScheduler');
     expect(breakdownKeyOf('Lock:transactionid')).toBe('lockAndScheduler');

@@ -129,6 +129,17 @@ describe('self-checks', () => {
     expect(failed.every((f) => (related[name] ?? [name]).includes(f.name))).toBe(true);
   });
 
+  it('reads WAL waits in PostgreSQL 17 names (IO:WalSync), as captured from a 17 server', () => {
+    // 17 renamed the IO events; the same run sampled from a 17 server must pass the same checks.
+    const c = healthyCluster();
+    const { 'IO:WALSync': syncing, ...rest } = c.diagnostics!.waitEvents;
+    c.diagnostics!.waitEvents = { ...rest, 'IO:WalSync': syncing };
+    c.diagnostics!.serverVersionNum = 170010;
+    c.breakdownMs = latencyBreakdown(32, c.diagnostics!.waitEvents) ?? undefined;
+    expect(checksOf(c, [passedDrill]).filter((check) => !check.ok)).toEqual([]);
+    expect(c.breakdownMs!.walFsync).toBeCloseTo(latencyBreakdown(32, healthyCluster().diagnostics!.waitEvents)!.walFsync);
+  });
+
   it('every check a result can carry has a case above', () => {
     const names = new Set<string>();
     for (const name of Object.keys(BREAKERS)) {
