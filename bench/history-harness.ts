@@ -19,9 +19,9 @@ import path from 'node:path';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
 import { progressReporter } from '../activities/lib/progress';
-import { hostTaskQueue } from '../common/names';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { startThrowawayServer, type DevServer } from '../infra/temporal/dev-server';
+import { fakeHostRecord } from '../test/helpers/fake-host';
 
 /** How long each fake host step stands for, in seconds: it reports as often as a real one would in that time. */
 export interface StepDurations {
@@ -155,17 +155,7 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
       return 'budget://spec';
     },
     async provisionHost({ request }) {
-      const record: HostRecord = {
-        hostId: request.hostId,
-        runId: request.runId,
-        provider: 'local',
-        className: request.className,
-        kind: request.storageClass.kind,
-        taskQueue: hostTaskQueue(request.hostId),
-        emulated: true,
-        limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
-        postgres: { host: '127.0.0.1', port: 5432 },
-      };
+      const record = fakeHostRecord(request);
       await startHost(record);
       return record;
     },
