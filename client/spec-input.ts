@@ -58,14 +58,19 @@ export function buildInput(flags: SpecFlags): Record<string, unknown> {
   return input;
 }
 
-/** Validates before anything is started; a bad spec is a user error naming every field at fault. */
-export function validateInput(input: Record<string, unknown>): ExperimentSpec {
+/** Resolves an input before anything is started; a bad one is a user error naming every field at fault. */
+export function resolveOrUserError<T>(resolve: () => T): T {
   try {
-    return resolveSpec(input);
+    return resolve();
   } catch (err) {
     if (err instanceof InvalidSpecError) throw new UserError(err.message);
     throw err;
   }
+}
+
+/** Validates an experiment input before anything is started. */
+export function validateInput(input: Record<string, unknown>): ExperimentSpec {
+  return resolveOrUserError(() => resolveSpec(input));
 }
 
 /**
@@ -76,4 +81,9 @@ export async function refuseToolProblems(check: Promise<ToolCheckOutcome>, subje
   const { problems, notes } = await check;
   if (problems.length) throw new UserError(formatSpecProblems(problems, subject));
   for (const note of notes) console.log(`note: ${note}`);
+}
+
+/** A workflow id for a run started now: the prefix and the UTC time to the second, e.g. drill-restore-20261201-065944. */
+export function timestampedId(prefix: string, now = new Date()): string {
+  return `${prefix}-${now.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
 }

@@ -11,13 +11,12 @@ import { checkDrillWithTools } from '../../activities/control/spec-checks';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/drill-result';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { WORKFLOW_TYPES } from '../../common/names';
-import { InvalidSpecError } from '../../common/spec';
 import { labPaths } from '../../infra/lab-paths';
 import { restoreSection, failoverSection, toolComparisonTable } from '../../activities/control/report/drills-markdown';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
-import { buildInput, refuseToolProblems, type SpecFlags } from '../spec-input';
+import { buildInput, refuseToolProblems, resolveOrUserError, timestampedId, type SpecFlags } from '../spec-input';
 import { failureMessage } from '../../workflows/failures';
 import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/tool-comparison';
 import { controlTaskQueue } from '../../worker/env';
@@ -40,16 +39,10 @@ export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<
   if (flags.compareTools) return compareToolsCommand(flags);
   const drill = DRILLS[kind];
   const input = buildInput(flags);
-  let spec: ReturnType<typeof drill.resolve>;
-  try {
-    spec = drill.resolve(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) throw new UserError(err.message);
-    throw err;
-  }
+  const spec = resolveOrUserError(() => drill.resolve(input));
   await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${kind} drill spec`);
   const { name } = spec;
-  const runId = flags.id ?? `drill-${kind}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+  const runId = flags.id ?? timestampedId(`drill-${kind}`);
   const lab = await connectClient();
   try {
     const handle = await lab.client.workflow.start(drill.workflowType, { taskQueue: controlTaskQueue(), workflowId: runId, args: [input] });
@@ -75,15 +68,9 @@ export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<
 /** Starts the restore drill with each tool, one after the other; with --watch waits and prints the one table. */
 async function compareToolsCommand(flags: DrillFlags): Promise<string> {
   const input = buildInput(flags);
-  let specs: ReturnType<typeof resolveForEveryTool>;
-  try {
-    specs = resolveForEveryTool(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) throw new UserError(err.message);
-    throw err;
-  }
+  const specs = resolveOrUserError(() => resolveForEveryTool(input));
   for (const spec of specs) await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `restore drill spec (backup.tool ${spec.backup.tool})`);
-  const runId = flags.id ?? `drill-compare-tools-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+  const runId = flags.id ?? timestampedId('drill-compare-tools');
   const lab = await connectClient();
   try {
     const handle = await lab.client.workflow.start(WORKFLOW_TYPES.restoreToolComparison, { taskQueue: controlTaskQueue(), workflowId: runId, args: [input] });

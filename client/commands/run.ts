@@ -14,7 +14,7 @@ import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
-import { buildInput, refuseToolProblems, validateInput, type SpecFlags } from '../spec-input';
+import { buildInput, refuseToolProblems, timestampedId, validateInput, type SpecFlags } from '../spec-input';
 
 export interface RunFlags extends SpecFlags {
   out?: string;
@@ -24,7 +24,7 @@ export interface RunFlags extends SpecFlags {
 }
 
 export function defaultRunId(spec: ExperimentSpec, now = new Date()): string {
-  return `exp-${spec.name}-${now.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+  return timestampedId(`exp-${spec.name}`, now);
 }
 
 export function printPlan(spec: ExperimentSpec, runId: string): void {

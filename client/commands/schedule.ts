@@ -14,13 +14,12 @@ import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-sp
 import { formatSpecProblems } from '../../common/errors';
 import { WORKFLOW_TYPES } from '../../common/names';
 import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/regression';
-import { InvalidSpecError } from '../../common/spec';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl, type LabClient } from '../connection';
 import { resolveDiagnoseInput } from '../../common/diagnose';
 import { UserError } from '../errors';
 import { printTable } from '../table';
-import { buildInput, refuseToolProblems, validateInput, type SpecFlags } from '../spec-input';
+import { buildInput, refuseToolProblems, resolveOrUserError, validateInput, type SpecFlags } from '../spec-input';
 
 /** Workflows a schedule can start, by the name the CLI takes. */
 export const SCHEDULABLE_WORKFLOWS = {
@@ -63,22 +62,11 @@ export async function scheduledAction(flags: ScheduleCreateFlags): Promise<{ wor
     await refuseToolProblems(checkExperimentWithTools(validateInput(input), 'cli'));
   } else if (workflow === 'restore-drill' || workflow === 'failover-drill') {
     const resolve = workflow === 'restore-drill' ? resolveRestoreDrill : resolveFailoverDrill;
-    let spec: ReturnType<typeof resolve>;
-    try {
-      spec = resolve(input);
-    } catch (err) {
-      if (err instanceof InvalidSpecError) throw new UserError(err.message);
-      throw err;
-    }
+    const spec = resolveOrUserError(() => resolve(input));
     await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${workflow.replace('-', ' ')} spec`);
   } else if (workflow === 'diagnose') {
     // A DSN with a password would sit in the schedule's action for anyone who can read it: refused, like the workflow does.
-    try {
-      resolveDiagnoseInput(input);
-    } catch (err) {
-      if (err instanceof InvalidSpecError) throw new UserError(err.message);
-      throw err;
-    }
+    resolveOrUserError(() => resolveDiagnoseInput(input));
   }
   return { workflowType: SCHEDULABLE_WORKFLOWS[workflow], input };
 }

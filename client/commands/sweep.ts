@@ -4,6 +4,7 @@ import type { SweepDecision } from '../../common/sweep';
 import type { SweepReport } from '../../workflows/sweeper-workflow';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
+import { timestampedId } from '../spec-input';
 
 export interface SweepFlags {
   dryRun?: boolean;
@@ -12,7 +13,7 @@ export interface SweepFlags {
 export async function sweepCommand(flags: SweepFlags): Promise<SweepReport> {
   const lab = await connectClient();
   try {
-    const workflowId = `sweep-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
+    const workflowId = timestampedId('sweep');
     const handle = await lab.client.workflow.start(WORKFLOW_TYPES.sweeper, {
       taskQueue: controlTaskQueue(),
       workflowId,
