@@ -232,15 +232,21 @@ export function mannWhitneyOverRuns(a: number[], b: number[]): { u: number; pLow
 /**
  * Indices of baseline values kept after setting aside outliers: repeatedly, the value whose leave-one-out
  * prediction t test against the rest is most extreme goes when its two-sided p is below alpha / (values left)
- * (Bonferroni). Needs 3 others to judge one, so it never goes below 3 values; alpha 0 keeps everything.
+ * (Bonferroni) and it lies at least `minDeviation` (a fraction) from the rest's geometric mean. The second condition
+ * matters on a quiet machine: with a run-to-run spread of 0.3 %, a run 3 % off is statistically far, yet it cannot
+ * hide a change of the size that counts, and dropping it may leave too few runs for any verdict.
+ * Needs 3 others to judge one, so it never goes below 3 values; alpha 0 keeps everything.
  */
-export function outlierScreen(logs: number[], alpha: number): { kept: number[]; dropped: { index: number; p: number }[] } {
+export function outlierScreen(logs: number[], alpha: number, minDeviation = 0): { kept: number[]; dropped: { index: number; p: number }[] } {
   const kept = logs.map((_, i) => i);
   const dropped: { index: number; p: number }[] = [];
+  const floor = Math.log(1 + minDeviation);
   while (alpha > 0 && kept.length >= 4) {
     let worst = { index: -1, p: 1 };
     for (const i of kept) {
-      const test = predictionTTest([logs[i]], kept.filter((j) => j !== i).map((j) => logs[j]));
+      const others = kept.filter((j) => j !== i).map((j) => logs[j]);
+      if (Math.abs(logs[i] - mean(others)) < floor) continue;
+      const test = predictionTTest([logs[i]], others);
       const p = Math.min(1, 2 * Math.min(test.pLower, test.pUpper));
       if (p < worst.p) worst = { index: i, p };
     }
@@ -305,7 +311,8 @@ export function compareClass(
   const base = measuredRuns(baselineUnits, options, 'baseline', true);
   const cand = measuredRuns(candidateUnits, options, 'this', false);
   const setAside = [...base.setAside, ...cand.setAside];
-  const screen = outlierScreen(base.kept.map((r) => Math.log(r.median)), options.outlierAlpha);
+  // A run closer to the others than half the smallest effect that counts is kept, however tight the spread.
+  const screen = outlierScreen(base.kept.map((r) => Math.log(r.median)), options.outlierAlpha, options.minEffect / 2);
   for (const { index, p } of screen.dropped) {
     const r = base.kept[index];
     setAside.push({
