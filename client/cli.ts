@@ -4,6 +4,7 @@
  * Commands load lazily; one top-level catch maps a user error to exit code 2 and an internal one to a stack trace.
  */
 import { Command } from 'commander';
+import { PRESET_NAMES } from '../common/presets';
 import { UserError } from './errors';
 
 const program = new Command('storage-lab')
@@ -15,7 +16,7 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 program
   .command('run')
   .description('run an experiment (a preset, a spec file, or both with overrides)')
-  .option('-p, --preset <name>', 'preset: local-quick, ci, nightly, seed-full')
+  .option('-p, --preset <name>', `preset: ${PRESET_NAMES.join(', ')}`)
   .option('-s, --spec <file>', 'JSON spec file (fields override the preset)')
   .option('--set <path=value>', 'override one field, e.g. --set workload.clients=32 (repeatable)', collect, [])
   .option('-o, --out <dir>', 'copy result.json and the report here when the run ends')

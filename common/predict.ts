@@ -3,7 +3,7 @@
  * writes, WAL bytes, wait time by kind) to its throughput and latency on other storage and hosts. A closed queueing
  * network (the clients are the customers) solved by exact mean value analysis, with IOPS and throughput caps as
  * service limits, a group-commit WAL flush, and a cache model for memory. Pure and workflow-safe: the CLI, the
- * workflows' activities and the report share it. README "Predict" lists the assumptions; no constant here was
+ * workflows' activities and the report share it. README "The prediction model" lists the assumptions; no constant here was
  * fitted to the published reference's answers.
  */
 import { z } from 'zod';
@@ -276,16 +276,18 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
 /** Server time per transaction by part that the model does not explain at the source. */
 export interface Residuals {
   cpu: number;
-  pageReads: number;
+  /** Page-read time beyond the model's, per device read at the source: it scales with the target's reads. */
+  pageReadsPerRead: number;
   walFsync: number;
 }
-const NO_RESIDUALS: Residuals = { cpu: 0, pageReads: 0, walFsync: 0 };
+const NO_RESIDUALS: Residuals = { cpu: 0, pageReadsPerRead: 0, walFsync: 0 };
 
 /**
  * What the model leaves unexplained at the source: each sampled part (active without a wait event, page reads, WAL)
- * minus the model's own time for it on the source's storage and host. Carried to every target unchanged, as a
- * delay: time the server spends per transaction that the stations do not model (e.g. flush-time variance that
- * group commit amplifies, a client short of CPU, kernel work outside any wait event).
+ * minus the model's own time for it on the source's storage and host. Carried to every target as a delay: time the
+ * server spends that the stations do not model (e.g. flush-time variance that group commit amplifies, page-cache
+ * allocation in a memory-limited host, kernel work outside any wait event). Page-read time is carried per read, so
+ * a target that reads less (more memory) carries less of it.
  */
 export function sourceResiduals(demands: WorkloadDemands): Residuals {
   const s = demands.serverMs;
@@ -296,9 +298,10 @@ export function sourceResiduals(demands: WorkloadDemands): Residuals {
   const free = (stations: string[]) => stations.every((name) => (base.utilization[name] ?? 0) < SATURATED);
   const residual = (part: number, model: number, stations: string[]) => (free(stations) ? Math.max(0, part - model) : 0);
   const b = base.breakdownMs;
+  const pageReads = residual(s.pageReads, b.pageReads, ['device IOPS', 'device MiB/s', 'read IOPS', 'read MiB/s']);
   return {
     cpu: residual(s.cpu, b.cpu, ['CPU']),
-    pageReads: residual(s.pageReads, b.pageReads, ['device IOPS', 'device MiB/s', 'read IOPS', 'read MiB/s']),
+    pageReadsPerRead: demands.reads.perTx > 0 ? pageReads / demands.reads.perTx : 0,
     walFsync: residual(s.walFsync, b.walFsync, ['device IOPS', 'device MiB/s', 'write IOPS', 'write MiB/s']),
   };
 }
@@ -333,7 +336,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   // Lock waits wait for other transactions to finish, so they scale with the time the rest of a transaction takes.
   const lockRatio = s && serverTotal - s.lock > 0 ? s.lock / (serverTotal - s.lock) : 0;
   const otherMs = s?.other ?? 0;
-  const unexplained = residuals.cpu + residuals.pageReads + residuals.walFsync;
+  const unexplained = residuals.cpu + residuals.pageReadsPerRead * reads + residuals.walFsync;
 
   let x = 0; // transactions per ms
   let lockMs = 0;

@@ -96,8 +96,9 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
       settings: { checkpoint_timeout: '15min', track_wal_io_timing: 'on' },
     },
     data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
-    // 30 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host takes about that long to fill with 8 kB reads.
-    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 30, script: RANDOM_UPDATE_SCRIPT },
+    // 60 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host (about 600 MiB beside Postgres) takes some 50 s
+    // to fill with 8 kB reads, and the cache's share of the data sets the reads per transaction the model is given.
+    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
     phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
   }),
   /** The published experiment: 4 + 4 m6id.4xlarge clusters, instance-store NVMe vs gp3 at 3,000 IOPS. */

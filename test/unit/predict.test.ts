@@ -177,16 +177,23 @@ describe('the cache model', () => {
 });
 
 describe('residuals and the source self-check', () => {
-  it('time the model does not explain at an unsaturated source is carried; at a saturated station it is not', () => {
-    const measuredWal = demands({ serverMs: { cpu: 0.1, pageReads: 0.2, walFsync: 5, lock: 0, other: 0 } });
-    expect(sourceResiduals(measuredWal).walFsync).toBeGreaterThan(4.5);
+  it('time the model does not explain at an unsaturated source is carried (page reads per read); at a saturated station it is not', () => {
+    const slowReads = demands({ serverMs: { cpu: 0.1, pageReads: 2.2, walFsync: 0.3, lock: 0, other: 0 } });
+    // Two reads of 0.1 ms explain 0.2 of the 2.2 ms sampled: 1 ms per read is carried, and it scales with the reads.
+    expect(sourceResiduals(slowReads).pageReadsPerRead).toBeCloseTo(1, 6);
+    const noReads = predict({ ...slowReads, cache: { dataBytes: 4 * GIB, cacheBytes: 2 * GIB, memoryMiB: 1024 } }, { kind: 'local-disk', memoryMiB: 3072 });
+    expect(noReads.readsPerTx).toBeCloseTo(0, 6);
+    const r = sourceResiduals(slowReads);
+    expect(noReads.breakdownMs.unexplained).toBeCloseTo(r.cpu + r.walFsync, 6);
+    expect(predict(slowReads, { kind: 'local-disk' }).breakdownMs.unexplained).toBeCloseTo(r.cpu + r.walFsync + 2 * r.pageReadsPerRead, 6);
     const saturated = demands({
       serverMs: { cpu: 0.1, pageReads: 60, walFsync: 5, lock: 0, other: 0 },
       storage: { kind: 'ebs', iops: 1000, throughputMiBps: 1000 },
     });
-    const r = sourceResiduals(saturated);
-    expect(r.pageReads).toBe(0);
-    expect(r.walFsync).toBe(0);
+    expect(sourceResiduals(saturated).pageReadsPerRead).toBe(0);
+    expect(sourceResiduals(saturated).walFsync).toBe(0);
+    // WAL time the model does not explain is carried as it was measured.
+    expect(sourceResiduals(demands({ serverMs: { cpu: 0.1, pageReads: 0.2, walFsync: 5, lock: 0, other: 0 } })).walFsync).toBeGreaterThan(4.5);
   });
 
   it('passes when the model gives back the source, fails on a source it cannot explain', () => {
@@ -218,7 +225,7 @@ describe('the published reference, predicted from its own inputs', () => {
     const nvme = checks.find((c) => c.target === 'nvme')!;
     expect(Math.abs(gp3.tpsErrorPct)).toBeLessThanOrEqual(20);
     expect(gp3.prediction.bottleneck).toBe('device IOPS');
-    // NVMe is where the model misses (README "Predict"): it over-predicts, bound by the CPU, because it explains
+    // NVMe is where the model misses (README "The prediction model"): it over-predicts, bound by the CPU, because it explains
     // only 0.15 of the 1.5 ms per transaction the reference's NVMe run waited on WAL.
     expect(nvme.tpsErrorPct).toBeGreaterThan(0);
     expect(nvme.prediction.bottleneck).toBe('CPU');
