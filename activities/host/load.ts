@@ -95,7 +95,7 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
       const heapWhenDone = chunksDone > 0 ? (lastBytes * total) / chunksDone : 0;
       const afterRows = rate > 0 && heapWhenDone > 0 ? (POST_LOAD_HEAP_PASSES * heapWhenDone) / rate : undefined;
       report({
-        percent: Math.round((ROWS_SHARE * 1000 * chunksDone) / total) / 10,
+        percent: Math.round((LOAD_STEP_SPANS.rows[1] * 1000 * chunksDone) / total) / 10,
         etaSeconds: rowsEta !== undefined && afterRows !== undefined ? Math.round(rowsEta + afterRows) : undefined,
         detail: {
           step: 'rows',
@@ -241,7 +241,7 @@ async function finishLoad(
   const heapBytes = await relationBytes(c);
   let meta = await readMeta(c);
   if (!meta.indexed_at) {
-    const seconds = await timedStep(deps, c, 'primary keys', INDEX_PROGRESS_SQL, ROWS_SHARE, INDEX_SHARE, heapBytes, rowsRate, report, async (ddl) => {
+    const seconds = await timedStep(deps, c, 'primary keys', INDEX_PROGRESS_SQL, heapBytes, rowsRate, report, async (ddl) => {
       for (const [table, key] of [
         ['pgbench_branches', 'bid'],
         ['pgbench_tellers', 'tid'],
@@ -255,7 +255,7 @@ async function finishLoad(
   }
   meta = await readMeta(c);
   if (!meta.vacuumed_at) {
-    const seconds = await timedStep(deps, c, 'vacuum analyze', VACUUM_PROGRESS_SQL, ROWS_SHARE + INDEX_SHARE, 1, heapBytes, rowsRate, report, (ddl) =>
+    const seconds = await timedStep(deps, c, 'vacuum analyze', VACUUM_PROGRESS_SQL, heapBytes, rowsRate, report, (ddl) =>
       ddl.query('VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history').then(() => undefined),
     );
     await recordStep(c, 'vacuum', seconds);
@@ -263,9 +263,15 @@ async function finishLoad(
   return summarise(c, input, total, resumed, await readMeta(c));
 }
 
-/** Share of the load's percentage the rows take; the primary keys and VACUUM ANALYZE share the rest. */
-const ROWS_SHARE = 0.8;
-const INDEX_SHARE = 0.9;
+/**
+ * Where each step of the load starts and ends on its progress bar (0-1): the rows take most of it, the primary keys
+ * and VACUUM ANALYZE the rest. One table, so the steps cannot overlap or overrun 100 %.
+ */
+export const LOAD_STEP_SPANS = {
+  rows: [0, 0.8],
+  'primary keys': [0.8, 0.9],
+  'vacuum analyze': [0.9, 1],
+} as const satisfies Record<string, readonly [number, number]>;
 /** Heaps read and written after the rows: the primary key (read + ~0.2 write) and VACUUM ANALYZE (read + write). */
 const POST_LOAD_HEAP_PASSES = 4.2;
 const PAGE_BYTES = 8192;
@@ -283,15 +289,14 @@ const VACUUM_PROGRESS_SQL = `SELECT heap_blks_scanned AS done, heap_blks_total A
 async function timedStep(
   deps: HostDeps,
   monitor: Client,
-  step: string,
+  step: 'primary keys' | 'vacuum analyze',
   progressSql: string,
-  fromShare: number,
-  toShare: number,
   heapBytes: number,
   rowsRate: number | undefined,
   report: ReportProgress,
   run: (ddl: Client) => Promise<void>,
 ): Promise<number> {
+  const [fromShare, toShare] = LOAD_STEP_SPANS[step];
   const ddl = await connectLocal(deps.config, { applicationName: 'storage-lab load finish' });
   // A step whose agent died must not keep its backend busy: the server checks the socket every second.
   await ddl.query(`SET client_connection_check_interval = '1s'`);
