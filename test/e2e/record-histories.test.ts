@@ -10,10 +10,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
-import * as proto from '@temporalio/proto';
-import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { libpqEnv, withConnection } from '../../activities/lib/pg';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
@@ -43,28 +40,12 @@ const NIGHTLY_CI = {
 /** One more round than an execution holds: the drill continues as new once. */
 const FAILOVER_ROUNDS = ROUNDS_PER_EXECUTION + 1;
 
-/**
- * historyToJSON; or, when npm installed @temporalio/common a protobufjs copy of its own beside @temporalio/proto's
- * (it does here: the root protobufjs is grpc's 7.x), where it throws "type must be a Type", the same conversion with
- * the protobufjs copy @temporalio/proto's types belong to.
- */
-function toJSON(history: History): string {
-  try {
-    return historyToJSON(history);
-  } catch (err) {
-    if (!(err instanceof TypeError && err.message === 'type must be a Type')) throw err;
-    const protojson = createRequire(require.resolve('@temporalio/proto'))('protobufjs/ext/protojson') as { toJson(type: unknown, message: unknown): unknown };
-    const type = (patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }).lookupType('temporal.api.history.v1.History');
-    return JSON.stringify(protojson.toJson(type, proto.temporal.api.history.v1.History.fromObject(history)));
-  }
-}
-
 /** Writes one run's history to <name>.json (the JSON of `temporal workflow show --output json`); returns it. */
 async function save(client: Client, name: string, workflowId: string, runId?: string): Promise<History> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   mkdirSync(HISTORIES_DIR, { recursive: true });
   const file = path.join(HISTORIES_DIR, `${name}.json`);
-  const text = `${JSON.stringify(JSON.parse(toJSON(history)), null, 1)}\n`;
+  const text = `${JSON.stringify(JSON.parse(historyToJSON(history)), null, 1)}\n`;
   writeFileSync(file, text);
   const first = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   console.log(`${name}.json: ${first?.workflowType?.name}, ${history.events?.length} events, ${(text.length / 1024).toFixed(0)} kB`);

@@ -7,12 +7,9 @@
  * replayed against a sweeper that schedules another activity first is a DeterminismViolationError.
  */
 import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils';
-import * as proto from '@temporalio/proto';
-import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { WORKFLOW_TYPES } from '../../common/names';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
@@ -33,23 +30,11 @@ const EXPECTED: Record<string, string> = {
 };
 
 /**
- * historyFromJSON; or, when npm installed @temporalio/common a protobufjs copy of its own beside @temporalio/proto's
- * (it does here: the root protobufjs is grpc's 7.x), where it throws "type must be a Type", the same conversion with
- * the protobufjs copy @temporalio/proto's types belong to. The worker's replay would call historyFromJSON itself on
- * JSON, so it is given the parsed history.
+ * historyFromJSON, as a user replaying a history downloaded from the UI would call it. It needs one protobufjs copy
+ * for @temporalio/common and @temporalio/proto: package.json depends on protobufjs 8 itself so that npm hoists it
+ * beside them (grpc's proto-loader keeps its 7.x nested); with a copy each it threw "type must be a Type".
  */
-function fromJSON(json: unknown): History {
-  try {
-    return historyFromJSON(json);
-  } catch (err) {
-    if (!(err instanceof TypeError && err.message === 'type must be a Type')) throw err;
-    const protojson = createRequire(require.resolve('@temporalio/proto'))('protobufjs/ext/protojson') as {
-      fromJson(type: unknown, json: unknown, options: { ignoreUnknownFields: boolean }): History;
-    };
-    const type = (patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }).lookupType('temporal.api.history.v1.History');
-    return protojson.fromJson(type, json, { ignoreUnknownFields: true });
-  }
-}
+const fromJSON = (json: unknown): History => historyFromJSON(json);
 
 interface Fixture {
   name: string;
