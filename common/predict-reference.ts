@@ -5,7 +5,7 @@
  * workload (stated in each note). Pure and workflow-safe.
  */
 import { REFERENCE } from './reference';
-import { deviceReadShare, errorPct, predict, type PredictTarget, type Prediction, type WorkloadDemands } from './predict';
+import { deviceReadShare, errorPct, INTER_AZ_RTT, predict, type PredictTarget, type Prediction, type WorkloadDemands } from './predict';
 
 export type ReferenceClass = 'gp3' | 'nvme';
 
@@ -24,7 +24,9 @@ export function pgbenchIndexBytes(rows: number): number {
 /** What each class ran on, as a prediction target (vCPUs, memory and clients from the setup). */
 export function referenceTarget(cls: ReferenceClass): PredictTarget {
   const s = REFERENCE.setup;
-  const host = { vcpus: s.vcpus, memoryMiB: s.memoryGiB * 1024, clients: s.clients };
+  // Every cluster commits to a quorum of standbys in other Availability Zones (synchronous_standby_names).
+  const syncStandbyRttMs = s.synchronousStandbyNames ? INTER_AZ_RTT.rttMs : 0;
+  const host = { vcpus: s.vcpus, memoryMiB: s.memoryGiB * 1024, clients: s.clients, syncStandbyRttMs };
   if (cls === 'gp3') {
     const g = s.storageClasses.gp3;
     return { kind: 'ebs', volumeType: 'gp3', iops: g.iops, throughputMiBps: g.throughputMiBps, ...host, label: 'gp3 (reference)' };
@@ -64,6 +66,7 @@ export function referenceDemands(cls: ReferenceClass): WorkloadDemands {
       `data set: heap ${s.heapGiB} GiB + primary key ${(pgbenchIndexBytes(s.rows) / GIB).toFixed(1)} GiB; cache: all ${s.memoryGiB} GiB of memory (an upper bound: process memory and double caching left out)`,
       `${pagesPerTx} pages per transaction may miss the cache and are dirtied (one index leaf, one heap page)`,
       `CPU: ${r.cpuSeconds} CPU s over ${r.profileWindowSeconds} s at ${r.medianTps} TPS`,
+      ...(s.synchronousStandbyNames ? [`commits wait for synchronous_standby_names = '${s.synchronousStandbyNames}', standbys in other Availability Zones: ${INTER_AZ_RTT.source}`] : []),
     ],
   };
 }

@@ -72,6 +72,12 @@ export const PredictTargetSchema = z
     /** Device time of one read and of one WAL write + flush when nothing queues, ms (default: measured or published). */
     readLatencyMs: z.number().positive().optional(),
     flushLatencyMs: z.number().positive().optional(),
+    /**
+     * Round trip to a synchronous standby, ms: with synchronous_commit = on and synchronous_standby_names set, a
+     * commit also waits for the standby to receive its WAL and flush it. 0: no synchronous standby. Default: as at
+     * the source.
+     */
+    syncStandbyRttMs: z.number().nonnegative({ error: 'must be zero or positive (ms of round trip; 0: no synchronous standby)' }).optional(),
     /** A name for the target in reports. */
     label: z.string().optional(),
   })
@@ -88,6 +94,16 @@ export const DEVICE_DEFAULTS = {
   gp3: { iops: 3000, throughputMiBps: 125, latencyMs: 1.0, source: 'AWS: gp3 baseline 3,000 IOPS and 125 MiB/s, "single-digit millisecond" latency (1 ms taken)' },
   io2: { iops: 3000, throughputMiBps: 500, latencyMs: 0.5, source: 'AWS: io2 Block Express under 500 µs for 16 KiB I/O; 500 MiB/s default throughput taken' },
   nvme: { latencyMs: 0.1, source: 'assumed: 0.1 ms per read and per flush, a typical NVMe SSD (AWS publishes no instance-store latency)' },
+} as const;
+
+/**
+ * The round trip between EC2 hosts in two Availability Zones of a Region, where synchronous standbys live in the
+ * production pattern. AWS: the zones are "close enough to use synchronous replication with single-digit millisecond
+ * latency" (1 ms taken, the low end, as for gp3's latency).
+ */
+export const INTER_AZ_RTT = {
+  rttMs: 1.0,
+  source: 'AWS: Availability Zones are "close enough to use synchronous replication with single-digit millisecond latency" (1 ms round trip taken, the low end)',
 } as const;
 
 /** Bytes EBS counts as one I/O operation at most. */
@@ -284,27 +300,47 @@ const NO_RESIDUALS: Residuals = { cpu: 0, pageReadsPerRead: 0, walFsync: 0 };
 
 /**
  * What the model leaves unexplained at the source: each sampled part (active without a wait event, page reads, WAL)
- * minus the model's own time for it on the source's storage and host. Carried to every target as a delay: time the
- * server spends that the stations do not model (e.g. flush-time variance that group commit amplifies, page-cache
- * allocation in a memory-limited host, kernel work outside any wait event). Page-read time is carried per read, so
- * a target that reads less (more memory) carries less of it.
+ * minus the model's own time for it on the source's storage and host, with these residuals in place (a delay added
+ * drains the queues the model would otherwise fill, so the residuals are found as a fixed point). Carried to every
+ * target as a delay: time the server spends that the stations do not model (e.g. flush-time variance that group
+ * commit amplifies, page-cache allocation in a memory-limited host, kernel work outside any wait event). Page-read
+ * time is carried per read, so a target that reads less (more memory) carries less of it.
  */
 export function sourceResiduals(demands: WorkloadDemands): Residuals {
   const s = demands.serverMs;
   if (!s) return NO_RESIDUALS;
   const base = solve(demands, demands.storage, NO_RESIDUALS);
   // At a station the source saturated, the closed model itself sets how the clients' time splits between the
-  // stations: a difference there is that split, not a delay, so it is not carried.
-  const free = (stations: string[]) => stations.every((name) => (base.utilization[name] ?? 0) < SATURATED);
-  const residual = (part: number, model: number, stations: string[]) => (free(stations) ? Math.max(0, part - model) : 0);
-  const b = base.breakdownMs;
-  const pageReads = residual(s.pageReads, b.pageReads, ['device IOPS', 'device MiB/s', 'read IOPS', 'read MiB/s']);
-  return {
-    cpu: residual(s.cpu, b.cpu, ['CPU']),
-    pageReadsPerRead: demands.reads.perTx > 0 ? pageReads / demands.reads.perTx : 0,
-    walFsync: residual(s.walFsync, b.walFsync, ['device IOPS', 'device MiB/s', 'write IOPS', 'write MiB/s']),
+  // stations: a difference there is that split, not a delay, so it is not carried. Saturated at the source's measured
+  // throughput: where the model alone runs faster than the source, its own utilisation would overstate the source's.
+  const atSource = base.tps > 0 ? demands.measured.tps / base.tps : 1;
+  const free = (stations: string[]) => stations.every((name) => (base.utilization[name] ?? 0) * atSource < SATURATED);
+  const carried = {
+    cpu: free(['CPU']),
+    pageReads: free(['device IOPS', 'device MiB/s', 'read IOPS', 'read MiB/s']),
+    walFsync: free(['device IOPS', 'device MiB/s', 'write IOPS', 'write MiB/s']),
   };
+  let residuals = NO_RESIDUALS;
+  let model = base;
+  for (let i = 0; i < RESIDUAL_ITERATIONS; i++) {
+    const b = model.breakdownMs;
+    const pageReads = carried.pageReads ? Math.max(0, s.pageReads - b.pageReads) : 0;
+    const next: Residuals = {
+      cpu: carried.cpu ? Math.max(0, s.cpu - b.cpu) : 0,
+      pageReadsPerRead: demands.reads.perTx > 0 ? pageReads / demands.reads.perTx : 0,
+      walFsync: carried.walFsync ? Math.max(0, s.walFsync - b.walFsync) : 0,
+    };
+    const change = Math.max(Math.abs(next.cpu - residuals.cpu), Math.abs(next.pageReadsPerRead - residuals.pageReadsPerRead), Math.abs(next.walFsync - residuals.walFsync));
+    residuals = next;
+    if (change < RESIDUAL_CONVERGED_MS) break;
+    model = solve(demands, demands.storage, residuals);
+  }
+  return residuals;
 }
+
+/** The residuals' fixed point: each step moves them by less than the last (a queue drains slower than a delay grows). */
+const RESIDUAL_ITERATIONS = 100;
+const RESIDUAL_CONVERGED_MS = 1e-6;
 
 /** A station this busy at the source is saturated. */
 const SATURATED = 0.9;
@@ -337,6 +373,11 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   const lockRatio = s && serverTotal - s.lock > 0 ? s.lock / (serverTotal - s.lock) : 0;
   const otherMs = s?.other ?? 0;
   const unexplained = residuals.cpu + residuals.pageReadsPerRead * reads + residuals.walFsync;
+  const syncStandbyRttMs = target.syncStandbyRttMs ?? demands.storage.syncStandbyRttMs ?? 0;
+  if (syncStandbyRttMs > 0)
+    assumptions.push(
+      `a commit also waits for a synchronous standby: ${syncStandbyRttMs} ms round trip, then its WAL flush there (the standby's storage like the target's, its flushes grouped like the primary's; the faster of several standbys is not modelled)`,
+    );
 
   let x = 0; // transactions per ms
   let lockMs = 0;
@@ -360,6 +401,13 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
     // Group commit: a commit waits for the flush in progress (half of one on average, when one is) and its own.
     const busy = Math.min(1, x * flushMs);
     walMs = flushMs * (1 + busy / 2);
+    // A synchronous standby: after its own flush a commit waits for the WAL to cross the network and be flushed on
+    // the standby, where the flushes group the same way (its device serves no reads: replay of a page after its
+    // full-page image needs none).
+    if (syncStandbyRttMs > 0) {
+      const standbyFlushMs = dev.flushLatencyMs + transferMs;
+      walMs += syncStandbyRttMs + standbyFlushMs * (1 + Math.min(1, x * standbyFlushMs) / 2);
+    }
     walMsPrevious = flushMs;
     const flushesPerTx = x > 0 ? Math.min(1, 1 / (x * flushMs)) : 1;
     const bytesPerFlush = demands.wal.bytesPerTx / flushesPerTx;
@@ -434,7 +482,13 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
     if (st.kind !== 'queue') return;
     utilization[st.name] = Math.min(1, sol.throughput * st.demandMs);
   });
-  const bottleneck = Object.entries(utilization).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'none';
+  const [busiest, busiestUtilization] = Object.entries(utilization).sort((a, b) => b[1] - a[1])[0] ?? ['none', 0];
+  // Below saturation no queue bounds the throughput: the clients spend their time waiting, and the longest wait
+  // (a delay such as the WAL flush, or a queue's residence) is what bounds it.
+  const residenceByName = new Map<string, number>();
+  stations.forEach((st, k) => residenceByName.set(st.name, (residenceByName.get(st.name) ?? 0) + sol.residenceMs[k]));
+  const longestWait = [...residenceByName.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'none';
+  const bottleneck = busiestUtilization >= SATURATED ? busiest : longestWait;
   const mean = sol.responseMs;
   const p95Ratio = demands.measured.latencyMs.p95 !== null && demands.measured.latencyMs.mean > 0 ? demands.measured.latencyMs.p95 / demands.measured.latencyMs.mean : null;
   return {
@@ -486,7 +540,11 @@ export function errorPct(predicted: number, measured: number): number {
 /** One line of a prediction: starts with "predicted:", then TPS and latency. */
 export function predictionLine(p: Prediction): string {
   const p95 = p.latencyMs.p95 === null ? '' : `, p95 ${p.latencyMs.p95.toFixed(1)} ms`;
-  return `predicted: ${Math.round(p.tps).toLocaleString('en-US')} TPS, mean latency ${p.latencyMs.mean.toFixed(2)} ms${p95} (bound by ${p.bottleneck}, ${pct(p.utilization[p.bottleneck] ?? 0)} busy)`;
+  const head = `predicted: ${Math.round(p.tps).toLocaleString('en-US')} TPS, mean latency ${p.latencyMs.mean.toFixed(2)} ms${p95}`;
+  const saturated = p.utilization[p.bottleneck];
+  if (saturated !== undefined && saturated >= SATURATED) return `${head} (bound by ${p.bottleneck}, ${pct(saturated)} busy)`;
+  const [busiest, busy] = Object.entries(p.utilization).sort((a, b) => b[1] - a[1])[0] ?? ['none', 0];
+  return `${head} (no queue saturated, the busiest ${busiest} at ${pct(busy)}: bound by waits, most in ${p.bottleneck})`;
 }
 
 /** A target in words: "ebs gp3 3,000 IOPS 125 MiB/s, 768 MiB, 64 clients". */
@@ -497,6 +555,7 @@ export function describeTarget(t: PredictTarget): string {
   if (t.vcpus) parts.push(`${t.vcpus} vCPUs`);
   if (t.memoryMiB) parts.push(`${t.memoryMiB.toLocaleString('en-US')} MiB`);
   if (t.clients) parts.push(`${t.clients} clients`);
+  if (t.syncStandbyRttMs) parts.push(`synchronous standby ${t.syncStandbyRttMs} ms away`);
   return parts.join(', ');
 }
 
