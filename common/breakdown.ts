@@ -11,7 +11,7 @@ export type LatencyBreakdown = Record<BreakdownKey, number>;
 /** How each part is labelled in reports. */
 export const BREAKDOWN_LABELS: Record<BreakdownKey, string> = {
   pageReads: 'page reads (IO:DataFileRead)',
-  walFsync: 'WAL write/fsync at commit',
+  walFsync: 'WAL write/fsync at commit (and synchronous standbys)',
   lockAndScheduler: 'locks and LWLocks',
   cpu: 'CPU (no wait event)',
   other: 'other waits (e.g. IO:DataFileWrite)',
@@ -28,6 +28,8 @@ export function breakdownKeyOf(event: string): BreakdownKey {
   // WAL writes and flushes, and the LWLocks a commit waits on while another backend flushes (WALWrite, WALInsert).
   // PostgreSQL 17 renamed the IO events (IO:WALSync became IO:WalSync), so the prefix is matched in any case.
   if ((type === 'IO' || type === 'LWLock') && /^wal/i.test(name)) return 'walFsync';
+  // A commit waiting for its synchronous standbys to flush the same WAL: the rest of its commit wait.
+  if (type === 'IPC' && name === 'SyncRep') return 'walFsync';
   if (type === 'Lock' || type === 'LWLock') return 'lockAndScheduler';
   return 'other';
 }

@@ -3,7 +3,7 @@
  * cluster's TPS run and sampler) or from a diagnose capture. Pure and workflow-safe.
  */
 import { breakdownCounts, breakdownTotal } from './breakdown';
-import type { DiagnoseCapture } from './diagnose';
+import { syncStandbyWait, type DiagnoseCapture } from './diagnose';
 import type { Diagnostics } from './diagnostics';
 import type { PredictTarget, WorkloadDemands } from './predict';
 import type { ClassResult, ClusterResult, ExperimentResult } from './result';
@@ -131,6 +131,9 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   };
 }
 
+/** The least round trip a standby that commits wait for is given. */
+const MIN_RTT_MS = 0.01;
+
 /** Demands of a diagnose capture: the clients are the backends seen in a transaction; their think time by Little's law. */
 export function demandsFromCapture(capture: DiagnoseCapture): WorkloadDemands {
   const d = capture.diagnostics;
@@ -175,6 +178,12 @@ export function demandsFromCapture(capture: DiagnoseCapture): WorkloadDemands {
       ? { dataBytes: d.databaseBytes, cacheBytes: capture.local.pageCacheMiB * MIB + sharedBuffersBytes, memoryMiB: capture.local.memoryMiB }
       : null;
   if (!cache) notes.push('cache: the server\'s memory is not known here, so memory changes are not predicted');
+  const flushLatencyMs = walSyncs > 0 && walSyncTime > 0 ? walSyncTime / walSyncs : fsyncMs;
+  // The model adds a synchronous standby's flush itself (the target's): the round trip is the rest of its lag.
+  const standbyWait = syncStandbyWait(capture);
+  // (At least a loopback's 0.01 ms: 0 would say the commits wait for no standby.)
+  const syncStandbyRttMs = standbyWait ? Math.max(MIN_RTT_MS, standbyWait.waitMs - (flushLatencyMs ?? 0)) : 0;
+  if (standbyWait) notes.push(`synchronous standbys: ${standbyWait.detail}; round trip taken as that less the primary's own flush time: ${syncStandbyRttMs.toFixed(2)} ms`);
   return {
     source: `diagnose capture of ${capture.target} at ${capture.capturedAt}`,
     clients,
@@ -187,10 +196,10 @@ export function demandsFromCapture(capture: DiagnoseCapture): WorkloadDemands {
     wal: { bytesPerTx: (d.wal?.wal_bytes ?? d.walBytes ?? 0) / tx },
     device: {
       readLatencyMs: capture.local ? (d.device?.readLatencyMs ?? null) : capture.evidence.msPerBlockRead,
-      flushLatencyMs: walSyncs > 0 && walSyncTime > 0 ? walSyncTime / walSyncs : fsyncMs,
+      flushLatencyMs,
     },
     cache,
-    storage: { kind: 'local-disk', ...(capture.local?.memoryMiB ? { memoryMiB: capture.local.memoryMiB } : {}), ...(d.cpu ? { vcpus: d.cpu.cores } : {}), clients, label: 'the captured server' },
+    storage: { kind: 'local-disk', ...(syncStandbyRttMs > 0 ? { syncStandbyRttMs } : {}), ...(capture.local?.memoryMiB ? { memoryMiB: capture.local.memoryMiB } : {}), ...(d.cpu ? { vcpus: d.cpu.cores } : {}), clients, label: 'the captured server' },
     notes,
   };
 }

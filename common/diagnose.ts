@@ -48,6 +48,8 @@ export function verdictGroupOf(event: string): VerdictGroup {
   if (event === CPU_EVENT) return 'cpu';
   const [type, name = ''] = event.split(':');
   if (type === 'Client') return 'client';
+  // Waiting for a synchronous standby is the network's and the standby's time, not this server's storage.
+  if (type === 'IPC' && name === 'SyncRep') return 'other';
   if (type === 'IO' || name === 'BufferIO' || name === 'buffer_io') return 'storage';
   const part = breakdownKeyOf(event);
   if (part === 'pageReads' || part === 'walFsync') return 'storage';
@@ -136,6 +138,49 @@ export interface FsyncProbe {
   seconds: number;
 }
 
+/** A standby streaming from the captured server, as pg_stat_replication showed it at the end of the window. */
+export interface CapturedStandby {
+  name: string;
+  /** async, potential, sync or quorum. */
+  syncState: string;
+  state: string;
+  /** Time between a local WAL flush and the standby's report of having flushed it (null: nothing recent to time). */
+  flushLagMs: number | null;
+}
+
+/**
+ * How long a commit waits for its synchronous standbys beyond its own flush: the flush lag of the standby it waits
+ * for last. Quorum (ANY k): the k-th fastest of the candidates; priority (FIRST k, or a plain list): the slowest of
+ * the k standbys in sync. Null when commits do not wait for a standby (synchronous_commit off or local, no standby in
+ * sync) or no flush lag was timed.
+ */
+export function syncStandbyWait(capture: Pick<DiagnoseCapture, 'settings' | 'replication'>): { waitMs: number; detail: string } | null {
+  const commit = capture.settings.synchronous_commit;
+  if (commit === 'off' || commit === 'local') return null;
+  const standbys = capture.replication?.standbys ?? [];
+  const quorum = standbys.filter((s) => s.syncState === 'quorum');
+  const sync = standbys.filter((s) => s.syncState === 'sync');
+  const lags = (list: CapturedStandby[]) => list.map((s) => s.flushLagMs).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  if (quorum.length > 0) {
+    const k = Number(/^\s*ANY\s+(\d+)/i.exec(capture.settings.synchronous_standby_names ?? '')?.[1] ?? 1);
+    const timed = lags(quorum);
+    if (timed.length < k) return null;
+    return { waitMs: timed[k - 1], detail: `quorum: the ${ordinal(k)}fastest of ${standbyCount(quorum.length)} (${quorum.map((s) => s.name).join(', ')}) flushes ${timed[k - 1].toFixed(2)} ms after the primary` };
+  }
+  if (sync.length > 0) {
+    const timed = lags(sync);
+    if (timed.length < sync.length) return null;
+    const slowest = timed[timed.length - 1];
+    return { waitMs: slowest, detail: `priority: the slowest of ${standbyCount(sync.length)} in sync (${sync.map((s) => s.name).join(', ')}) flushes ${slowest.toFixed(2)} ms after the primary` };
+  }
+  return null;
+}
+
+const standbyCount = (n: number) => `${n} standby${n === 1 ? '' : 's'}`;
+
+/** "", "2nd ", "3rd ", "4th ": the k of "the k-th fastest", nothing for the first. */
+const ordinal = (n: number) => (n === 1 ? '' : `${n}${n === 2 ? 'nd' : n === 3 ? 'rd' : 'th'} `);
+
 /** Everything a capture holds: what was sampled, the server's settings that matter, the probe, the verdict. */
 export interface DiagnoseCapture {
   kind: typeof CAPTURE_KIND;
@@ -153,6 +198,8 @@ export interface DiagnoseCapture {
   /** Transactions a second, the capture's own left out. */
   tps: number;
   fsync: FsyncProbe | null;
+  /** Standbys streaming from the server (captures before this field was added have none recorded). */
+  replication?: { standbys: CapturedStandby[] };
   evidence: VerdictEvidence;
   verdict: DiagnoseVerdict;
   reason: string;

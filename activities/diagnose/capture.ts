@@ -11,6 +11,7 @@ import {
   classify,
   redactDsn,
   verdictEvidence,
+  type CapturedStandby,
   type DiagnoseCapture,
   type FsyncProbe,
 } from '../../common/diagnose';
@@ -44,6 +45,7 @@ const SETTINGS = [
   'max_connections',
   'wal_sync_method',
   'synchronous_commit',
+  'synchronous_standby_names',
   'full_page_writes',
   'checkpoint_timeout',
   'max_wal_size',
@@ -73,8 +75,11 @@ export async function captureDiagnosis(opts: CaptureOptions): Promise<DiagnoseCa
       databaseSize: 'all',
     });
     handedOver = true;
+    let replication: { standbys: CapturedStandby[] };
     try {
       await sampleFor(opts);
+      // Read while the window's load still runs (the sampler's own connection; stop() closes it).
+      replication = { standbys: await readStandbys(client) };
     } catch (err) {
       await sampling.stop().catch(() => undefined);
       throw err;
@@ -114,6 +119,7 @@ export async function captureDiagnosis(opts: CaptureOptions): Promise<DiagnoseCa
       diagnostics,
       tps: diagnostics.seconds > 0 ? Math.max(0, transactions) / diagnostics.seconds : 0,
       fsync,
+      replication,
       evidence,
       verdict,
       reason,
@@ -138,6 +144,19 @@ async function sampleFor(opts: CaptureOptions): Promise<void> {
 async function readSettings(client: Client): Promise<Record<string, string>> {
   const rows = (await client.query<{ name: string; value: string }>('SELECT name, current_setting(name) AS value FROM pg_settings WHERE name = ANY($1)', [SETTINGS])).rows;
   return Object.fromEntries(rows.map((r) => [r.name, r.value]));
+}
+
+/**
+ * The standbys streaming from the server at the end of the window, with how long after a local flush each reported
+ * its own (pg_stat_replication, which pg_monitor may read in full; a standby with nothing recent to time has none).
+ */
+async function readStandbys(client: Client): Promise<CapturedStandby[]> {
+  const rows = (
+    await client.query<{ name: string; sync_state: string; state: string; flush_lag_ms: number | null }>(
+      'SELECT application_name AS name, sync_state, state, (EXTRACT(epoch FROM flush_lag) * 1000)::float8 AS flush_lag_ms FROM pg_stat_replication ORDER BY application_name',
+    )
+  ).rows;
+  return rows.map((r) => ({ name: r.name, syncState: r.sync_state, state: r.state, flushLagMs: r.flush_lag_ms }));
 }
 
 /** user@host:port/database of a connection: what a report shows of its target (no password, ever). */

@@ -3,7 +3,7 @@
  * (the same page, tables and SVG charts as a run's report).
  */
 import { BREAKDOWN_LABELS, breakdownKeyOf } from '../../common/breakdown';
-import { VERDICT_GROUPS, verdictLine, type DiagnoseCapture, type VerdictGroup } from '../../common/diagnose';
+import { syncStandbyWait, VERDICT_GROUPS, verdictLine, type DiagnoseCapture, type VerdictGroup } from '../../common/diagnose';
 import { chartFigure, htmlPage } from '../control/report/html';
 import { fmt } from '../control/report/summary';
 import { barChart, lineChart } from '../control/report/svg-charts';
@@ -39,6 +39,13 @@ export function captureText(c: DiagnoseCapture): string[] {
   if (d.cpu) lines.push(`  CPU: ${fmt(d.cpu.coresBusy, 2)} of ${d.cpu.cores} cores busy (this machine)`);
   const walBytes = d.wal?.wal_bytes ?? d.walBytes;
   if (walBytes !== undefined) lines.push(`  WAL: ${fmt(walBytes / MIB / d.seconds, 2)} MiB/s; checkpoints ${d.checkpoints ? d.checkpoints.timed + d.checkpoints.requested : '–'} in the window`);
+  const standbys = c.replication?.standbys ?? [];
+  if (standbys.length) {
+    const wait = syncStandbyWait(c);
+    lines.push(
+      `  standbys: ${standbys.map((s) => `${s.name} (${s.syncState}, flush lag ${s.flushLagMs === null ? '–' : `${fmt(s.flushLagMs, 2)} ms`})`).join(', ')}${wait ? `; commits wait for them: ${wait.detail}` : '; commits do not wait for them'}`,
+    );
+  }
   if (c.advice.length) lines.push('advice:', ...c.advice.map((a) => `  - ${a}`));
   return lines;
 }
@@ -87,6 +94,7 @@ export function captureMarkdown(c: DiagnoseCapture): string {
     `| device r / w MiB/s | ${d.device ? `${fmt(d.device.readMBps, 1)} / ${fmt(d.device.writeMBps, 1)}` : '–'} |`,
     `| device read / write latency (ms) | ${d.device ? `${fmt(d.device.readLatencyMs, 3)} / ${fmt(d.device.writeLatencyMs, 3)}` : '–'} |`,
     `| device utilisation | ${d.device ? pct(d.device.utilization) : '–'} |`,
+    `| synchronous standbys: a commit's wait beyond its own flush | ${syncStandbyWait(c)?.detail ?? (c.replication?.standbys.length ? 'none: commits do not wait for the standbys' : 'none')} |`,
     '',
   ];
   if (c.fsync) {

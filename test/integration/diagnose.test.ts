@@ -13,6 +13,9 @@ import { parseSummary } from '../../activities/parsers/pgbench';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
 import { CAPTURE_KIND, VERDICTS, type DiagnoseCapture } from '../../common/diagnose';
+import { demandsFromCapture } from '../../common/demands';
+import { configurePostgres, stopPostgres } from '../../activities/host/postgres';
+import { cloneStandby, setReplication } from '../../activities/host/replication';
 import { clientTool } from '../../infra/postgres-binaries';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
 
@@ -116,5 +119,76 @@ describe('storage-lab diagnose on a real Postgres (integration)', () => {
     });
     expect(named.exitCode).toBe(0);
     expect(named.stdout).toMatch(VERDICT_LINE);
+  });
+});
+
+describe('storage-lab diagnose on a primary that commits to a synchronous standby (integration)', () => {
+  // Two servers on loopback: a primary with synchronous_standby_names = 'ANY 1 (s1)' and s1 streaming from it.
+  const settings = { shared_buffers: '16MB', track_io_timing: 'on', track_wal_io_timing: 'on', autovacuum: 'off', wal_level: 'replica', max_wal_senders: '4', max_connections: '40' };
+  let primary: BenchHost;
+  let standby: BenchHost;
+
+  beforeAll(async () => {
+    primary = await startBenchHost('diagnose-primary', settings);
+    standby = await startBenchHost('diagnose-standby', settings);
+    const p = primary.deps.config;
+    const s = standby.deps.config;
+    await withConnection(p, (c) => c.query(`CREATE ROLE monitor LOGIN PASSWORD '${PASSWORD}' IN ROLE pg_monitor`));
+    await runProcess(clientTool(p, 'pgbench'), ['-i', '-s', '2', '-q'], { env: libpqEnv(p), timeoutMs: 120_000 });
+    // The standby is the primary's clone: it connects with the primary's lab password.
+    await standby.run(stopPostgres, { hostId: s.hostId });
+    writeFileSync(s.passwordFile, readFileSync(p.passwordFile, 'utf8'));
+    await standby.run(cloneStandby, { hostId: s.hostId, primary: { host: '127.0.0.1', port: p.postgres.port }, node: 's1' });
+    await standby.run(configurePostgres, { hostId: s.hostId, settings });
+    await primary.run(setReplication, { hostId: p.hostId, primary: null, node: 'primary', synchronousStandbyNames: 'ANY 1 (s1)' });
+    for (let i = 0; ; i++) {
+      const state = await withConnection(p, async (c) => (await c.query<{ sync_state: string }>("SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'")).rows[0]?.sync_state);
+      if (state === 'quorum') break;
+      if (i > 100) throw new Error(`standby s1 is not a quorum standby after 20 s (sync_state ${state ?? 'none'})`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  });
+  afterAll(async () => {
+    await standby?.close();
+    await primary?.close();
+  });
+
+  it('records the standby and its flush lag, counts IPC:SyncRep in the commit wait, and hands predict the round trip', async () => {
+    const p = primary.deps.config;
+    const work = path.join(p.hostDir, 'test');
+    await runProcess('mkdir', ['-p', work]);
+    const script = path.join(work, 'update.sql');
+    writeFileSync(script, RANDOM_UPDATE_SCRIPT);
+    const load = runProcess(clientTool(p, 'pgbench'), ['-n', '-s', '2', '-c', '4', '-j', '2', '-T', '14', '-f', script], { env: libpqEnv(p), timeoutMs: 120_000 });
+    await new Promise((r) => setTimeout(r, 2000));
+    const dsn = `postgresql://monitor@127.0.0.1:${p.postgres.port}/${libpqEnv(p).PGDATABASE}`;
+    const r = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '8', '--json', '--no-fsync-probe'], {
+      env: { ...process.env, PGPASSWORD: PASSWORD },
+      timeoutMs: 120_000,
+      okExitCodes: [0, 1, 2],
+    });
+    const pgbench = parseSummary((await load).stdout);
+    expect(r.stderr).toMatch(/^verdict: /m);
+    expect(r.exitCode).toBe(0);
+    expect(pgbench.failedTransactions).toBe(0);
+    const capture = JSON.parse(r.stdout) as DiagnoseCapture;
+    expect(capture.settings.synchronous_standby_names).toBe('ANY 1 (s1)');
+    expect(capture.replication?.standbys).toEqual([{ name: 's1', syncState: 'quorum', state: 'streaming', flushLagMs: expect.any(Number) }]);
+    const lag = capture.replication!.standbys[0].flushLagMs!;
+    expect(lag).toBeGreaterThan(0);
+    expect(lag).toBeLessThan(1000);
+    // Every commit waited for s1: the wait is sampled, and the breakdown counts it with the WAL flush.
+    expect(capture.diagnostics.waitEvents['IPC:SyncRep']).toBeGreaterThan(0);
+    const d = demandsFromCapture(capture);
+    expect(d.storage.syncStandbyRttMs).toBeGreaterThan(0);
+    expect(d.storage.syncStandbyRttMs).toBeLessThanOrEqual(lag);
+    expect(d.serverMs!.walFsync).toBeGreaterThan(0);
+    const file = path.join(work, 'capture.json');
+    writeFileSync(file, r.stdout);
+    const predicted = await runProcess(process.execPath, [cli, 'predict', '--from', file, '--target', '{"kind":"local-disk","syncStandbyRttMs":0,"label":"no standby"}'], { timeoutMs: 60_000 });
+    // Printed on purpose: what the capture says a commit waits for, and the model's self-check on it.
+    console.log(predicted.stdout);
+    expect(predicted.stdout).toMatch(/synchronous standbys: quorum: the fastest of 1 standby \(s1\)/);
+    expect(predicted.stdout).toMatch(/^predicted: [\d,]+ TPS/m);
   });
 });

@@ -11,7 +11,9 @@ import { captureMarkdown, captureText } from '../../activities/diagnose/report';
 import { captureHistory, saveCapture } from '../../activities/diagnose/store';
 import { runProcess } from '../../activities/lib/process-runner';
 import { demandsFromCapture } from '../../common/demands';
-import type { DiagnoseCapture } from '../../common/diagnose';
+import { syncStandbyWait, verdictGroupOf, type CapturedStandby, type DiagnoseCapture } from '../../common/diagnose';
+import { breakdownKeyOf } from '../../common/breakdown';
+import { predict } from '../../common/predict';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
 
 const fixture = path.join(PROJECT_ROOT, 'test', 'fixtures', 'postgres-15', 'diagnose-capture.json');
@@ -73,6 +75,47 @@ describe('diagnose captures', () => {
     const r = await storageLab(['predict', '--from', fixture, '--target', '{"kind":"ebs","iops":3000,"throughputMiBps":125}']);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/^from: diagnose capture of monitor@127\.0\.0\.1:\d+\/bench/m);
-    expect(r.stdout).toMatch(/^predicted: [\d,]+ TPS, mean latency [\d.]+ ms \(bound by /m);
+    expect(r.stdout).toMatch(/^predicted: [\d,]+ TPS, mean latency [\d.]+ ms \((bound by |no queue saturated)/m);
+  });
+
+  describe('of a primary with synchronous standbys', () => {
+    const standby = (name: string, syncState: string, flushLagMs: number | null): CapturedStandby => ({ name, syncState, state: 'streaming', flushLagMs });
+    const withStandbys = (names: string, commit: string, standbys: CapturedStandby[]): DiagnoseCapture => {
+      const c = capture();
+      return { ...c, settings: { ...c.settings, synchronous_commit: commit, synchronous_standby_names: names }, replication: { standbys } };
+    };
+
+    it('wait for the k-th fastest of a quorum, the slowest of the standbys in sync, and for none when commits do not wait', () => {
+      const quorum = [standby('s1', 'quorum', 3), standby('s2', 'quorum', 1.2)];
+      expect(syncStandbyWait(withStandbys('ANY 1 (s1, s2)', 'on', quorum))?.waitMs).toBe(1.2);
+      expect(syncStandbyWait(withStandbys('ANY 2 (s1, s2)', 'on', quorum))?.waitMs).toBe(3);
+      expect(syncStandbyWait(withStandbys('ANY 2 (s1, s2)', 'on', quorum))?.detail).toMatch(/the 2nd fastest of 2 standbys \(s1, s2\)/);
+      const priority = [standby('s1', 'sync', 0.8), standby('s2', 'sync', 2.5), standby('s3', 'potential', 9)];
+      expect(syncStandbyWait(withStandbys('FIRST 2 (s1, s2, s3)', 'remote_apply', priority))?.waitMs).toBe(2.5);
+      expect(syncStandbyWait(withStandbys('ANY 1 (s1, s2)', 'local', quorum))).toBeNull();
+      expect(syncStandbyWait(withStandbys('ANY 1 (s1, s2)', 'off', quorum))).toBeNull();
+      expect(syncStandbyWait(withStandbys('', 'on', [standby('s1', 'async', 4)]))).toBeNull();
+      // Nothing recent to time: no figure rather than a made-up one.
+      expect(syncStandbyWait(withStandbys('ANY 1 (s1)', 'on', [standby('s1', 'quorum', null)]))).toBeNull();
+      expect(syncStandbyWait(capture())).toBeNull();
+    });
+
+    it('count IPC:SyncRep in the commit wait, not as this server\'s storage', () => {
+      expect(breakdownKeyOf('IPC:SyncRep')).toBe('walFsync');
+      expect(verdictGroupOf('IPC:SyncRep')).toBe('other');
+    });
+
+    it('give predict the round trip: the flush lag less the primary\'s own flush', () => {
+      const c = withStandbys('ANY 1 (s1, s2)', 'on', [standby('s1', 'quorum', 5), standby('s2', 'quorum', 2)]);
+      const d = demandsFromCapture(c);
+      const flush = c.fsync!.usecsPerOp / 1000;
+      expect(d.storage.syncStandbyRttMs).toBeCloseTo(Math.max(0.01, 2 - flush), 9);
+      expect(d.notes.join(' ')).toMatch(/synchronous standbys: quorum: the fastest of 2 standbys/);
+      expect(demandsFromCapture(capture()).storage.syncStandbyRttMs).toBeUndefined();
+      // The same capture predicted without the standby (0) commits faster.
+      const own = predict(d, { kind: 'local-disk' });
+      expect(predict(d, { kind: 'local-disk', syncStandbyRttMs: 0 }).tps).toBeGreaterThan(own.tps);
+      expect(captureText(c).join('\n')).toMatch(/standbys: s1 \(quorum, flush lag 5 ms\), s2 \(quorum, flush lag 2 ms\); commits wait for them: quorum/);
+    });
   });
 });
