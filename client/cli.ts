@@ -4,6 +4,7 @@
  * Commands load lazily; one top-level catch maps a user error to exit code 2 and an internal one to a stack trace.
  */
 import { Command } from 'commander';
+import { PredictTargetSchema } from '../common/predict';
 import { PRESET_NAMES } from '../common/presets';
 import { UserError } from './errors';
 
@@ -158,7 +159,7 @@ program
   .description('predict TPS and latency of a measured run or capture on other storage and hosts (a closed queueing model)')
   .option('--from <run|file>', 'a run id, a result.json file, or a diagnose capture (diagnose --json)')
   .option('--class <name>', 'the run\'s storage class to take the demands from (default: its first)')
-  .option('--target <json>', 'target(s), e.g. \'{"kind":"ebs","iops":6000,"throughputMiBps":250}\' or @file; an array for several')
+  .option('--target <json>', `target(s), e.g. '{"kind":"ebs","iops":6000,"throughputMiBps":250}' or @file; an array for several; fields: ${Object.keys(PredictTargetSchema.shape).join(', ')}`)
   .option('--reference', 'predict the published reference\'s gp3 and NVMe classes, each from the other\'s figures')
   .option('--json', 'print the demands and predictions as JSON')
   .option('--results-dir <dir>', 'results folder (default: the lab\'s)')
