@@ -14,6 +14,8 @@ export interface Station {
   kind: 'queue' | 'delay';
   /** Service demand per transaction, ms (visits × service time per visit). */
   demandMs: number;
+  /** A load-dependent demand: the factor it grows by at a throughput (transactions per ms) of the network. */
+  slowdownAt?: (throughput: number) => number;
 }
 
 export interface MvaSolution {
@@ -24,6 +26,8 @@ export interface MvaSolution {
   /** Per station: residence time per transaction (ms) and mean number of transactions there. */
   residenceMs: number[];
   queue: number[];
+  /** Per station: its demand at the solution's throughput (a load-dependent one grown by its slowdown), ms. */
+  demandMs: number[];
 }
 
 /**
@@ -32,25 +36,44 @@ export interface MvaSolution {
  */
 export function mva(stations: Station[], customers: number, thinkMs = 0): MvaSolution {
   const queue = stations.map(() => 0);
-  let residenceMs = stations.map((s) => s.demandMs);
+  const demandsAt = (x: number) => stations.map((s) => (s.slowdownAt ? s.demandMs * s.slowdownAt(x) : s.demandMs));
+  const loadDependent = stations.some((s) => s.slowdownAt);
+  let demandMs = demandsAt(0);
+  let residenceMs = [...demandMs];
   let throughput = 0;
   for (let n = 1; n <= customers; n++) {
-    residenceMs = stations.map((s, k) => (s.kind === 'queue' ? s.demandMs * (1 + queue[k]) : s.demandMs));
-    const total = residenceMs.reduce((a, b) => a + b, 0);
-    throughput = n / (thinkMs + total);
+    const residencesOf = (demands: number[]) => stations.map((s, k) => (s.kind === 'queue' ? demands[k] * (1 + queue[k]) : demands[k]));
+    const throughputOf = (residences: number[]) => n / (thinkMs + residences.reduce((a, b) => a + b, 0));
+    if (loadDependent) {
+      // A load-dependent demand must be the one at the throughput it yields: that throughput is where
+      // x = n / (Z + sum R(x)), found by bisection (the right side falls as x rises, so there is one).
+      let lo = 0;
+      let hi = throughputOf(residencesOf(demandsAt(0)));
+      for (let i = 0; i < BISECTION_STEPS; i++) {
+        const mid = (lo + hi) / 2;
+        if (throughputOf(residencesOf(demandsAt(mid))) > mid) lo = mid;
+        else hi = mid;
+      }
+      demandMs = demandsAt(lo);
+    }
+    residenceMs = residencesOf(demandMs);
+    throughput = throughputOf(residenceMs);
     residenceMs.forEach((r, k) => (queue[k] = throughput * r));
   }
-  return { throughput, responseMs: residenceMs.reduce((a, b) => a + b, 0), residenceMs, queue };
+  return { throughput, responseMs: residenceMs.reduce((a, b) => a + b, 0), residenceMs, queue, demandMs };
 }
+
+/** Halvings of the throughput interval of a load-dependent network (to 2^-60 of it). */
+const BISECTION_STEPS = 60;
 
 /**
  * A station of `servers` identical servers as MVA can take it (Seidmann's approximation): one queue with the
  * demand divided among the servers, plus a delay for the rest of one server's service.
  */
-export function multiServer(name: string, demandMs: number, servers: number): Station[] {
+export function multiServer(name: string, demandMs: number, servers: number, slowdownAt?: Station['slowdownAt']): Station[] {
   return [
-    { name, kind: 'queue', demandMs: demandMs / servers },
-    { name, kind: 'delay', demandMs: (demandMs * (servers - 1)) / servers },
+    { name, kind: 'queue', demandMs: demandMs / servers, slowdownAt },
+    { name, kind: 'delay', demandMs: (demandMs * (servers - 1)) / servers, slowdownAt },
   ];
 }
 
@@ -342,6 +365,9 @@ export function sourceResiduals(demands: WorkloadDemands): Residuals {
 const RESIDUAL_ITERATIONS = 100;
 const RESIDUAL_CONVERGED_MS = 1e-6;
 
+/** The share of the cores the CPU beside the transactions' path may take in the model (a bound keeps it solvable). */
+const MAX_BESIDE_UTILIZATION = 0.99;
+
 /** A station this busy at the source is saturated. */
 const SATURATED = 0.9;
 
@@ -373,6 +399,11 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   const lockRatio = s && serverTotal - s.lock > 0 ? s.lock / (serverTotal - s.lock) : 0;
   const otherMs = s?.other ?? 0;
   const unexplained = residuals.cpu + residuals.pageReadsPerRead * reads + residuals.walFsync;
+  // CPU on a transaction's path is what its backend was sampled running (active without a wait event); the rest of
+  // the host's CPU per transaction (other backends' and processes' work: the WAL writer, a client on the same host)
+  // runs beside it and only takes cores from it.
+  const onPathCpuMs = s && s.cpu > 0 && s.cpu < demands.cpu.msPerTx ? s.cpu : demands.cpu.msPerTx;
+  const besideCpuMs = demands.cpu.msPerTx - onPathCpuMs;
   const syncStandbyRttMs = target.syncStandbyRttMs ?? demands.storage.syncStandbyRttMs ?? 0;
   if (syncStandbyRttMs > 0)
     assumptions.push(
@@ -419,7 +450,9 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
         : 0;
     const walKiB = demands.wal.bytesPerTx / 1024;
     stations = [
-      ...multiServer('CPU', demands.cpu.msPerTx, vcpus),
+      // The cores the work beside the path leaves: at the throughput where both fill them, the path's demand has
+      // grown to the whole CPU per transaction, so the cores still bind at vCPUs / CPU per transaction.
+      ...multiServer('CPU', onPathCpuMs, vcpus, besideCpuMs > 0 ? (tx) => 1 / (1 - Math.min(MAX_BESIDE_UTILIZATION, (tx * besideCpuMs) / vcpus)) : undefined),
       { name: 'read latency', kind: 'delay', demandMs: reads * dev.readLatencyMs },
       { name: 'WAL flush', kind: 'delay', demandMs: walMs },
       { name: 'locks', kind: 'delay', demandMs: lockMs },
@@ -478,9 +511,9 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
     client: byName('client time in latency'),
   };
   const utilization: Record<string, number> = {};
-  stations.forEach((st) => {
+  stations.forEach((st, k) => {
     if (st.kind !== 'queue') return;
-    utilization[st.name] = Math.min(1, sol.throughput * st.demandMs);
+    utilization[st.name] = Math.min(1, sol.throughput * sol.demandMs[k]);
   });
   const [busiest, busiestUtilization] = Object.entries(utilization).sort((a, b) => b[1] - a[1])[0] ?? ['none', 0];
   // Below saturation no queue bounds the throughput: the clients spend their time waiting, and the longest wait

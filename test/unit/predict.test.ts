@@ -63,6 +63,13 @@ describe('exact mean value analysis', () => {
     expect(s.queue[0] + s.queue[1]).toBeCloseTo(2, 12); // every customer is at a station (no think time)
   });
 
+  it('a load-dependent demand is the one at the throughput it yields', () => {
+    // One customer, a queue whose demand doubles from 1 ms as throughput rises to 1 per ms: x = 1 / (1 + x), x = 0.618.
+    const s = mva([{ name: 'cpu', kind: 'queue', demandMs: 1, slowdownAt: (x) => 1 + x }], 1);
+    expect(s.throughput).toBeCloseTo((Math.sqrt(5) - 1) / 2, 9);
+    expect(s.demandMs[0]).toBeCloseTo(1 + s.throughput, 9);
+  });
+
   it('a queue, a delay and think time, three customers (by hand: X(3) = 3 / 21.846154)', () => {
     const s = mva(
       [
@@ -131,6 +138,20 @@ describe('caps that bind', () => {
     expect(two.tps).toBeGreaterThan(2000 * 0.98);
     expect(two.tps).toBeLessThanOrEqual(2000);
     expect(predict(d, { kind: 'local-disk', vcpus: 4 }).tps).toBeGreaterThan(3900);
+  });
+
+  it('CPU beside the transactions\' path takes cores but adds no time to the path; the cores still bind at vCPUs / CPU per transaction', () => {
+    // The host burns 1 ms of CPU per transaction; its backends were sampled running 0.2 ms of it.
+    const d = demands({ cpu: { msPerTx: 1, vcpus: 2 }, reads: { perTx: 0, kib: 8 }, serverMs: { cpu: 0.2, pageReads: 0, walFsync: 0.1, lock: 0, other: 0 } });
+    const many = predict(d, { kind: 'local-disk' });
+    expect(many.tps).toBeLessThanOrEqual(2000 + 1e-6);
+    expect(many.tps).toBeGreaterThan(2000 * 0.98);
+    // One client on 16 cores: about 0.2 ms on the CPU (plus a little for the cores the rest takes), not 1 ms.
+    const one = predict(d, { kind: 'local-disk', clients: 1, vcpus: 16 });
+    expect(one.breakdownMs.cpu).toBeLessThan(0.3);
+    expect(one.breakdownMs.cpu).toBeGreaterThanOrEqual(0.2);
+    // Without samples all of it is on the path.
+    expect(predict({ ...d, serverMs: null }, { kind: 'local-disk', clients: 1, vcpus: 16 }).breakdownMs.cpu).toBeGreaterThanOrEqual(1);
   });
 
   it('fewer clients than the cap needs leave it unsaturated: TPS = clients / latency', () => {
