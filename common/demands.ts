@@ -5,7 +5,7 @@
 import { breakdownCounts, breakdownTotal } from './breakdown';
 import { syncStandbyWait, type DiagnoseCapture } from './diagnose';
 import type { Diagnostics } from './diagnostics';
-import type { PredictTarget, WorkloadDemands } from './predict';
+import { groupedFlushWaitMs, type PredictTarget, type WorkloadDemands } from './predict';
 import type { ClassResult, ClusterResult, ExperimentResult } from './result';
 
 /** pgbench_accounts' primary key adds about this share of the heap (the estimate volumeBytes uses too). */
@@ -131,6 +131,9 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   };
 }
 
+/** The wait event of a commit waiting for its synchronous standbys. */
+const SYNC_REP_EVENT = 'IPC:SyncRep';
+
 /** The least round trip a standby that commits wait for is given. */
 const MIN_RTT_MS = 0.01;
 
@@ -179,11 +182,18 @@ export function demandsFromCapture(capture: DiagnoseCapture): WorkloadDemands {
       : null;
   if (!cache) notes.push('cache: the server\'s memory is not known here, so memory changes are not predicted');
   const flushLatencyMs = walSyncs > 0 && walSyncTime > 0 ? walSyncTime / walSyncs : fsyncMs;
-  // The model adds a synchronous standby's flush itself (the target's): the round trip is the rest of its lag.
+  // A commit's wait for its standbys: what the samples saw commits spend in IPC:SyncRep where they saw it (the wait
+  // itself), else the standbys' flush lag. The model adds a standby's grouped flush itself (taken to be as fast as
+  // the primary's): the round trip is the rest. (At least a loopback's 0.01 ms: 0 would say commits wait for none.)
   const standbyWait = syncStandbyWait(capture);
-  // (At least a loopback's 0.01 ms: 0 would say the commits wait for no standby.)
-  const syncStandbyRttMs = standbyWait ? Math.max(MIN_RTT_MS, standbyWait.waitMs - (flushLatencyMs ?? 0)) : 0;
-  if (standbyWait) notes.push(`synchronous standbys: ${standbyWait.detail}; round trip taken as that less the primary's own flush time: ${syncStandbyRttMs.toFixed(2)} ms`);
+  const sampledWaitMs = serverMs ? (serverTotal * (d.waitEvents[SYNC_REP_EVENT] ?? 0)) / Math.max(1, breakdownTotal(breakdownCounts(d.waitEvents))) : 0;
+  const standbyFlushMs = groupedFlushWaitMs(flushLatencyMs ?? 0, tps / 1000);
+  const waitMs = sampledWaitMs > 0 ? sampledWaitMs : (standbyWait?.waitMs ?? 0);
+  const syncStandbyRttMs = standbyWait ? Math.max(MIN_RTT_MS, waitMs - standbyFlushMs) : 0;
+  if (standbyWait)
+    notes.push(
+      `synchronous standbys: ${standbyWait.detail}; commits waited ${waitMs.toFixed(2)} ms for them (${sampledWaitMs > 0 ? `sampled in ${SYNC_REP_EVENT}` : 'the flush lag: no samples in it'}); round trip taken as that less a grouped flush like the primary's (${standbyFlushMs.toFixed(2)} ms): ${syncStandbyRttMs.toFixed(2)} ms`,
+    );
   return {
     source: `diagnose capture of ${capture.target} at ${capture.capturedAt}`,
     clients,

@@ -146,6 +146,25 @@ export interface CapturedStandby {
   state: string;
   /** Time between a local WAL flush and the standby's report of having flushed it (null: nothing recent to time). */
   flushLagMs: number | null;
+  /** Of how many readings over the window flushLagMs is the median. */
+  flushLagReadings?: number;
+}
+
+/**
+ * The standbys of the last reading, each with the median of its flush lags over all readings (pg_stat_replication
+ * shows one recent commit's lag, and readings a second apart vary several-fold).
+ */
+export function medianFlushLags(readings: CapturedStandby[][]): CapturedStandby[] {
+  const last = readings[readings.length - 1] ?? [];
+  return last.map((standby) => {
+    const lags = readings
+      .flatMap((r) => r.filter((s) => s.name === standby.name).map((s) => s.flushLagMs))
+      .filter((v): v is number => v !== null)
+      .sort((a, b) => a - b);
+    const m = Math.floor(lags.length / 2);
+    const median = lags.length === 0 ? null : lags.length % 2 ? lags[m] : (lags[m - 1] + lags[m]) / 2;
+    return { ...standby, flushLagMs: median, flushLagReadings: lags.length };
+  });
 }
 
 /**

@@ -255,6 +255,9 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
   const needMeasured = (what: string) => {
     throw new Error(`the ${what} of a ${target.kind} target is not known: give "${what === 'read latency' ? 'readLatencyMs' : 'flushLatencyMs'}" in the target, or predict from a run on ${target.kind}`);
   };
+  // A source that read nothing from its device reads nothing on the target either (reads scale with the source's):
+  // the latency of a read it never makes is not needed.
+  const unknownReadLatency = () => (demands.reads.perTx === 0 ? 0 : needMeasured('read latency'));
   switch (target.kind) {
     case 'ebs': {
       const iops = target.iops ?? ebs.iops;
@@ -282,7 +285,7 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
         writeIops: iops,
         readMiBps: mibps,
         writeMiBps: mibps,
-        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, () => needMeasured('read latency')),
+        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, unknownReadLatency),
         flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, () => needMeasured('flush latency')),
         throttleSeesWriteback: false,
       };
@@ -305,7 +308,7 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
         writeIops: target.iops ?? null,
         readMiBps: target.throughputMiBps ?? null,
         writeMiBps: target.throughputMiBps ?? null,
-        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, () => needMeasured('read latency')),
+        readLatencyMs: target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, unknownReadLatency),
         flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, () => needMeasured('flush latency')),
         throttleSeesWriteback: true,
       };
@@ -367,6 +370,14 @@ const RESIDUAL_CONVERGED_MS = 1e-6;
 
 /** The share of the cores the CPU beside the transactions' path may take in the model (a bound keeps it solvable). */
 const MAX_BESIDE_UTILIZATION = 0.99;
+
+/**
+ * A commit's wait for a flush that groups commits: half of the one in progress (when one is, at `txPerMs`
+ * transactions per ms), then its own.
+ */
+export function groupedFlushWaitMs(flushMs: number, txPerMs: number): number {
+  return flushMs * (1 + Math.min(1, txPerMs * flushMs) / 2);
+}
 
 /** A station this busy at the source is saturated. */
 const SATURATED = 0.9;
@@ -435,10 +446,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
     // A synchronous standby: after its own flush a commit waits for the WAL to cross the network and be flushed on
     // the standby, where the flushes group the same way (its device serves no reads: replay of a page after its
     // full-page image needs none).
-    if (syncStandbyRttMs > 0) {
-      const standbyFlushMs = dev.flushLatencyMs + transferMs;
-      walMs += syncStandbyRttMs + standbyFlushMs * (1 + Math.min(1, x * standbyFlushMs) / 2);
-    }
+    if (syncStandbyRttMs > 0) walMs += syncStandbyRttMs + groupedFlushWaitMs(dev.flushLatencyMs + transferMs, x);
     walMsPrevious = flushMs;
     const flushesPerTx = x > 0 ? Math.min(1, 1 / (x * flushMs)) : 1;
     const bytesPerFlush = demands.wal.bytesPerTx / flushesPerTx;

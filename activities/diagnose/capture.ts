@@ -9,6 +9,7 @@ import {
   CAPTURE_KIND,
   CAPTURE_SCHEMA_VERSION,
   classify,
+  medianFlushLags,
   redactDsn,
   verdictEvidence,
   type CapturedStandby,
@@ -77,9 +78,12 @@ export async function captureDiagnosis(opts: CaptureOptions): Promise<DiagnoseCa
     handedOver = true;
     let replication: { standbys: CapturedStandby[] };
     try {
-      await sampleFor(opts);
+      // The standbys' flush lag once a second: one reading is one recent commit's, and they vary several-fold.
+      const readings: CapturedStandby[][] = [];
+      await sampleFor(opts, async () => void readings.push(await readStandbys(client)));
       // Read while the window's load still runs (the sampler's own connection; stop() closes it).
-      replication = { standbys: await readStandbys(client) };
+      readings.push(await readStandbys(client));
+      replication = { standbys: medianFlushLags(readings) };
     } catch (err) {
       await sampling.stop().catch(() => undefined);
       throw err;
@@ -131,11 +135,12 @@ export async function captureDiagnosis(opts: CaptureOptions): Promise<DiagnoseCa
 }
 
 /** Waits out the sampling window a second at a time, so a cancel or a progress report is never far off. */
-async function sampleFor(opts: CaptureOptions): Promise<void> {
+async function sampleFor(opts: CaptureOptions, everySecond: () => Promise<void>): Promise<void> {
   const end = Date.now() + opts.seconds * 1000;
   while (Date.now() < end) {
     if (opts.signal?.aborted) throw new Error('diagnose cancelled');
     await new Promise((r) => setTimeout(r, Math.min(1000, end - Date.now())));
+    await everySecond();
     const done = opts.seconds - Math.max(0, end - Date.now()) / 1000;
     opts.onProgress?.(`sampled ${Math.round(done)} of ${opts.seconds} s`, Math.round((100 * done) / opts.seconds));
   }
@@ -147,7 +152,7 @@ async function readSettings(client: Client): Promise<Record<string, string>> {
 }
 
 /**
- * The standbys streaming from the server at the end of the window, with how long after a local flush each reported
+ * The standbys streaming from the server now, with how long after a local flush each reported
  * its own (pg_stat_replication, which pg_monitor may read in full; a standby with nothing recent to time has none).
  */
 async function readStandbys(client: Client): Promise<CapturedStandby[]> {

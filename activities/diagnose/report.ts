@@ -43,7 +43,7 @@ export function captureText(c: DiagnoseCapture): string[] {
   if (standbys.length) {
     const wait = syncStandbyWait(c);
     lines.push(
-      `  standbys: ${standbys.map((s) => `${s.name} (${s.syncState}, flush lag ${s.flushLagMs === null ? '–' : `${fmt(s.flushLagMs, 2)} ms`})`).join(', ')}${wait ? `; commits wait for them: ${wait.detail}` : '; commits do not wait for them'}`,
+      `  standbys: ${standbys.map((s) => `${s.name} (${s.syncState}, flush lag ${s.flushLagMs === null ? '–' : `${fmt(s.flushLagMs, 2)} ms`}${s.flushLagReadings ? `, median of ${s.flushLagReadings} readings` : ''})`).join(', ')}${wait ? `; commits wait for them: ${wait.detail}` : '; commits do not wait for them'}`,
     );
   }
   if (c.advice.length) lines.push('advice:', ...c.advice.map((a) => `  - ${a}`));

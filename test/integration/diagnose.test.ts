@@ -173,7 +173,10 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     expect(pgbench.failedTransactions).toBe(0);
     const capture = JSON.parse(r.stdout) as DiagnoseCapture;
     expect(capture.settings.synchronous_standby_names).toBe('ANY 1 (s1)');
-    expect(capture.replication?.standbys).toEqual([{ name: 's1', syncState: 'quorum', state: 'streaming', flushLagMs: expect.any(Number) }]);
+    expect(capture.replication?.standbys).toEqual([{ name: 's1', syncState: 'quorum', state: 'streaming', flushLagMs: expect.any(Number), flushLagReadings: expect.any(Number) }]);
+    // A reading a second over the 8 s window and one at its end (a reading with nothing recent to time has none).
+    expect(capture.replication!.standbys[0].flushLagReadings).toBeGreaterThanOrEqual(5);
+    expect(capture.replication!.standbys[0].flushLagReadings).toBeLessThanOrEqual(9);
     const lag = capture.replication!.standbys[0].flushLagMs!;
     expect(lag).toBeGreaterThan(0);
     expect(lag).toBeLessThan(1000);

@@ -11,7 +11,7 @@ import { captureMarkdown, captureText } from '../../activities/diagnose/report';
 import { captureHistory, saveCapture } from '../../activities/diagnose/store';
 import { runProcess } from '../../activities/lib/process-runner';
 import { demandsFromCapture } from '../../common/demands';
-import { syncStandbyWait, verdictGroupOf, type CapturedStandby, type DiagnoseCapture } from '../../common/diagnose';
+import { medianFlushLags, syncStandbyWait, verdictGroupOf, type CapturedStandby, type DiagnoseCapture } from '../../common/diagnose';
 import { breakdownKeyOf } from '../../common/breakdown';
 import { predict, sourceCheck } from '../../common/predict';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
@@ -103,18 +103,43 @@ describe('diagnose captures', () => {
       expect(syncStandbyWait(capture())).toBeNull();
     });
 
+    it('take each standby\'s median flush lag over the window\'s readings', () => {
+      const readings = [
+        [standby('s1', 'quorum', 0.5), standby('s2', 'quorum', null)],
+        [standby('s1', 'quorum', 0.04), standby('s2', 'quorum', 3)],
+        [standby('s1', 'quorum', 0.2)],
+        [standby('s1', 'quorum', 9), standby('s2', 'quorum', 1)],
+      ];
+      expect(medianFlushLags(readings)).toEqual([
+        { ...standby('s1', 'quorum', 0.35), flushLagReadings: 4 },
+        { ...standby('s2', 'quorum', 2), flushLagReadings: 2 },
+      ]);
+      expect(medianFlushLags([[standby('s1', 'async', null)]])).toEqual([{ ...standby('s1', 'async', null), flushLagReadings: 0 }]);
+      expect(medianFlushLags([])).toEqual([]);
+    });
+
     it('count IPC:SyncRep in the commit wait, not as this server\'s storage', () => {
       expect(breakdownKeyOf('IPC:SyncRep')).toBe('walFsync');
       expect(verdictGroupOf('IPC:SyncRep')).toBe('other');
     });
 
-    it('give predict the round trip: the flush lag less the primary\'s own flush', () => {
+    it('give predict the round trip: the flush lag less a grouped flush like the primary\'s', () => {
       const c = withStandbys('ANY 1 (s1, s2)', 'on', [standby('s1', 'quorum', 5), standby('s2', 'quorum', 2)]);
       const d = demandsFromCapture(c);
+      // Less a flush like the primary's, grouped at the capture's rate (half of another in progress when one is).
       const flush = c.fsync!.usecsPerOp / 1000;
-      expect(d.storage.syncStandbyRttMs).toBeCloseTo(Math.max(0.01, 2 - flush), 9);
+      const grouped = flush * (1 + Math.min(1, (c.tps / 1000) * flush) / 2);
+      expect(d.storage.syncStandbyRttMs).toBeCloseTo(Math.max(0.01, 2 - grouped), 9);
       expect(d.notes.join(' ')).toMatch(/synchronous standbys: quorum: the fastest of 2 standbys/);
       expect(demandsFromCapture(capture()).storage.syncStandbyRttMs).toBeUndefined();
+      // Where the samples saw commits wait in IPC:SyncRep, that wait (the thing itself) sets the round trip.
+      const before = Object.values(c.diagnostics.waitEvents).reduce((a, b) => a + b, 0);
+      const sampled: DiagnoseCapture = { ...c, diagnostics: { ...c.diagnostics, waitEvents: { ...c.diagnostics.waitEvents, 'IPC:SyncRep': before } } };
+      const ds = demandsFromCapture(sampled);
+      const server = Object.values(ds.serverMs!).reduce((a, b) => a + b, 0);
+      expect(ds.storage.syncStandbyRttMs).toBeCloseTo(Math.max(0.01, server / 2 - grouped), 9);
+      expect(ds.storage.syncStandbyRttMs).not.toBeCloseTo(d.storage.syncStandbyRttMs!, 3);
+      expect(ds.notes.join(' ')).toMatch(/sampled in IPC:SyncRep/);
       // The same capture predicted without the standby (0) commits faster.
       const own = predict(d, { kind: 'local-disk' });
       expect(predict(d, { kind: 'local-disk', syncStandbyRttMs: 0 }).tps).toBeGreaterThan(own.tps);

@@ -154,6 +154,14 @@ describe('caps that bind', () => {
     expect(predict({ ...d, serverMs: null }, { kind: 'local-disk', clients: 1, vcpus: 16 }).breakdownMs.cpu).toBeGreaterThanOrEqual(1);
   });
 
+  it('needs no read latency from a source that read nothing from its device, and names the field otherwise', () => {
+    const cached = demands({ reads: { perTx: 0, kib: 8 }, device: { readLatencyMs: null, flushLatencyMs: 0.1 } });
+    expect(predict(cached, { kind: 'local-disk', memoryMiB: 512 }).readsPerTx).toBe(0);
+    const reading = demands({ device: { readLatencyMs: null, flushLatencyMs: 0.1 } });
+    expect(() => predict(reading, { kind: 'local-disk' })).toThrow(/give "readLatencyMs" in the target/);
+    expect(predict(reading, { kind: 'local-disk', readLatencyMs: 0.2 }).breakdownMs.pageReads).toBeGreaterThanOrEqual(0.4);
+  });
+
   it('fewer clients than the cap needs leave it unsaturated: TPS = clients / latency', () => {
     const p = predict(demands(), { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000, clients: 1 });
     expect(p.utilization['read IOPS']).toBeLessThan(0.5);
