@@ -20,6 +20,9 @@ export const BREAKDOWN_LABELS: Record<BreakdownKey, string> = {
 /** The name the sampler gives an active backend with no wait event. */
 export const CPU_EVENT = 'CPU';
 
+/** The wait event of a commit waiting for its synchronous standbys to flush its WAL. */
+export const SYNC_REP_EVENT = 'IPC:SyncRep';
+
 /** Which part of the breakdown a sampled wait event ("Type:Event", or "CPU") belongs to. */
 export function breakdownKeyOf(event: string): BreakdownKey {
   if (event === CPU_EVENT) return 'cpu';
@@ -29,7 +32,7 @@ export function breakdownKeyOf(event: string): BreakdownKey {
   // PostgreSQL 17 renamed the IO events (IO:WALSync became IO:WalSync), so the prefix is matched in any case.
   if ((type === 'IO' || type === 'LWLock') && /^wal/i.test(name)) return 'walFsync';
   // A commit waiting for its synchronous standbys to flush the same WAL: the rest of its commit wait.
-  if (type === 'IPC' && name === 'SyncRep') return 'walFsync';
+  if (event === SYNC_REP_EVENT) return 'walFsync';
   if (type === 'Lock' || type === 'LWLock') return 'lockAndScheduler';
   return 'other';
 }

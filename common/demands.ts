@@ -2,7 +2,7 @@
  * Measured per-transaction demands for the prediction model (common/predict.ts): from a run's class (its median
  * cluster's TPS run and sampler) or from a diagnose capture. Pure and workflow-safe.
  */
-import { breakdownCounts, breakdownTotal } from './breakdown';
+import { breakdownCounts, breakdownTotal, SYNC_REP_EVENT } from './breakdown';
 import { syncStandbyWait, type DiagnoseCapture } from './diagnose';
 import type { Diagnostics } from './diagnostics';
 import { groupedFlushWaitMs, type PredictTarget, type WorkloadDemands } from './predict';
@@ -130,9 +130,6 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
     notes,
   };
 }
-
-/** The wait event of a commit waiting for its synchronous standbys. */
-const SYNC_REP_EVENT = 'IPC:SyncRep';
 
 /** The least round trip a standby that commits wait for is given. */
 const MIN_RTT_MS = 0.01;

@@ -4,7 +4,7 @@
  * workflow-safe: the CLI, the workflow's activity, the report and predict share it.
  */
 import { z } from 'zod';
-import { breakdownKeyOf, CPU_EVENT } from './breakdown';
+import { breakdownKeyOf, CPU_EVENT, SYNC_REP_EVENT } from './breakdown';
 import type { Diagnostics } from './diagnostics';
 import type { SpecProblem } from './errors';
 import { int, InvalidSpecError, toProblem } from './spec';
@@ -49,7 +49,7 @@ export function verdictGroupOf(event: string): VerdictGroup {
   const [type, name = ''] = event.split(':');
   if (type === 'Client') return 'client';
   // Waiting for a synchronous standby is the network's and the standby's time, not this server's storage.
-  if (type === 'IPC' && name === 'SyncRep') return 'other';
+  if (event === SYNC_REP_EVENT) return 'other';
   if (type === 'IO' || name === 'BufferIO' || name === 'buffer_io') return 'storage';
   const part = breakdownKeyOf(event);
   if (part === 'pageReads' || part === 'walFsync') return 'storage';

@@ -2,9 +2,9 @@
  * The prediction model: from what a transaction was measured to ask of one system (CPU seconds, device reads and
  * writes, WAL bytes, wait time by kind) to its throughput and latency on other storage and hosts. A closed queueing
  * network (the clients are the customers) solved by exact mean value analysis, with IOPS and throughput caps as
- * service limits, a group-commit WAL flush, and a cache model for memory. Pure and workflow-safe: the CLI, the
- * workflows' activities and the report share it. README "The prediction model" lists the assumptions; no constant here was
- * fitted to the published reference's answers.
+ * service limits, a group-commit WAL flush (and a synchronous standby's), and a cache model for memory. Pure and
+ * workflow-safe: the CLI, the workflows' activities and the report share it. README "The prediction model" lists the
+ * assumptions; no constant here was fitted to the published reference's answers.
  */
 import { z } from 'zod';
 
@@ -441,8 +441,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
     const transferMs = dev.writeMiBps ? (groupBytes / 2 ** 20 / dev.writeMiBps) * 1000 : 0;
     const flushMs = dev.flushLatencyMs + transferMs + writeServiceMs * (1 + walQueue);
     // Group commit: a commit waits for the flush in progress (half of one on average, when one is) and its own.
-    const busy = Math.min(1, x * flushMs);
-    walMs = flushMs * (1 + busy / 2);
+    walMs = groupedFlushWaitMs(flushMs, x);
     // A synchronous standby: after its own flush a commit waits for the WAL to cross the network and be flushed on
     // the standby, where the flushes group the same way (its device serves no reads: replay of a page after its
     // full-page image needs none).

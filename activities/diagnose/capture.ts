@@ -152,8 +152,8 @@ async function readSettings(client: Client): Promise<Record<string, string>> {
 }
 
 /**
- * The standbys streaming from the server now, with how long after a local flush each reported
- * its own (pg_stat_replication, which pg_monitor may read in full; a standby with nothing recent to time has none).
+ * The standbys streaming from the server now, with how long after a local flush each reported its own
+ * (pg_stat_replication, which pg_monitor may read in full; a standby with nothing recent to time has none).
  */
 async function readStandbys(client: Client): Promise<CapturedStandby[]> {
   const rows = (
