@@ -8,6 +8,7 @@ import { breakdownKeyOf, CPU_EVENT, SYNC_REP_EVENT } from './breakdown';
 import type { Diagnostics } from './diagnostics';
 import type { SpecProblem } from './errors';
 import { int, InvalidSpecError, toProblem } from './spec';
+import { median } from './stats';
 
 export const CAPTURE_KIND = 'storage-lab/diagnose-capture';
 export const CAPTURE_SCHEMA_VERSION = 1;
@@ -157,13 +158,8 @@ export interface CapturedStandby {
 export function medianFlushLags(readings: CapturedStandby[][]): CapturedStandby[] {
   const last = readings[readings.length - 1] ?? [];
   return last.map((standby) => {
-    const lags = readings
-      .flatMap((r) => r.filter((s) => s.name === standby.name).map((s) => s.flushLagMs))
-      .filter((v): v is number => v !== null)
-      .sort((a, b) => a - b);
-    const m = Math.floor(lags.length / 2);
-    const median = lags.length === 0 ? null : lags.length % 2 ? lags[m] : (lags[m - 1] + lags[m]) / 2;
-    return { ...standby, flushLagMs: median, flushLagReadings: lags.length };
+    const lags = readings.flatMap((r) => r.filter((s) => s.name === standby.name).map((s) => s.flushLagMs)).filter((v): v is number => v !== null);
+    return { ...standby, flushLagMs: median(lags), flushLagReadings: lags.length };
   });
 }
 
