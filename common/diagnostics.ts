@@ -133,6 +133,9 @@ export interface VacuumVerboseReport {
   indexScans: number;
   pages: { removed: number; remain: number; scanned: number };
   tuples: { removed: number; remain: number; deadNotYetRemovable: number };
+  /** Dead tuples left on pages another backend had pinned (PostgreSQL 15+ prints the line only when there are any;
+   * results recorded before the parser read it have no field). */
+  missedDead?: { tuples: number; pages: number };
   /** Heap pages that held dead item identifiers, and how many identifiers the index pass removed. */
   deadItems: { pages: number; identifiersRemoved: number } | null;
   indexes: { name: string; pages: number; newlyDeleted: number; currentlyDeleted: number; reusable: number }[];

@@ -5,6 +5,7 @@
  */
 import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../../common/breakdown';
 import { crossChecks } from './cross-checks';
+import type { VacuumVerboseReport } from '../../common/diagnostics';
 import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../../common/result';
 import { median } from '../../common/stats';
 
@@ -207,10 +208,20 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
       name: 'VACUUM removed the dead tuples',
       scope,
       ok: v.verbose.tuples.removed >= v.deadTuples * (1 - BLOAT_TOLERANCE),
-      detail: `${v.verbose.tuples.removed} tuples removed of ${v.deadTuples} made dead, ${v.verbose.pages.scanned} pages scanned in ${v.vacuumSeconds.toFixed(1)} s`,
+      detail: `${v.verbose.tuples.removed} tuples removed of ${v.deadTuples} made dead, ${v.verbose.pages.scanned} pages scanned in ${v.vacuumSeconds.toFixed(1)} s${leftBehind(v.verbose)}`,
     });
   }
   return checks;
+}
+
+/** What VACUUM said it could not remove, and why: the reason a check falls short, or a near miss worth seeing. */
+function leftBehind(verbose: VacuumVerboseReport): string {
+  const missed = verbose.missedDead ?? { tuples: 0, pages: 0 };
+  const parts = [
+    ...(verbose.tuples.deadNotYetRemovable > 0 ? [`${verbose.tuples.deadNotYetRemovable} still visible to another session's snapshot`] : []),
+    ...(missed.tuples > 0 ? [`${missed.tuples} on ${missed.pages} pages another backend had pinned`] : []),
+  ];
+  return parts.length > 0 ? `; left dead: ${parts.join(', ')}` : '';
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);

@@ -29,6 +29,8 @@ function parseSection(lines: string[]): VacuumVerboseReport {
   const buffers = required(/^buffer usage: (\d+) hits, (\d+) (?:misses|reads), (\d+) dirtied/m, 'buffer usage');
   const wal = required(/^WAL usage: (\d+) records, (\d+) full page images, (\d+) bytes/m, 'WAL usage');
   const cpu = required(/^system usage: CPU: user: ([\d.]+) s, system: ([\d.]+) s, elapsed: ([\d.]+) s/m, 'system usage');
+  // A non-aggressive VACUUM that cannot get a page's cleanup lock leaves its dead tuples (PostgreSQL 15+).
+  const missed = /^tuples missed: (\d+) dead from (\d+) pages not removed due to cleanup lock contention/m.exec(body);
   const deadItems = /^index scan (?:not )?needed: (\d+) pages from table \([\d.]+% of total\) had (\d+) dead item identifiers removed/m.exec(body);
   const io = /^I\/O timings: read: ([\d.]+) ms, write: ([\d.]+) ms/m.exec(body);
   const indexes = [...body.matchAll(/^index "([^"]+)": pages: (\d+) in total, (\d+) newly deleted, (\d+) currently deleted, (\d+) reusable/gm)].map(
@@ -39,6 +41,7 @@ function parseSection(lines: string[]): VacuumVerboseReport {
     indexScans: num(head.scans),
     pages: { removed: num(pages[1]), remain: num(pages[2]), scanned: num(pages[3]) },
     tuples: { removed: num(tuples[1]), remain: num(tuples[2]), deadNotYetRemovable: num(tuples[3]) },
+    missedDead: missed ? { tuples: num(missed[1]), pages: num(missed[2]) } : { tuples: 0, pages: 0 },
     deadItems: deadItems ? { pages: num(deadItems[1]), identifiersRemoved: num(deadItems[2]) } : null,
     indexes,
     ioTimingsMs: io ? { read: num(io[1]), write: num(io[2]) } : null,

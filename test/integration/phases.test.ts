@@ -7,6 +7,7 @@ import { runBacklogPhase } from '../../activities/host/backlog';
 import { loadData } from '../../activities/host/load';
 import { runPgbench } from '../../activities/host/pgbench';
 import { runVacuumPhase } from '../../activities/host/vacuum';
+import type { VacuumPhaseResult } from '../../common/diagnostics';
 import { withConnection } from '../../activities/lib/pg';
 import { latencyBreakdown } from '../../common/breakdown';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
@@ -70,6 +71,7 @@ describe('measured phases on a real Postgres (integration)', () => {
 
   it('makes the requested dead bytes, times VACUUM (VERBOSE) and restores autovacuum; a retry starts clean', async () => {
     await query('ALTER TABLE pgbench_accounts SET (autovacuum_enabled = on)');
+    let last: VacuumPhaseResult | undefined;
     for (let attempt = 1; attempt <= 2; attempt++) {
       const r = await host.run(runVacuumPhase, { hostId, bloatMB: 4 });
       expect(Math.abs(r.deadBytesDeviation)).toBeLessThanOrEqual(0.1);
@@ -83,11 +85,15 @@ describe('measured phases on a real Postgres (integration)', () => {
       expect(r.autovacuumSetting).toBe('on');
       const opts = await query<{ reloptions: string[] | null }>("SELECT reloptions FROM pg_class WHERE relname = 'pgbench_accounts'");
       expect(opts[0].reloptions).toContain('autovacuum_enabled=on');
+      last = r;
     }
-    // VACUUM took the dead bytes away. Not necessarily every last one: a row version that died while another
-    // session (autovacuum ANALYZE on a neighbouring table, say) held a snapshot is not yet removable (CI saw 121 bytes).
-    const dead = await query<{ d: string }>("SELECT dead_tuple_len AS d FROM pgstattuple_approx('pgbench_accounts')");
-    expect(Number(dead[0].d)).toBeLessThan(0.01 * 4 * MB);
+    // VACUUM took the dead tuples away, all but those its own report says it left: row versions a snapshot of another
+    // session could still see (an autovacuum ANALYZE of a neighbouring table, say), and tuples on pages another backend
+    // had pinned (a checkpoint writing them out). CI saw 121 bytes left once, 103 kB (2.4 %) another time.
+    const left = await query<{ n: string; d: string }>("SELECT dead_tuple_count AS n, dead_tuple_len AS d FROM pgstattuple_approx('pgbench_accounts')");
+    const { tuples, missedDead } = last!.verbose;
+    expect(Number(left[0].n)).toBeLessThanOrEqual(tuples.deadNotYetRemovable + (missedDead?.tuples ?? 0));
+    expect(Number(left[0].d)).toBeLessThan(0.05 * last!.deadBytes);
   });
 
   it('fills a slot with the requested backlog before draining it, and drops a leftover slot first', async () => {

@@ -140,6 +140,17 @@ describe('self-checks', () => {
     expect(c.breakdownMs!.walFsync).toBeCloseTo(latencyBreakdown(32, healthyCluster().diagnostics!.waitEvents)!.walFsync);
   });
 
+  it('a VACUUM that fell short says what it left dead and why (from its own VERBOSE report)', () => {
+    const c = healthyCluster();
+    const vacuum = c.phases.vacuum!;
+    const detail = () => checksOf(c, [passedDrill]).find((check) => check.name === 'VACUUM removed the dead tuples')!;
+    expect(detail().detail).not.toMatch(/left dead/);
+    Object.assign(vacuum.verbose.tuples, { removed: 20_000, deadNotYetRemovable: 59_801 });
+    vacuum.verbose.missedDead = { tuples: 199, pages: 3 };
+    expect(detail().ok).toBe(false);
+    expect(detail().detail).toMatch(/left dead: 59801 still visible to another session's snapshot, 199 on 3 pages another backend had pinned$/);
+  });
+
   it('every check a result can carry has a case above', () => {
     const names = new Set<string>();
     for (const name of Object.keys(BREAKERS)) {

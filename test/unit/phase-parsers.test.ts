@@ -18,6 +18,7 @@ describe('VACUUM (VERBOSE) parser', () => {
       indexScans: 1,
       pages: { removed: 0, remain: 4263, scanned: 1969 },
       tuples: { removed: 60000, remain: 199987, deadNotYetRemovable: 0 },
+      missedDead: { tuples: 0, pages: 0 },
       deadItems: { pages: 984, identifiersRemoved: 60000 },
       indexes: [{ name: 'pgbench_accounts_pkey', pages: 716, newlyDeleted: 0, currentlyDeleted: 0, reusable: 0 }],
       ioTimingsMs: { read: 0.543, write: 0 },
@@ -51,6 +52,7 @@ describe('VACUUM (VERBOSE) parser', () => {
       indexScans: 1,
       pages: { removed: 0, remain: 9222, scanned: 9222 },
       tuples: { removed: 62500, remain: 500000, deadNotYetRemovable: 0 },
+      missedDead: { tuples: 0, pages: 0 },
       deadItems: { pages: 950, identifiersRemoved: 57850 },
       indexes: [{ name: 'pgbench_accounts_pkey', pages: 1374, newlyDeleted: 0, currentlyDeleted: 0, reusable: 0 }],
       ioTimingsMs: { read: 961.072, write: 1029.342 },
@@ -66,6 +68,17 @@ describe('VACUUM (VERBOSE) parser', () => {
     const idle = parseVacuumVerbose(read('postgres-17', 'vacuum-verbose-nothing-to-do.txt'))[0];
     expect(idle.deadItems).toEqual({ pages: 0, identifiersRemoved: 0 });
     expect(idle.pages.scanned).toBe(1);
+  });
+
+  it('reads what VACUUM left dead: row versions an older snapshot sees, and tuples on a page another backend pinned', () => {
+    // Captured on PostgreSQL 15: 10,000 rows updated while a REPEATABLE READ transaction held its snapshot ...
+    const [held] = parseVacuumVerbose(read('postgres-15', 'vacuum-verbose-snapshot-held.txt'));
+    expect(held.tuples).toEqual({ removed: 0, remain: 29945, deadNotYetRemovable: 10000 });
+    expect(held.missedDead).toEqual({ tuples: 0, pages: 0 });
+    // ... and 199 rows of the first page updated while a cursor (FETCH 1 of a TID scan) kept that page pinned.
+    const [pinned] = parseVacuumVerbose(read('postgres-15', 'vacuum-verbose-pinned-page.txt'));
+    expect(pinned.tuples).toEqual({ removed: 0, remain: 20088, deadNotYetRemovable: 0 });
+    expect(pinned.missedDead).toEqual({ tuples: 199, pages: 1 });
   });
 
   it('reads notices without the INFO prefix, and names a missing line', () => {
