@@ -1,12 +1,14 @@
 /**
  * Diagnose any PostgreSQL from the control worker: one read-only capture (activities/diagnose), kept in the results
  * store and its history, so a Temporal Schedule can run it against a production replica. One object argument for
- * the UI's Start Workflow form: {"dsn":"postgresql://monitor@replica.example:5432/app","seconds":60}. The DSN carries
- * no password (refused, so none lands in history): the worker's PGPASSWORD, PGPASSFILE or `passwordEnv` supplies it.
+ * the UI's Start Workflow form: {"dsn":"postgresql://monitor@replica.example:5432/app","seconds":60}. The input
+ * follows the workflow-origin rules (parseDiagnoseInput): a network host, only sslmode, application_name and
+ * connect_timeout as parameters, no password in any form (none lands in history); the worker variable
+ * `passwordEnv` names (STORAGE_LAB_DSN_PASSWORD_*) supplies it.
  */
-import { proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
-import { resolveDiagnoseInput, type DiagnoseInput, type DiagnoseSummary } from '../common/diagnose';
+import { resolveDiagnoseInput, resolveDiagnoseInputBeforeDsnRules, type DiagnoseInput, type DiagnoseSummary } from '../common/diagnose';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
 import { activityCause } from './failures';
 import { acceptInput, searchAttributes } from './search-attributes';
@@ -14,8 +16,12 @@ import { acceptInput, searchAttributes } from './search-attributes';
 /** Beyond the sampled window: connecting, the closing readings, pg_test_fsync (about 16 s, bounded at 2 min), storing. */
 const OVERHEAD_SECONDS = 300;
 
+/** Runs started before the DSN and passwordEnv rules replay as they were accepted; their activity checks anew. */
+const DSN_RULES_PATCH = 'diagnose-dsn-rules';
+
 export async function diagnoseWorkflow(input: Partial<DiagnoseInput> = {}): Promise<DiagnoseSummary> {
-  const diagnose = acceptInput(resolveDiagnoseInput, input, () => ({ experiment: 'diagnose' }));
+  const resolve = patched(DSN_RULES_PATCH) ? resolveDiagnoseInput : resolveDiagnoseInputBeforeDsnRules;
+  const diagnose = acceptInput(resolve, input, () => ({ experiment: 'diagnose' }));
   const runId = workflowInfo().workflowId;
   setCurrentDetails(`### Diagnose\n**sampling** for ${diagnose.seconds} s (read-only), then the verdict.`);
   // A server that is down or restarting may come back: a few attempts, spaced out; bad input is final.

@@ -14,6 +14,7 @@ import {
   verdictEvidence,
   type CapturedStandby,
   type DiagnoseCapture,
+  type DiagnoseOrigin,
   type FsyncProbe,
 } from '../../common/diagnose';
 import { HostCounters, startSampling } from '../host/sampler';
@@ -22,8 +23,10 @@ import { probeFsync } from './fsync-probe';
 import { findLocalServer } from './local-server';
 
 export interface CaptureOptions {
-  /** postgresql:// URL; a password in it is used but never stored or printed. */
+  /** postgresql:// URL; a password in it (CLI only) is used but never stored or printed. */
   dsn: string;
+  /** Whose rules the DSN and the password follow (parseDsn, connectReadOnly). */
+  origin: DiagnoseOrigin;
   seconds: number;
   intervalMs: number;
   /** Run pg_test_fsync beside the data directory when the server is on this machine. */
@@ -56,12 +59,11 @@ const SETTINGS = [
 ];
 
 export async function captureDiagnosis(opts: CaptureOptions): Promise<DiagnoseCapture> {
-  const client = await connectReadOnly(opts.dsn, { passwordEnv: opts.passwordEnv });
+  // Proven read-only before it is handed back (connectReadOnly's first query).
+  const client = await connectReadOnly(opts.dsn, { origin: opts.origin, passwordEnv: opts.passwordEnv });
   let handedOver = false;
   try {
     const settings = await readSettings(client);
-    // Never trust the startup option alone: a pooler in between may drop it.
-    if (settings.default_transaction_read_only !== 'on') throw new Error('the connection is not read-only (default_transaction_read_only is off; a connection pooler in between?): refusing to diagnose');
     const role = (
       await client.query<{ monitor: boolean; superuser: boolean; name: string }>(
         "SELECT pg_has_role(current_user, 'pg_monitor', 'USAGE') AS monitor, rolsuper AS superuser, current_user AS name FROM pg_roles WHERE rolname = current_user",

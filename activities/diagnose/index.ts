@@ -1,7 +1,8 @@
 /**
  * The diagnose activity of the control worker: one capture of a server named by a DSN without a password (the
- * worker's environment holds it: PGPASSWORD, PGPASSFILE, or the variable `passwordEnv` names), kept in the results
- * store with its report and indexed in its history, so a schedule against a production replica builds a record.
+ * worker's variable that `passwordEnv` names holds it, STORAGE_LAB_DSN_PASSWORD_*; never the worker's PGPASSWORD or
+ * password file), kept in the results store with its report and indexed in its history, so a schedule against a
+ * production replica builds a record. The input is checked again here by the workflow-origin rules.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { resolveDiagnoseInput, verdictLine, type DiagnoseInput, type DiagnoseSummary } from '../../common/diagnose';
@@ -9,6 +10,7 @@ import { FAILURE_TYPES } from '../../common/errors';
 import { InvalidSpecError } from '../../common/spec';
 import type { ResultsStore } from '../control/results-store';
 import { captureDiagnosis } from './capture';
+import { NotReadOnlyError } from './connect';
 import { saveCapture } from './store';
 
 export function createDiagnoseActivities(deps: { results: ResultsStore }) {
@@ -23,11 +25,18 @@ export function createDiagnoseActivities(deps: { results: ResultsStore }) {
         throw err;
       }
       const ctx = Context.current();
-      const capture = await captureDiagnosis({
-        ...input,
-        signal: ctx.cancellationSignal,
-        onProgress: (what, percent) => ctx.heartbeat({ what, percent }),
-      });
+      let capture;
+      try {
+        capture = await captureDiagnosis({
+          ...input,
+          origin: 'workflow',
+          signal: ctx.cancellationSignal,
+          onProgress: (what, percent) => ctx.heartbeat({ what, percent }),
+        });
+      } catch (err) {
+        if (err instanceof NotReadOnlyError) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.unsupported);
+        throw err;
+      }
       const location = await saveCapture(deps.results, args.runId, capture);
       return {
         runId: args.runId,

@@ -2,13 +2,14 @@
  * storage-lab diagnose --dsn URL: samples any PostgreSQL 12+ read-only for a window and prints the verdict
  * (storage-bound | cpu-bound | lock-bound | client-bound | idle) with its evidence; --json prints the capture
  * (predict --from takes it), --html writes the report. Runs here, not through Temporal (diagnoseWorkflow does that);
- * `storage-lab captures` lists the captures diagnoseWorkflow kept.
+ * `storage-lab captures` lists the captures diagnoseWorkflow kept. The DSN follows the CLI's rules (parseDsn): it
+ * may hold a password and name a socket directory, and what it leaves out comes from the user's libpq environment.
  */
 import { writeFile } from 'node:fs/promises';
 import { formatSpecProblems } from '../../common/errors';
 import { parseDiagnoseInput, verdictLine, type DiagnoseCapture } from '../../common/diagnose';
 import { captureDiagnosis } from '../../activities/diagnose/capture';
-import { ConnectError } from '../../activities/diagnose/connect';
+import { ConnectError, NotReadOnlyError } from '../../activities/diagnose/connect';
 import { captureHtml, captureText } from '../../activities/diagnose/report';
 import { captureHistory, type CaptureIndexEntry } from '../../activities/diagnose/store';
 import { UserError } from '../errors';
@@ -30,15 +31,15 @@ export async function diagnoseCommand(flags: DiagnoseFlags): Promise<DiagnoseCap
   const number = (v: string | undefined) => (v === undefined ? undefined : Number(v));
   const { input, problems } = parseDiagnoseInput(
     { dsn: flags.dsn, seconds: number(flags.seconds), intervalMs: number(flags.intervalMs), fsyncProbe: flags.fsyncProbe ?? true, passwordEnv: flags.passwordEnv },
-    { allowPassword: true },
+    { origin: 'cli' },
   );
   if (!input) throw new UserError(formatSpecProblems(problems, 'diagnose input'));
   const progress = flags.json ? undefined : (what: string) => process.stderr.isTTY && process.stderr.write(`\r  ${what}   `);
   let capture: DiagnoseCapture;
   try {
-    capture = await captureDiagnosis({ ...input, onProgress: progress });
+    capture = await captureDiagnosis({ ...input, origin: 'cli', onProgress: progress });
   } catch (err) {
-    if (err instanceof ConnectError) throw new UserError(err.message);
+    if (err instanceof ConnectError || err instanceof NotReadOnlyError) throw new UserError(err.message);
     throw err;
   } finally {
     if (progress && process.stderr.isTTY) process.stderr.write('\r\x1b[K');

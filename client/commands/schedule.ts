@@ -65,7 +65,7 @@ export async function scheduledAction(flags: ScheduleCreateFlags): Promise<{ wor
     const spec = resolveOrUserError(() => resolve(input));
     await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${workflow.replace('-', ' ')} spec`);
   } else if (workflow === 'diagnose') {
-    // A DSN with a password would sit in the schedule's action for anyone who can read it: refused, like the workflow does.
+    // The workflow's own rules (a password would sit in the schedule's action for anyone who can read it).
     resolveOrUserError(() => resolveDiagnoseInput(input));
   }
   return { workflowType: SCHEDULABLE_WORKFLOWS[workflow], input };

@@ -122,7 +122,7 @@ maybe('record workflow histories for the replay test', () => {
 
   describe('diagnose on a local Postgres', () => {
     const PASSWORD = 'record-histories-password';
-    const PASSWORD_ENV = 'STORAGE_LAB_RECORD_DIAGNOSE_PASSWORD';
+    const PASSWORD_ENV = 'STORAGE_LAB_DSN_PASSWORD_RECORD';
     let host: BenchHost;
     beforeAll(async () => {
       host = await startBenchHost('record-diagnose', { shared_buffers: '16MB', max_connections: '20' });

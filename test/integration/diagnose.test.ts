@@ -5,18 +5,21 @@
  * own connection: under load the server assigned exactly as many transaction ids as pgbench committed, and on an
  * idle server neither the next transaction id nor the WAL position moves.
  */
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DirResultsStore } from '../../activities/control/results-store';
+import { createDiagnoseActivities } from '../../activities/diagnose';
 import { withConnection, libpqEnv } from '../../activities/lib/pg';
 import { runProcess } from '../../activities/lib/process-runner';
 import { parseSummary } from '../../activities/parsers/pgbench';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
-import { CAPTURE_KIND, VERDICTS, type DiagnoseCapture } from '../../common/diagnose';
+import { CAPTURE_KIND, VERDICTS, type DiagnoseCapture, type DiagnoseInput, type DiagnoseSummary } from '../../common/diagnose';
 import { demandsFromCapture } from '../../common/demands';
-import { configurePostgres, stopPostgres } from '../../activities/host/postgres';
+import { configurePostgres, serverLog, stopPostgres } from '../../activities/host/postgres';
 import { cloneStandby, setReplication } from '../../activities/host/replication';
-import { clientTool } from '../../infra/postgres-binaries';
+import { clientTool, findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
 
 const cli = path.join(PROJECT_ROOT, 'dist/client/cli.js');
@@ -193,5 +196,116 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     console.log(predicted.stdout);
     expect(predicted.stdout).toMatch(/synchronous standbys: quorum: the fastest of 1 standby \(s1\)/);
     expect(predicted.stdout).toMatch(/^predicted: [\d,]+ TPS/m);
+  });
+});
+
+describe('diagnose proves its session read-only before any other query (integration, PostgreSQL 17)', () => {
+  // Every statement and connection logged with its backend pid and application name: what ran, in which order.
+  const settings = { shared_buffers: '16MB', max_connections: '20', log_statement: 'all', log_connections: 'on', log_line_prefix: '%p|%a|' };
+  const PASSWORD_ENV = 'STORAGE_LAB_DSN_PASSWORD_DIAGNOSE_TEST';
+  let host: BenchHost;
+  let dsn: string;
+  let results: string;
+  const log = () => readFileSync(serverLog(host.deps), 'utf8');
+  /** The statements each diagnose session ran, by backend pid, in order, from the log written since `from`. */
+  const diagnoseStatements = (from: number) => {
+    const sessions = new Map<string, string[]>();
+    for (const m of log().slice(from).matchAll(/^(\d+)\|storage-lab diagnose\|LOG: {2}(?:statement|execute [^:]*): (.*)$/gm))
+      sessions.set(m[1], [...(sessions.get(m[1]) ?? []), m[2]]);
+    return [...sessions.values()];
+  };
+  const connectionsSince = (from: number) => log().slice(from).match(/LOG: {2}connection received/g)?.length ?? 0;
+  const cliDiagnose = (target: string, env: NodeJS.ProcessEnv = { ...process.env, PGPASSWORD: PASSWORD }) =>
+    runProcess(process.execPath, [cli, 'diagnose', '--dsn', target, '--seconds', '1', '--no-fsync-probe', '--json'], { env, timeoutMs: 60_000, okExitCodes: [0, 1, 2] });
+  /** diagnoseWorkflow's activity as the control worker runs it (workflow-origin rules), on a real results store. */
+  let runs = 0;
+  type DiagnoseArgs = { runId: string; input: DiagnoseInput };
+  const activity = (input: Record<string, unknown>) =>
+    new MockActivityEnvironment().run<[DiagnoseArgs], DiagnoseSummary, (args: DiagnoseArgs) => Promise<DiagnoseSummary>>(createDiagnoseActivities({ results: new DirResultsStore(results) }).diagnoseDatabase, {
+      runId: `diagnose-read-only-${++runs}`,
+      input: { seconds: 1, intervalMs: 50, fsyncProbe: false, ...input } as DiagnoseInput,
+    });
+
+  beforeAll(async () => {
+    const bin = findPostgresBinDir(17);
+    if (!bin) throw new Error(`PostgreSQL 17 is needed (installed: ${installedPostgresMajors().join(', ')}); run infra/bootstrap.sh`);
+    // startBenchHost runs the server of STORAGE_LAB_PG_BIN when set: 17, which has login event triggers.
+    const previous = process.env.STORAGE_LAB_PG_BIN;
+    process.env.STORAGE_LAB_PG_BIN = bin;
+    try {
+      host = await startBenchHost('diagnose-read-only', settings);
+    } finally {
+      if (previous === undefined) delete process.env.STORAGE_LAB_PG_BIN;
+      else process.env.STORAGE_LAB_PG_BIN = previous;
+    }
+    await withConnection(host.deps.config, (c) => c.query(`CREATE ROLE monitor LOGIN PASSWORD '${PASSWORD}' IN ROLE pg_monitor`));
+    dsn = `postgresql://monitor@127.0.0.1:${host.deps.config.postgres.port}/${libpqEnv(host.deps.config).PGDATABASE}`;
+    results = path.join(host.deps.config.hostDir, 'results');
+  });
+  afterAll(async () => {
+    delete process.env[PASSWORD_ENV];
+    await host?.close();
+  });
+
+  it('runs SHOW transaction_read_only first, from the CLI and from the workflow\'s activity', async () => {
+    const from = log().length;
+    const r = await cliDiagnose(dsn);
+    expect(r.exitCode).toBe(0);
+    process.env[PASSWORD_ENV] = PASSWORD;
+    const summary = await activity({ dsn, passwordEnv: PASSWORD_ENV });
+    expect(summary.target).toBe(`monitor@127.0.0.1:${host.deps.config.postgres.port}/${libpqEnv(host.deps.config).PGDATABASE}`);
+    const sessions = diagnoseStatements(from);
+    expect(sessions).toHaveLength(2);
+    for (const statements of sessions) {
+      expect(statements[0]).toBe('SHOW transaction_read_only');
+      expect(statements.length).toBeGreaterThan(10); // then the settings, the role, the sampler ...
+    }
+  });
+
+  it('from a workflow, the worker\'s own PGPASSWORD is never sent: only the STORAGE_LAB_DSN_PASSWORD_* variable named', async () => {
+    const saved = process.env.PGPASSWORD;
+    process.env.PGPASSWORD = PASSWORD; // the right password, as a lab secret in the worker's environment
+    try {
+      await expect(activity({ dsn })).rejects.toThrow(/asks for a password and the input names none: put it in a variable of the control worker named STORAGE_LAB_DSN_PASSWORD_<NAME>/);
+    } finally {
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+    }
+  });
+
+  it('refuses a DSN that turns read-only off before any connection; the CLI reaches its own server through a socket directory', async () => {
+    const from = log().length;
+    const r = await cliDiagnose(`${dsn}?options=-c%20default_transaction_read_only%3Doff`);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/dsn: the query parameter "options" is not allowed .*allowed: sslmode, application_name, connect_timeout/);
+    await expect(activity({ dsn: `${dsn}?options=-c%20default_transaction_read_only%3Doff`, passwordEnv: PASSWORD_ENV })).rejects.toMatchObject({ type: 'InvalidSpecError', nonRetryable: true });
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the log is written by the server process
+    expect(connectionsSince(from)).toBe(0);
+    // The host's socket is trusted (pg_hba): the user's own CLI may use it, a workflow may not.
+    const cfg = host.deps.config;
+    const socketDsn = `postgresql://monitor@${encodeURIComponent(cfg.socketDir)}:${cfg.postgres.port}/${libpqEnv(cfg).PGDATABASE}`;
+    const bySocket = await cliDiagnose(socketDsn, Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'PGPASSWORD')));
+    expect(bySocket.stderr).toMatch(/^verdict: idle/m);
+    expect(bySocket.exitCode).toBe(0);
+    await expect(activity({ dsn: socketDsn })).rejects.toThrow(/dsn: names a Unix-socket directory/);
+  });
+
+  it('a server that makes sessions writable at login (a login event trigger) is refused after SHOW, which is all it ran', async () => {
+    await withConnection(host.deps.config, async (c) => {
+      await c.query("CREATE FUNCTION writable_sessions() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('default_transaction_read_only', 'off', false); END $$");
+      await c.query('CREATE EVENT TRIGGER writable_sessions ON login EXECUTE FUNCTION writable_sessions()');
+    });
+    try {
+      const from = log().length;
+      const r = await cliDiagnose(dsn);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toMatch(/the session on postgresql:\/\/monitor@127\.0\.0\.1:\d+\/\w+ is not read-only \(SHOW transaction_read_only says "off"/);
+      expect(r.stderr).not.toMatch(/\n\s+at /); // a user error, no stack trace
+      process.env[PASSWORD_ENV] = PASSWORD;
+      await expect(activity({ dsn, passwordEnv: PASSWORD_ENV })).rejects.toMatchObject({ type: 'UnsupportedError', nonRetryable: true, message: expect.stringMatching(/is not read-only/) });
+      expect(diagnoseStatements(from)).toEqual([['SHOW transaction_read_only'], ['SHOW transaction_read_only']]);
+    } finally {
+      await withConnection(host.deps.config, (c) => c.query('DROP EVENT TRIGGER writable_sessions'));
+    }
   });
 });

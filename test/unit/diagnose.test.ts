@@ -1,15 +1,19 @@
 /**
- * Diagnose's pure parts: the verdict from evidence (each verdict from data made to show it), the DSN's password
- * never kept or echoed, the input rules, and the parsers of pg_test_fsync and the cgroup files on captured output.
+ * Diagnose's pure parts: the verdict from evidence (each verdict from data made to show it), the DSN rules (a table
+ * of hostile DSNs, each refused; allowed ones read as pg reads them), passwordEnv by origin, the DSN's password never
+ * kept or echoed, the connection built from the parts, and the parsers of pg_test_fsync and the cgroup files on
+ * captured output.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { blkioCounters, parseIoStat, parseMemoryStat } from '../../activities/parsers/cgroup';
 import { parsePgTestFsync } from '../../activities/parsers/pg-test-fsync';
+import { parse as pgParse } from 'pg-connection-string';
+import { clientConfig } from '../../activities/diagnose/connect';
 import {
   classify,
-  dsnHasPassword,
   parseDiagnoseInput,
+  parseDsn,
   redactDsn,
   resolveDiagnoseInput,
   verdictEvidence,
@@ -17,6 +21,7 @@ import {
   verdictLine,
 } from '../../common/diagnose';
 import type { Diagnostics } from '../../common/diagnostics';
+import { InvalidSpecError } from '../../common/spec';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
 
 const fixtures = path.join(PROJECT_ROOT, 'test', 'fixtures');
@@ -88,36 +93,162 @@ describe('the diagnose verdict', () => {
 });
 
 describe('DSNs and the diagnose input', () => {
-  it('finds a password in a URL, a query parameter or key=value form', () => {
-    expect(dsnHasPassword('postgresql://monitor:s3cret@db.example:5432/app')).toBe(true);
-    expect(dsnHasPassword('postgres://monitor@db.example/app?password=s3cret&sslmode=require')).toBe(true);
-    expect(dsnHasPassword('host=db.example user=monitor password=s3cret dbname=app')).toBe(true);
-    expect(dsnHasPassword('postgresql://monitor@db.example:5432/app?sslmode=require')).toBe(false);
-    expect(dsnHasPassword('postgresql://db.example/app')).toBe(false);
+  const SECRET = 's3cret-never-echoed';
+  /** A DSN a workflow's input could carry to make the control worker do something else than read a server. */
+  const HOSTILE: [string, string, RegExp][] = [
+    ['options override', 'postgresql://monitor@db.example/app?options=-c%20default_transaction_read_only%3Doff', /"options" is not allowed.*allowed: sslmode, application_name, connect_timeout/],
+    ['host= a lab host\'s socket', 'postgresql://monitor@db.example/app?host=/var/lib/storage-lab/hosts-x/h1/run', /"host" is not allowed/],
+    ['percent-encoded socket as the host', 'postgresql://monitor@%2Fvar%2Flib%2Fstorage-lab%2Fhosts-x%2Fh1%2Frun/app', /Unix-socket directory/],
+    ['percent-encoded socket, lower case', 'postgresql://monitor@%2fvar%2frun%2fpostgresql/app', /Unix-socket directory/],
+    ['hostaddr', 'postgresql://monitor@db.example/app?hostaddr=127.0.0.1', /"hostaddr" is not allowed/],
+    ['port override', 'postgresql://monitor@db.example:5432/app?port=5433', /"port" is not allowed/],
+    ['user override', 'postgresql://monitor@db.example/app?user=postgres', /"user" is not allowed/],
+    ['dbname override', 'postgresql://monitor@db.example/app?dbname=postgres', /"dbname" is not allowed/],
+    ['sslrootcert=/etc/shadow', 'postgresql://monitor@db.example/app?sslrootcert=/etc/shadow', /"sslrootcert" is not allowed/],
+    ['sslcert', 'postgresql://monitor@db.example/app?sslcert=/root/.ssh/id_rsa', /"sslcert" is not allowed/],
+    ['sslkey', 'postgresql://monitor@db.example/app?sslkey=/root/.aws/credentials', /"sslkey" is not allowed/],
+    ['sslpassword', `postgresql://monitor@db.example/app?sslpassword=${SECRET}`, /"sslpassword" is not allowed \(a password never goes in the DSN/],
+    ['passfile', 'postgresql://monitor@db.example/app?passfile=/root/.pgpass', /"passfile" is not allowed/],
+    ['service', 'postgresql://monitor@db.example/app?service=lab', /"service" is not allowed/],
+    ['password=', `postgresql://monitor@db.example/app?password=${SECRET}`, /"password" is not allowed \(a password never goes in the DSN: put it in a variable of the control worker named STORAGE_LAB_DSN_PASSWORD_<NAME>/],
+    ['%70assword=', `postgresql://monitor@db.example/app?%70assword=${SECRET}`, /"password" is not allowed/],
+    ['PASSWORD=', `postgresql://monitor@db.example/app?PASSWORD=${SECRET}`, /"PASSWORD" is not allowed/],
+    ['a parameter name with a control character', `postgresql://monitor@db.example/app?pass%0Aword=${SECRET}`, /a query parameter \(its name not shown\) is not allowed/],
+    ['user:pass@', `postgresql://monitor:${SECRET}@db.example/app`, /holds a password, which would stay in the workflow's history/],
+    ['user:pass@ with "@" in the password', `postgresql://monitor:${SECRET}@x@db.example/app`, /holds a password/],
+    ['a percent-encoded ":" in the user', `postgresql://monitor%3A${SECRET}@db.example/app`, /percent-encoded ":", which reads as user:password/],
+    ['sslmode=verify-ca (needs a root certificate file)', 'postgresql://monitor@db.example/app?sslmode=verify-ca', /verify-ca needs a root certificate file.*use sslmode=verify-full/],
+    ['an unknown sslmode', 'postgresql://monitor@db.example/app?sslmode=no-verify', /sslmode must be one of disable, allow, prefer, require, verify-full/],
+    ['sslmode twice', 'postgresql://monitor@db.example/app?sslmode=disable&sslmode=verify-full', /gives sslmode more than once/],
+    ['connect_timeout 0 (forever)', 'postgresql://monitor@db.example/app?connect_timeout=0', /connect_timeout must be whole seconds from 1 to 60/],
+    ['a control character in the host', 'postgresql://monitor@db%0Aexample/app', /the host holds a control character/],
+    ['a control character in the database', 'postgresql://monitor@db.example/app%00', /the database name holds a control character/],
+    ['a control character in application_name', 'postgresql://monitor@db.example/app?application_name=a%1B%5B2J', /application_name holds a control character/],
+    ['a raw newline (the URL parser would drop it)', 'postgresql://monitor@db.example/app?opt\nions=x', /holds whitespace or a control character/],
+    ['a raw tab', 'postgresql://monitor@db.example/a\tpp', /holds whitespace or a control character/],
+    ['a host that is no host name', 'postgresql://monitor@db%40evil.example/app', /neither a host name nor an IP address/],
+    ['a fragment', `postgresql://monitor@db.example/app#password=${SECRET}`, /#fragment/],
+    ['no host', 'postgresql:///app', /names no host/],
+    ['no user', 'postgresql://db.example/app', /names no user/],
+    ['several hosts', 'postgresql://monitor@db1:5432,db2:5432/app', /is not a valid URL/],
+  ];
+
+  it.each(HOSTILE)('a workflow refuses %s, naming dsn and never its secret', (_what, dsn, message) => {
+    const { input, problems } = parseDiagnoseInput({ dsn }, { origin: 'workflow' });
+    expect(input).toBeNull();
+    expect(problems.map((p) => p.path)).toEqual(problems.map(() => 'dsn'));
+    expect(problems.map((p) => p.message).join('\n')).toMatch(message);
+    expect(JSON.stringify(problems)).not.toContain(SECRET);
+    expect(() => resolveDiagnoseInput({ dsn })).toThrow(InvalidSpecError);
   });
 
-  it('redacts every form, keeping the rest', () => {
-    expect(redactDsn('postgresql://monitor:s3cret@db.example:5432/app')).toBe('postgresql://monitor:***@db.example:5432/app');
-    expect(redactDsn('postgres://m@db/app?sslmode=require&password=s3cret')).toBe('postgres://m@db/app?sslmode=require&password=***');
+  it('pg itself would have obeyed them: host= and a percent-encoded host become socket paths, options and PASSWORD pass through', () => {
+    expect(pgParse('postgresql://m@db.example/app?host=/var/lib/x/run').host).toBe('/var/lib/x/run');
+    expect(pgParse('postgresql://m@%2Fvar%2Flib%2Fx%2Frun/app').host).toBe('/var/lib/x/run');
+    expect(pgParse('postgresql://m@db.example/app?options=-c%20default_transaction_read_only%3Doff').options).toBe('-c default_transaction_read_only=off');
+    expect(pgParse(`postgresql://m@db.example/app?%70assword=${SECRET}`).password).toBe(SECRET);
+  });
+
+  it('the CLI refuses the same parameters, but takes a password and a socket directory (its own process, its own rights)', () => {
+    for (const [what, dsn] of HOSTILE.filter(([, d]) => d.includes('?')))
+      expect([what, parseDiagnoseInput({ dsn }, { origin: 'cli' }).problems.map((p) => p.path)]).toEqual([what, expect.arrayContaining(['dsn'])]);
+    expect(parseDsn(`postgresql://monitor:${SECRET}@db.example/app`, 'cli').parts).toMatchObject({ user: 'monitor', password: SECRET, host: 'db.example' });
+    expect(parseDsn('postgresql://monitor@%2Fvar%2Frun%2Fpostgresql/app', 'cli').parts).toMatchObject({ host: '/var/run/postgresql', database: 'app' });
+    expect(parseDsn('postgresql:///app', 'cli').parts).toMatchObject({ host: null, user: null, database: 'app' });
+  });
+
+  it('allowed DSNs parse into what pg-connection-string reads from them', () => {
+    const allowed = [
+      'postgresql://monitor@db.example:5432/app',
+      'postgres://monitor@db.example/app?sslmode=verify-full&application_name=nightly%20check&connect_timeout=5',
+      'postgresql://monitor@10.0.0.5:6432/app?sslmode=disable',
+      'postgresql://monitor@[::1]:5433/app',
+      'postgresql://monitor@[2001:db8::7]/app',
+      'postgresql://mon%40itor@db.example/my%20app',
+      'POSTGRESQL://Monitor@DB.Example/App',
+      'postgresql://monitor@db.example',
+    ];
+    for (const dsn of allowed) {
+      const { parts, problems } = parseDsn(dsn, 'workflow');
+      expect([dsn, problems]).toEqual([dsn, []]);
+      const pg = pgParse(dsn);
+      expect([dsn, parts!.host, parts!.port, parts!.user, parts!.database]).toEqual([dsn, pg.host, pg.port ? Number(pg.port) : null, pg.user, pg.database]);
+    }
+    expect(parseDsn(allowed[1], 'workflow').parts).toEqual({
+      host: 'db.example',
+      port: null,
+      user: 'monitor',
+      password: null,
+      database: 'app',
+      sslmode: 'verify-full',
+      applicationName: 'nightly check',
+      connectTimeoutSeconds: 5,
+    });
+    expect(parseDsn(allowed[3], 'workflow').parts).toMatchObject({ host: '::1', port: 5433 });
+  });
+
+  it('passwordEnv: a workflow names only STORAGE_LAB_DSN_PASSWORD_* variables of the worker; the CLI any of the user\'s', () => {
+    const dsn = 'postgresql://monitor@db.example/app';
+    for (const passwordEnv of ['AWS_SECRET_ACCESS_KEY', 'PGPASSWORD', 'STORAGE_LAB_DSN_PASSWORD_', 'storage_lab_dsn_password_replica', 'XSTORAGE_LAB_DSN_PASSWORD_REPLICA']) {
+      const { input, problems } = parseDiagnoseInput({ dsn, passwordEnv }, { origin: 'workflow' });
+      expect(input).toBeNull();
+      expect(problems).toEqual([{ path: 'passwordEnv', message: expect.stringContaining('starts with STORAGE_LAB_DSN_PASSWORD_') }]);
+      expect(parseDiagnoseInput({ dsn, passwordEnv }, { origin: 'cli' }).input?.passwordEnv).toBe(passwordEnv);
+    }
+    expect(resolveDiagnoseInput({ dsn, passwordEnv: 'STORAGE_LAB_DSN_PASSWORD_REPLICA' }).passwordEnv).toBe('STORAGE_LAB_DSN_PASSWORD_REPLICA');
+    // Every problem at once: the DSN's and passwordEnv's, with the schema's.
+    const all = parseDiagnoseInput({ dsn: `${dsn}?options=x`, passwordEnv: 'AWS_SECRET_ACCESS_KEY', seconds: 0 }, { origin: 'workflow' });
+    expect(all.problems.map((p) => p.path).sort()).toEqual(['dsn', 'passwordEnv', 'seconds']);
+  });
+
+  it('redacts every password form and every value but the allowed parameters\', keeping the rest', () => {
+    expect(redactDsn(`postgresql://monitor:${SECRET}@db.example:5432/app`)).toBe('postgresql://monitor:***@db.example:5432/app');
+    expect(redactDsn(`postgres://m@db/app?sslmode=require&password=${SECRET}`)).toBe('postgres://m@db/app?sslmode=require&password=***');
+    expect(redactDsn(`postgres://m@db/app?%70assword=${SECRET}&PASSWORD=${SECRET}&application_name=x`)).toBe('postgres://m@db/app?password=***&PASSWORD=***&application_name=x');
+    expect(redactDsn(`postgresql://monitor:a${SECRET}@b@db.example/app`)).toBe('postgresql://monitor:***@db.example/app');
+    expect(redactDsn(`postgresql://monitor%3A${SECRET}@db.example/app`)).toBe('postgresql://***@db.example/app');
+    expect(redactDsn(`postgresql://monitor@db.example/app#${SECRET}`)).toBe('postgresql://monitor@db.example/app#***');
+    expect(redactDsn(`postgresql://monitor:pa/${SECRET}@db.example/app`)).toBe('postgresql://*** (not a valid URL, not shown)');
     expect(redactDsn("host=db password='s 3cret' user=m")).toBe('host=db password=*** user=m');
-  });
-
-  it('a workflow refuses a password in the DSN and never repeats it; the CLI may take one', () => {
-    const dsn = 'postgresql://monitor:s3cret@db.example:5432/app';
-    const refused = parseDiagnoseInput({ dsn }, { allowPassword: false });
-    expect(refused.input).toBeNull();
-    expect(JSON.stringify(refused.problems)).not.toContain('s3cret');
-    expect(refused.problems[0].message).toMatch(/PGPASSWORD|passwordEnv/);
-    expect(() => resolveDiagnoseInput({ dsn })).toThrow(/holds a password/);
-    expect(parseDiagnoseInput({ dsn }, { allowPassword: true }).input?.dsn).toBe(dsn);
   });
 
   it('defaults and bounds: 60 s at 20 samples a second; bad fields named, the DSN never echoed', () => {
     expect(resolveDiagnoseInput({ dsn: 'postgresql://m@db/app' })).toEqual({ dsn: 'postgresql://m@db/app', seconds: 60, intervalMs: 50, fsyncProbe: true });
-    const { problems } = parseDiagnoseInput({ dsn: 'mysql://x:pw@db', seconds: 0, intervalMs: 5000, extra: 1 }, { allowPassword: false });
+    const { problems } = parseDiagnoseInput({ dsn: 'mysql://x:pw@db', seconds: 0, intervalMs: 5000, extra: 1 }, { origin: 'workflow' });
     const paths = problems.map((p) => p.path).sort();
     expect(paths).toEqual(['dsn', 'extra', 'intervalMs', 'seconds']);
     expect(JSON.stringify(problems)).not.toContain('pw@');
+  });
+});
+
+describe('the connection diagnose builds from a DSN', () => {
+  const parts = (dsn: string, origin: 'workflow' | 'cli') => parseDsn(dsn, origin).parts!;
+  const saved = { ...process.env };
+  afterEach(() => {
+    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    Object.assign(process.env, saved);
+  });
+
+  it('from a workflow: every field given (nothing from the worker\'s PG* variables), the lab\'s options last', () => {
+    const config = clientConfig(parts('postgresql://monitor@db.example/app?application_name=nightly', 'workflow'), { origin: 'workflow' });
+    expect(config).toMatchObject({ host: 'db.example', port: 5432, user: 'monitor', database: 'app', ssl: false, application_name: 'nightly', connectionTimeoutMillis: 10_000 });
+    expect(config.options).toBe('-c default_transaction_read_only=on -c statement_timeout=5000 -c lock_timeout=1000');
+    expect(clientConfig(parts('postgresql://monitor@db.example?sslmode=require&connect_timeout=3', 'workflow'), { origin: 'workflow' })).toMatchObject({ database: 'monitor', ssl: {}, connectionTimeoutMillis: 3000 });
+    // The CLI leaves what the DSN does not say to pg, which reads the user's PGHOST, PGPORT, PGSSLMODE as libpq does.
+    expect(clientConfig(parts('postgresql:///app', 'cli'), { origin: 'cli' })).toMatchObject({ host: undefined, port: undefined, user: undefined, ssl: undefined });
+  });
+
+  it('from a workflow the password comes only from the named STORAGE_LAB_DSN_PASSWORD_* variable, never PGPASSWORD or a password file', async () => {
+    process.env.PGPASSWORD = 'the-lab-own-secret';
+    const password = (dsn: string, opts: Parameters<typeof clientConfig>[1]) => (clientConfig(parts(dsn, opts.origin), opts).password as () => Promise<string>)();
+    const dsn = 'postgresql://monitor@db.example/app';
+    await expect(password(dsn, { origin: 'workflow' })).rejects.toThrow(/the input names none: put it in a variable of the control worker named STORAGE_LAB_DSN_PASSWORD_<NAME>/);
+    process.env.STORAGE_LAB_DSN_PASSWORD_REPLICA = 'replica-password';
+    await expect(password(dsn, { origin: 'workflow', passwordEnv: 'STORAGE_LAB_DSN_PASSWORD_REPLICA' })).resolves.toBe('replica-password');
+    await expect(password(dsn, { origin: 'workflow', passwordEnv: 'STORAGE_LAB_DSN_PASSWORD_UNSET' })).rejects.toThrow(/STORAGE_LAB_DSN_PASSWORD_UNSET .* is not set/);
+    // The CLI keeps libpq's fallbacks, and a password in its URL comes first.
+    await expect(password(dsn, { origin: 'cli' })).resolves.toBe('the-lab-own-secret');
+    await expect(password('postgresql://monitor:from-url@db.example/app', { origin: 'cli' })).resolves.toBe('from-url');
   });
 });
 

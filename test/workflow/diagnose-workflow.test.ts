@@ -1,7 +1,8 @@
 /**
  * diagnoseWorkflow on the real dev server with a mocked activity: one object argument, a DSN with a password is
- * refused before any activity runs and nothing the workflow writes repeats it, a good input reaches the activity and its
- * verdict becomes the run's status; a transient failure is retried, bad input is not.
+ * refused before any activity runs and nothing the workflow writes repeats it, so are hostile DSNs and a passwordEnv
+ * outside STORAGE_LAB_DSN_PASSWORD_*; a good input reaches the activity and its verdict becomes the run's status; a
+ * transient failure is retried, bad input is not.
  */
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
@@ -54,9 +55,11 @@ describe('diagnoseWorkflow with a mocked activity', () => {
         (summary: DiagnoseSummary) => ({ summary, error: null }),
         (error: unknown) => ({ summary: null, error }),
       );
-      const history = historyText(await handle.fetchHistory());
+      const events = await handle.fetchHistory();
+      const history = historyText(events);
+      const activitiesScheduled = (events.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).length;
       const status = (await handle.describe()).searchAttributes[SEARCH_ATTRIBUTES.status.name];
-      return { ...outcome, calls, history, status };
+      return { ...outcome, calls, history, activitiesScheduled, status };
     } finally {
       worker.shutdown();
       await running;
@@ -87,11 +90,30 @@ describe('diagnoseWorkflow with a mocked activity', () => {
     expect(r.history).toContain('holds a password');
   });
 
+  it('refuses hostile inputs non-retryably, naming dsn or passwordEnv, before the activity is scheduled', async () => {
+    const hostile: [unknown, RegExp][] = [
+      [{ dsn: 'postgresql://monitor@db.example/app?options=-c%20default_transaction_read_only%3Doff' }, /dsn: the query parameter "options" is not allowed/],
+      [{ dsn: 'postgresql://monitor@%2Fvar%2Flib%2Fstorage-lab%2Fhosts-x%2Fh1%2Frun/app' }, /dsn: names a Unix-socket directory/],
+      [{ dsn: 'postgresql://monitor@db.example/app?sslrootcert=/etc/shadow' }, /dsn: the query parameter "sslrootcert" is not allowed/],
+      [{ dsn: `postgresql://monitor@db.example/app?%70assword=${SECRET}` }, /dsn: the query parameter "password" is not allowed/],
+      [{ dsn: 'postgresql://monitor@db.example/app', passwordEnv: 'AWS_SECRET_ACCESS_KEY' }, /passwordEnv: must name a variable of the control worker that starts with STORAGE_LAB_DSN_PASSWORD_/],
+    ];
+    for (const [input, message] of hostile) {
+      const r = await run(input, async ({ runId }) => summary(runId));
+      expect(r.calls).toEqual([]);
+      expect(r.activitiesScheduled).toBe(0);
+      const cause = (r.error as WorkflowFailedError).cause as Error & { type?: string; nonRetryable?: boolean };
+      expect([cause.message, cause.type, cause.nonRetryable]).toEqual([expect.stringMatching(message), 'InvalidSpecError', true]);
+      expect(cause.message).not.toContain(SECRET);
+      expect(r.status).toEqual(['invalid']);
+    }
+  });
+
   it('passes a good input to the activity with its defaults, and the verdict becomes the status', async () => {
-    const r = await run({ dsn: 'postgresql://monitor@db.example:5432/app', passwordEnv: 'REPLICA_PASSWORD' }, async ({ runId }) => summary(runId));
+    const r = await run({ dsn: 'postgresql://monitor@db.example:5432/app', passwordEnv: 'STORAGE_LAB_DSN_PASSWORD_REPLICA' }, async ({ runId }) => summary(runId));
     expect(r.error).toBeNull();
-    expect(r.calls).toHaveLength(1);
-    expect(r.calls[0].input).toEqual({ dsn: 'postgresql://monitor@db.example:5432/app', seconds: 60, intervalMs: 50, fsyncProbe: true, passwordEnv: 'REPLICA_PASSWORD' });
+    expect([r.calls.length, r.activitiesScheduled]).toEqual([1, 1]);
+    expect(r.calls[0].input).toEqual({ dsn: 'postgresql://monitor@db.example:5432/app', seconds: 60, intervalMs: 50, fsyncProbe: true, passwordEnv: 'STORAGE_LAB_DSN_PASSWORD_REPLICA' });
     expect(r.summary?.verdict).toBe('storage-bound');
     expect(r.status).toEqual(['storage-bound']);
   });
