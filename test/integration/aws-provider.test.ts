@@ -367,6 +367,17 @@ describe('Ec2Provider and S3 on moto', () => {
     expect(await instancesOfRun(bed.moto.clients.ec2, runId)).toEqual([]);
   });
 
+  it('launches only instance types the operator prices, whatever path the request took (drills have no provider preflight)', async () => {
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    await expect(bed.setup().provider.provision({ ...req, instanceType: 'm6id.32xlarge' })).rejects.toMatchObject({
+      type: 'InvalidSpecError',
+      nonRetryable: true,
+      message: expect.stringContaining('host.instanceType: this control worker prices only m6id.4xlarge (STORAGE_LAB_AWS_HOURLY_PRICES)'),
+    });
+    expect(await instancesOfRun(bed.moto.clients.ec2, runId)).toEqual([]);
+  });
+
   it("refuses durations whose worst-case pgbench logs do not fit a host's root volume", async () => {
     const { provider } = bed.setup();
     const { problems } = await provider.preflight(awsSpec(bed.network, { workload: { durationSeconds: 86_400 } }));

@@ -125,6 +125,10 @@ describe('host bootstrap (user-data)', () => {
     expect(() => renderUserData('echo {{HOST_ID}}', values())).toThrow(/values without a placeholder: STORAGE_KIND/);
     expect(() => renderUserData(template, values({ HOST_BASE_JSON: 'x'.repeat(USER_DATA_LIMIT_BYTES) }))).toThrow(/at most 16384/);
     expect(shellQuote("a'b")).toBe(`'a'\\''b'`);
+    // A line break would add a line of its own to agent.env; the spec's patterns refuse it, and so does the render.
+    expect(() => renderUserData(template, values({ TEMPORAL_ADDRESS: 'lab:7233\nTEMPORAL_API_KEY_FILE=/etc/shadow' }))).toThrow(
+      '{{TEMPORAL_ADDRESS}} holds a control character',
+    );
   });
 });
 

@@ -277,11 +277,8 @@ export class Ec2Provider implements HostProvider {
    */
   private costProblems(spec: ExperimentSpec): string[] {
     const { policy } = this.opts;
-    const type = spec.host.instanceType;
-    if (policy.hourlyPriceUsd[type] === undefined)
-      return [
-        `host.instanceType: this control worker prices only ${Object.keys(policy.hourlyPriceUsd).join(', ')} (STORAGE_LAB_AWS_HOURLY_PRICES), so it cannot hold a ${type} run to its cost ceiling; choose one of them, or ask the operator to add ${type}=<USD per hour>`,
-      ];
+    const unpriced = this.instanceTypeProblem(spec.host.instanceType);
+    if (unpriced) return [unpriced];
     const own = spec.aws?.maxCostUsd;
     const operatorBinds = own === undefined || policy.maxCostUsd < own;
     const ceiling = {
@@ -292,6 +289,13 @@ export class Ec2Provider implements HostProvider {
     return costCeilingProblems(withPriceFloor(spec, { hourly: policy.hourlyPriceUsd, storage: LIST_PRICES_USD.storage }), ceiling).map(
       (p) => `${p.path}: ${p.message}`,
     );
+  }
+
+  /** Runs use the instance types the operator prices (a price is what holds a run to the cost ceiling). */
+  private instanceTypeProblem(type: string): string | null {
+    const priced = Object.keys(this.opts.policy.hourlyPriceUsd);
+    if (priced.includes(type)) return null;
+    return `host.instanceType: this control worker prices only ${priced.join(', ')} (STORAGE_LAB_AWS_HOURLY_PRICES), so it cannot hold a ${type} run to its cost ceiling; choose one of them, or ask the operator to add ${type}=<USD per hour>`;
   }
 
   /** An image boots with the lab's host role only when the operator allows its owner (by account id or alias). */
@@ -315,8 +319,9 @@ export class Ec2Provider implements HostProvider {
         `aws.region: ${aws.region}, but this control worker manages ${this.opts.region}`,
         FAILURE_TYPES.invalidSpec,
       );
-    const address = this.temporalAddressProblem(aws);
-    if (address) throw ApplicationFailure.nonRetryable(address, FAILURE_TYPES.invalidSpec);
+    // Checked again at launch: the drills have no provider preflight.
+    const refused = this.temporalAddressProblem(aws) ?? this.instanceTypeProblem(req.instanceType);
+    if (refused) throw ApplicationFailure.nonRetryable(refused, FAILURE_TYPES.invalidSpec);
     // Each EC2 host makes its own password at boot; hosts that replicate with each other need one from SSM.
     if (req.passwordScope && !aws.databasePasswordParameter)
       throw ApplicationFailure.nonRetryable(
