@@ -354,6 +354,15 @@ describe('Ec2Provider and S3 on moto', () => {
     expect(estimate).toBeGreaterThan(5);
     expect(estimate).toBeCloseTo(estimateCost(awsSpec(bed.network, many)).totalUsd!, 2);
     expect((await capped.preflight(awsSpec(bed.network))).problems).toEqual([]);
+
+    // With the operator's default ceiling ($100): seed-full's sizes pass; 16 clusters per class of m6id.8xlarge do not.
+    const { provider } = bed.setup({ policy: { ...bed.env.policy!, hourlyPriceUsd: { 'm6id.4xlarge': 0.9492, 'm6id.8xlarge': 1.8984 } } });
+    const seed = { preset: 'seed-full', host: { memoryLimitMiB: 65_536 } };
+    expect((await provider.preflight(awsSpec(bed.network, seed))).problems).toEqual([]);
+    const large = { ...seed, clustersPerClass: 16, host: { instanceType: 'm6id.8xlarge', memoryLimitMiB: 131_072 }, aws: { rootVolumeGiB: 40 } };
+    const [refused, ...more] = (await provider.preflight(awsSpec(bed.network, large))).problems;
+    expect(more).toEqual([]);
+    expect(refused).toMatch(/^aws\.maxCostUsd: the run is estimated at \$\d+\.\d\d for 32 hosts .*above its ceiling of \$100 \(the control worker's ceiling, STORAGE_LAB_AWS_MAX_COST_USD/);
   });
 
   it("makes host agents dial this lab's Temporal only: they fetch its credentials and take its tasks", async () => {
