@@ -4,8 +4,9 @@
  * Pure: the CLI prints the estimate, writeResults stores both in result.json.
  */
 import { dataVolumeGiB } from './aws';
+import type { SpecProblem } from './errors';
 import type { ClusterResult } from './result';
-import { accountRows, classLimits, GP3_BASELINE, volumeBytes, type ExperimentSpec } from './spec';
+import { accountRows, classLimits, GP3_BASELINE, LIST_PRICES_USD, volumeBytes, type ExperimentSpec, type StoragePricesUsd } from './spec';
 
 /** Hours in a billing month, as AWS prices GiB-months and IOPS-months. */
 export const HOURS_PER_MONTH = 730;
@@ -125,7 +126,7 @@ function priced(
   basis: CostFigure['basis'],
 ): Omit<CostFigure, 'notes' | 'wallHours'> {
   const aws = spec.aws;
-  const prices = aws?.storagePriceUsd ?? { gp3GiBMonth: 0.08, gp3IopsMonth: 0.005, gp3MiBpsMonth: 0.04, s3GiBMonth: 0.023 };
+  const prices = aws?.storagePriceUsd ?? LIST_PRICES_USD.storage;
   const lines: CostLine[] = [];
   const missingPrices: string[] = [];
   const line = (item: string, quantity: number, unit: string, unitPriceUsd: number | null) => {
@@ -166,6 +167,58 @@ function priced(
 
   const totalUsd = lines.some((l) => l.usd === null) ? null : round(lines.reduce((sum, l) => sum + (l.usd ?? 0), 0), 2);
   return { basis, hostHours: round(hostHours, 3), lines, totalUsd, missingPrices };
+}
+
+/** The most a run may cost, the spec field a message names, and who set the figure (for the message). */
+export interface CostCeiling {
+  usd: number;
+  field: string;
+  /** "aws.maxCostUsd", or the control worker's variable. */
+  source: string;
+}
+
+/** How many of an estimate's largest lines a refusal lists. */
+const MAIN_TERMS = 3;
+
+/**
+ * The run's estimate (the dry run's, estimateCost) against a ceiling: nothing when it is at or below; otherwise one
+ * problem with the estimate, its main terms, the ceiling and what to lower. An estimate without a price cannot be
+ * held to any ceiling: each missing price is a problem.
+ */
+export function costCeilingProblems(spec: ExperimentSpec, ceiling: CostCeiling): SpecProblem[] {
+  const estimate = estimateCost(spec);
+  if (estimate.totalUsd === null)
+    return estimate.missingPrices.map((path) => ({
+      path,
+      message: `no price, so the run cannot be held to its cost ceiling of $${ceiling.usd} (${ceiling.source}); add the on-demand price in USD per hour`,
+    }));
+  if (estimate.totalUsd <= ceiling.usd) return [];
+  const terms = estimate.lines
+    .filter((l) => l.usd !== null && l.usd > 0)
+    .sort((a, b) => (b.usd ?? 0) - (a.usd ?? 0))
+    .slice(0, MAIN_TERMS)
+    .map((l) => `${l.item} ${l.quantity} ${l.unit} = $${(l.usd ?? 0).toFixed(2)}`);
+  const hosts = Object.keys(spec.storageClasses).length * spec.clustersPerClass;
+  return [
+    {
+      path: ceiling.field,
+      message: `the run is estimated at $${estimate.totalUsd.toFixed(2)} for ${hosts} hosts (${terms.join('; ')}), above its ceiling of $${ceiling.usd} (${ceiling.source}); lower clustersPerClass, the storage classes, data.scale or the durations, or choose a smaller host.instanceType (storage-lab run --dry-run prints the estimate)`,
+    },
+  ];
+}
+
+/**
+ * The spec with every price at least `floor`'s: a spec may quote a higher price than the control worker's, never a
+ * lower one, so a ceiling holds whatever prices the spec writes. An instance type without a floor keeps no price.
+ */
+export function withPriceFloor(spec: ExperimentSpec, floor: { hourly: Readonly<Record<string, number>>; storage: Readonly<StoragePricesUsd> }): ExperimentSpec {
+  const own = spec.aws;
+  if (!own) return spec;
+  const hourly: Record<string, number> = {};
+  for (const [type, price] of Object.entries(floor.hourly)) hourly[type] = Math.max(price, own.hourlyPriceUsd[type] ?? 0);
+  const storage = { ...floor.storage };
+  for (const key of Object.keys(storage) as (keyof StoragePricesUsd)[]) storage[key] = Math.max(storage[key], own.storagePriceUsd[key]);
+  return { ...spec, aws: { ...own, hourlyPriceUsd: hourly, storagePriceUsd: storage } };
 }
 
 /** The figure as text lines, for the CLI and the report. */

@@ -13,9 +13,10 @@ import {
   AWS_KINDS,
   AwsSchema,
   BackupStoreSchema,
+  BoundedServerSettings,
   InvalidSpecError,
   LOCAL_KINDS,
-  ServerSettingsSchema,
+  RunName,
   StorageClassSchema,
   hostSchema,
   int,
@@ -33,8 +34,12 @@ const seconds = (min: number, max: number) =>
     .min(min, { error: `must be at least ${min} (seconds)` })
     .max(max, { error: `must be at most ${max} (seconds)` });
 
+/** Tables a restore drill compares by checksum. */
+const MAX_CHECKSUM_TABLES = 32;
+
 const TableName = z
   .string()
+  .max(63, { error: 'must be at most 63 characters (a PostgreSQL name)', abort: true })
   .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'must be a plain lower-case table name of the public schema' });
 
 /** The backup tool and how it writes: both drills' backup sections start with these. */
@@ -52,7 +57,7 @@ const backupToolFields = {
 /** What both drills share: where hosts come from and how their Postgres runs. */
 const drillBase = {
   specVersion: z.literal(DRILL_SPEC_VERSION).default(DRILL_SPEC_VERSION),
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, { error: 'must be lower-case letters, digits and dashes (max 40)' }),
+  name: RunName,
   preset: z.enum(DRILL_PRESET_NAMES).optional(),
   provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
   /** The storage of every host of the drill. */
@@ -62,7 +67,7 @@ const drillBase = {
     .object({
       version: int(12, 18, 'PostgreSQL major version').optional(),
       sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
-      settings: ServerSettingsSchema,
+      settings: BoundedServerSettings,
     })
     .strict(),
   aws: AwsSchema.optional(),
@@ -94,7 +99,11 @@ export const RestoreDrillSpecSchema = z
     /** Where recovery stops: at a time or an LSN between two marker rows, or at the end of the archived WAL. */
     target: z.enum(['time', 'lsn', 'latest'], { error: 'must be "time", "lsn" or "latest"' }),
     /** Tables whose checksums at the target must equal the restored ones. */
-    checksumTables: z.array(TableName).min(1, { error: 'must name at least one table' }),
+    checksumTables: z
+      .array(TableName)
+      .min(1, { error: 'must name at least one table' })
+      // Each is read in full twice (at the target and after the restore): a handful of tables, not a catalogue.
+      .max(MAX_CHECKSUM_TABLES, { error: `must name at most ${MAX_CHECKSUM_TABLES} tables` }),
     backup: z
       .object({
         ...backupToolFields,

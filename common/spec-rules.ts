@@ -7,7 +7,7 @@ import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
 import type { SpecProblem } from './errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
 import type { ExperimentSpec } from './spec';
-import { scriptProblems, scriptWrites } from './workload-script';
+import { scriptProblems, scriptSql, scriptWrites } from './workload-script';
 
 /**
  * Memory of a host's processes besides the page cache (which the kernel reclaims), measured with
@@ -126,6 +126,92 @@ export function backlogWorkloadProblems(script: string, backlogEnabled: boolean)
   ];
 }
 
+/**
+ * A script must run SQL: pgbench counts every pass through a script as a transaction, so one of meta-commands only
+ * (`\set x 1`) makes millions a second, each a line of the transaction log, and measures nothing.
+ */
+export function scriptSqlProblems(script: string): SpecProblem[] {
+  if (/[A-Za-z]/.test(scriptSql(script))) return [];
+  return [
+    {
+      path: 'workload.script',
+      message:
+        'runs no SQL statement, only meta-commands: pgbench would count every pass as a transaction (millions a second, each a line of its transaction log) and measure nothing; add the statement the run measures',
+    },
+  ];
+}
+
+/**
+ * Settings that write a server-log line for every statement (or every one of a sample, or every temporary file):
+ * on the host's disk, millions of lines a run, which nothing bounds. Each with the values that do not, for the fix.
+ */
+const PER_STATEMENT_LOGGING: Readonly<Record<string, { off: (v: string) => boolean; fix: string; what: string }>> = {
+  log_statement: { off: (v) => v === 'none', fix: 'set it to "none"', what: 'logs statements (all, mod or ddl ones, every execution)' },
+  log_min_duration_statement: { off: (v) => v === '-1', fix: 'set it to -1', what: 'logs every statement that runs at least this long' },
+  log_min_duration_sample: { off: (v) => v === '-1', fix: 'set it to -1', what: 'logs a sample of the statements that run at least this long' },
+  log_transaction_sample_rate: { off: (v) => Number(v) === 0, fix: 'set it to 0', what: 'logs every statement of a sample of transactions' },
+  log_duration: { off: isOff, fix: 'set it to off', what: 'logs the duration of every statement' },
+  log_parser_stats: { off: isOff, fix: 'set it to off', what: "logs the parser's statistics of every statement" },
+  log_planner_stats: { off: isOff, fix: 'set it to off', what: "logs the planner's statistics of every statement" },
+  log_executor_stats: { off: isOff, fix: 'set it to off', what: "logs the executor's statistics of every statement" },
+  log_statement_stats: { off: isOff, fix: 'set it to off', what: 'logs the statistics of every statement' },
+  debug_print_parse: { off: isOff, fix: 'set it to off', what: 'logs the parse tree of every statement' },
+  debug_print_rewritten: { off: isOff, fix: 'set it to off', what: 'logs the rewritten parse tree of every statement' },
+  debug_print_plan: { off: isOff, fix: 'set it to off', what: 'logs the plan of every statement' },
+  log_temp_files: { off: (v) => v === '-1', fix: 'set it to -1', what: 'logs every temporary file a statement writes' },
+  log_min_messages: {
+    off: (v) => !/^(debug[1-5]?|info|notice)$/.test(v),
+    fix: 'set it to warning (the default), error, log, fatal or panic',
+    what: 'logs debug, info or notice messages, which statements raise by the thousand',
+  },
+};
+
+/** A boolean setting's value is off (the spellings the server accepts for false). */
+function isOff(v: string): boolean {
+  return ['off', 'false', 'no', '0'].includes(v);
+}
+
+/** Settings that would log per statement, each on its field with the value that logs nothing. */
+export function serverLogProblems(settings: Record<string, string | number | boolean>, settingsPath: string): SpecProblem[] {
+  const problems: SpecProblem[] = [];
+  for (const [name, value] of Object.entries(settings)) {
+    const rule = PER_STATEMENT_LOGGING[name.toLowerCase()];
+    if (!rule || rule.off(String(value).trim().toLowerCase())) continue;
+    problems.push({
+      path: `${settingsPath}.${name}`,
+      message: `${JSON.stringify(value)} ${rule.what}: on a host's disk that is millions of server-log lines a run, which nothing bounds; the lab refuses per-statement logging: ${rule.fix}, or remove it`,
+    });
+  }
+  return problems;
+}
+
+/**
+ * pgbench's per-transaction log (--log), one line a transaction ("client transaction latency script epoch usec"):
+ * 32.1 bytes on average measured over 107,382 lines of the random UPDATE at 64 clients and 30.6 bytes over 927,128
+ * of `SELECT 1` (PostgreSQL 15's pgbench); 48 bounds a line with 5-digit client ids and 10-digit counts.
+ */
+export const PGBENCH_LOG_BYTES_PER_TRANSACTION = 48;
+
+/**
+ * The most transactions a second one CPU of a host makes: the cheapest transaction there is (one `SELECT 1` round
+ * trip; a script without SQL is refused) ran at 46,600 a second per vCPU, pgbench and the server sharing 2 vCPUs.
+ */
+export const MAX_TPS_PER_CPU = 50_000;
+
+/** Worst-case bytes of the transaction logs one host keeps (warm-up and measured run) with `cpus` CPUs. */
+export function pgbenchLogBytes(workload: { warmupSeconds: number; durationSeconds: number }, cpus: number): number {
+  return (workload.warmupSeconds + workload.durationSeconds) * cpus * MAX_TPS_PER_CPU * PGBENCH_LOG_BYTES_PER_TRANSACTION;
+}
+
+/** A line of the failover drill's ledger of acknowledged ids: a decimal id up to 11 digits and its newline. */
+const LEDGER_BYTES_PER_COMMIT = 12;
+
+/** Worst-case bytes of the failover drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
+export function failoverLedgerBytes(spec: FailoverDrillSpec, cpus: number): number {
+  const writeSeconds = spec.writer.killAfterSeconds + spec.writer.afterFailoverSeconds;
+  return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
+}
+
 /** An explicit volume size against what the host will write to it. */
 export function volumeSizeProblems(sizeGiB: number | undefined, neededBytes: number, path: string, what: string): SpecProblem[] {
   if (sizeGiB === undefined || sizeGiB * 2 ** 30 >= neededBytes) return [];
@@ -169,7 +255,9 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
       settingsPath: 'postgres.settings',
     }),
     ...workloadScriptProblems(script, 'workload.script'),
+    ...scriptSqlProblems(script),
     ...backlogWorkloadProblems(script, spec.phases.backlog.enabled),
+    ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
   ];
   const what = `the data at scale ${spec.data.scale} with its indexes, WAL up to twice postgres.maxWalSizeMiB and the phases' bloat and backlog`;
   for (const [name, cls] of Object.entries(spec.storageClasses))
@@ -211,6 +299,7 @@ export function drillSpecRules(spec: RestoreDrillSpec | FailoverDrillSpec): Spec
       settings: spec.postgres.settings,
       settingsPath: 'postgres.settings',
     }),
+    ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
     ...volumeSizeProblems(
       spec.storageClass.sizeGiB,
       drillVolumeBytes(spec),

@@ -71,13 +71,16 @@ const WRITING_STATEMENT = /\b(insert|update|delete|merge|copy|truncate|create|dr
  * errs towards "writes" (a keyword inside a string literal counts); the backlog phase's own guard catches the rest.
  */
 export function scriptWrites(script: string): boolean {
-  const sql = script
+  return WRITING_STATEMENT.test(scriptSql(script));
+}
+
+/** A script's SQL: without comments, meta-command lines and pgbench variables (:aid, names rather than statements). */
+export function scriptSql(script: string): string {
+  return script
     .replace(/\/\*[\s\S]*?\*\//g, ' ')
     .split('\n')
     .map((line) => line.replace(/--.*$/, ''))
     .filter((line) => !/^\s*\\/.test(line))
     .join('\n')
-    // pgbench variables (:aid) are names, not statements.
     .replace(/:[A-Za-z_]\w*/g, ' ');
-  return WRITING_STATEMENT.test(sql);
 }

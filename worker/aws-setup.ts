@@ -5,10 +5,13 @@
  *   STORAGE_LAB_RESULTS_PREFIX key prefix of results (default storage-lab/results)
  *   STORAGE_LAB_S3_KMS_KEY_ID  SSE-KMS key for what the lab writes to S3 (default: SSE-S3, AES256)
  *   STORAGE_LAB_AWS_ENDPOINT   API endpoint override, for emulators (moto); unset on AWS
+ *   and the operator's rules for every run (image owners, cost ceiling, prices, Temporal address for host agents):
+ *   infra/providers/aws/policy.ts
  */
 import { Ec2Provider } from '../infra/providers/aws/ec2-provider';
 import { S3AgentPackage } from '../infra/providers/aws/agent-package';
 import { awsClients, type AwsClients } from '../infra/providers/aws/aws-clients';
+import { awsPolicyFromEnv, DEFAULT_AWS_POLICY, type AwsPolicy } from '../infra/providers/aws/policy';
 import { S3ResultsStore } from '../activities/control/s3-results-store';
 import type { TemporalEnv } from './env';
 
@@ -18,6 +21,8 @@ export interface AwsEnv {
   bucket: string;
   resultsPrefix: string;
   kmsKeyId?: string;
+  /** The operator's rules for runs (default: DEFAULT_AWS_POLICY). */
+  policy?: AwsPolicy;
 }
 
 /** Key prefix of the host agent packages in the bucket (the host instance profile may read only this). */
@@ -40,6 +45,7 @@ export function awsEnv(env: NodeJS.ProcessEnv = process.env): AwsEnv | null {
     bucket,
     resultsPrefix: (env.STORAGE_LAB_RESULTS_PREFIX || 'storage-lab/results').replace(/^\/+|\/+$/g, ''),
     kmsKeyId: env.STORAGE_LAB_S3_KMS_KEY_ID || undefined,
+    policy: awsPolicyFromEnv(env),
   };
 }
 
@@ -59,6 +65,7 @@ export function awsControlSetup(
     bucket: e.bucket,
     resultsPrefix: e.resultsPrefix,
     agentPackage: new S3AgentPackage(clients.s3, { bucket: e.bucket, prefix: AGENT_PREFIX, kmsKeyId: e.kmsKeyId }),
+    policy: { ...(e.policy ?? DEFAULT_AWS_POLICY), temporalAddress: e.policy?.temporalAddress ?? temporal.address },
     waits,
   });
   const results = new S3ResultsStore(clients.s3, { bucket: e.bucket, prefix: e.resultsPrefix, kmsKeyId: e.kmsKeyId });

@@ -13,7 +13,7 @@ import type { BackupToolName } from '../../common/backup-store';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/drill-spec';
 import { FAILURE_TYPES, formatSpecProblems } from '../../common/errors';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/spec';
-import { drillVolumeBytes } from '../../common/spec-rules';
+import { drillVolumeBytes, failoverLedgerBytes, MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/spec-rules';
 import { traversableByOthers } from '../../infra/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
@@ -42,15 +42,56 @@ function refuseEnvironmentProblems(problems: string[]): void {
     );
 }
 
-/** What this machine must offer a local run: hosts at once, each with its memory limit, volume and classes. */
+/** What one local host writes on this machine's disk, and the spec fields that set each part (for the fix). */
+interface HostDisk {
+  /** Its volume: the class's sizeGiB when the spec sets one (a file of that size), else the computed need. */
+  volumeBytes: number;
+  /** `storageClasses.<name>.sizeGiB` (or `storageClass.sizeGiB`) when set, else the field the computed size follows. */
+  volumeField: string;
+  /** Worst-case logs beside the volume (pgbench's transaction log, the failover drill's ledger), if any. */
+  log?: { bytes: number; field: string; what: string };
+}
+
+/** What this machine must offer a local run: hosts at once, each with its memory limit, disk and classes. */
 interface LocalNeeds {
   version: number | undefined;
   classes: { path: string; cls: StorageClassSpec }[];
   hostsAtOnce: number;
   memoryLimitMiB: number;
-  volumeBytes: number;
+  /** Every host of the run; the `hostsAtOnce` largest must fit the free disk together. */
+  disks: HostDisk[];
   /** The fields that set how many hosts run at once, for the fix (maxParallelClusters), if any. */
   parallelField?: string;
+}
+
+/** CPUs a local host's pgbench and server share: this machine's. */
+function localCpus(): number {
+  return os.availableParallelism();
+}
+
+const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(1);
+
+/** The largest `hostsAtOnce` hosts' volumes and logs against the free disk of the hosts folder. */
+function diskProblems(hostsDir: string, n: LocalNeeds, orParallel: string): string[] {
+  const free = freeBytes(hostsDir);
+  if (free === null) return [];
+  const size = (d: HostDisk) => d.volumeBytes + (d.log?.bytes ?? 0);
+  const atOnce = [...n.disks].sort((a, b) => size(b) - size(a)).slice(0, n.hostsAtOnce);
+  if (atOnce.length === 0) return [];
+  const volumes = atOnce.reduce((sum, d) => sum + d.volumeBytes, 0);
+  const logs = atOnce.reduce((sum, d) => sum + (d.log?.bytes ?? 0), 0);
+  const hosts = `${atOnce.length} host${atOnce.length === 1 ? '' : 's'} at once`;
+  const field = atOnce[0].volumeField;
+  if (volumes > free) {
+    const fix = field.endsWith('sizeGiB') ? `lower ${field} (or remove it: the default fits the data)` : `lower ${field}`;
+    return [`${field}: ${hosts} need about ${gib(volumes)} GiB of volumes but ${hostsDir} has ${gib(free)} GiB free; ${fix}${orParallel}`];
+  }
+  const log = atOnce.find((d) => d.log)?.log;
+  if (log && volumes + logs > free)
+    return [
+      `${log.field}: ${hosts} may keep ${gib(logs)} GiB of ${log.what} beside ${gib(volumes)} GiB of volumes, but ${hostsDir} has ${gib(free)} GiB free; lower ${log.field}${orParallel}`,
+    ];
+  return [];
 }
 
 /** Whether this machine can hold the local hosts: PostgreSQL, the hosts folder, cgroups, memory and disk. */
@@ -81,12 +122,7 @@ function localProblems(hostsDir: string, n: LocalNeeds): { problems: string[]; w
     problems.push(
       `host.memoryLimitMiB: ${n.hostsAtOnce} hosts at once x ${n.memoryLimitMiB} MiB = ${memoryNeeded} MiB, more than 80 % of this machine's ${memoryMiB} MiB; lower host.memoryLimitMiB${orParallel}`,
     );
-  const diskNeeded = n.hostsAtOnce * n.volumeBytes;
-  const free = freeBytes(hostsDir);
-  if (free !== null && diskNeeded > free)
-    problems.push(
-      `data.scale: ${n.hostsAtOnce} hosts at once need about ${(diskNeeded / 2 ** 30).toFixed(1)} GiB but ${hostsDir} has ${(free / 2 ** 30).toFixed(1)} GiB free; lower data.scale${orParallel}`,
-    );
+  problems.push(...diskProblems(hostsDir, n, orParallel));
   return { problems, warnings };
 }
 
@@ -130,6 +166,42 @@ function onPath(name: string): boolean {
 /** Hosts a drill has at once: the restore drill's source and restore host; the failover drill's three nodes and its client. */
 const DRILL_HOSTS = { restore: 2, failover: 4 } as const;
 
+/** The worst case of a log, for the message: its rate and line size. */
+const WORST_CASE = `${MAX_TPS_PER_CPU.toLocaleString('en-US')} transactions a second per CPU`;
+
+/** Each host of a local experiment: its class's volume and its pgbench transaction logs. */
+function experimentDisks(spec: ExperimentSpec, cpus: number): HostDisk[] {
+  const log = {
+    bytes: pgbenchLogBytes(spec.workload, cpus),
+    field: 'workload.durationSeconds',
+    what: `pgbench transaction logs (warm-up and run at the worst case of ${WORST_CASE} on ${cpus} CPUs, ${PGBENCH_LOG_BYTES_PER_TRANSACTION} bytes each)`,
+  };
+  return Object.entries(spec.storageClasses).flatMap(([name, cls]) =>
+    Array.from({ length: spec.clustersPerClass }, () => ({
+      volumeBytes: cls.sizeGiB !== undefined ? cls.sizeGiB * 2 ** 30 : volumeBytes(spec),
+      volumeField: cls.sizeGiB !== undefined ? `storageClasses.${name}.sizeGiB` : 'data.scale',
+      log,
+    })),
+  );
+}
+
+/** Each host of a local drill: its volume, and on the failover drill's client the ledger of acknowledged ids. */
+function drillDisks(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec, cpus: number): HostDisk[] {
+  const sized = spec.storageClass.sizeGiB !== undefined;
+  const volume = {
+    volumeBytes: sized ? spec.storageClass.sizeGiB! * 2 ** 30 : drillVolumeBytes(spec),
+    volumeField: sized ? 'storageClass.sizeGiB' : 'data' in spec ? 'data.scale' : 'storageClass.sizeGiB',
+  };
+  const disks: HostDisk[] = Array.from({ length: DRILL_HOSTS[kind] }, () => ({ ...volume }));
+  if ('rounds' in spec)
+    disks[0].log = {
+      bytes: failoverLedgerBytes(spec, cpus),
+      field: 'rounds',
+      what: `ledger of acknowledged commits (every round's writes at the worst case of ${WORST_CASE} on ${cpus} CPUs)`,
+    };
+  return disks;
+}
+
 export function createPreflightActivities(deps: PreflightDeps, provider: (name: 'local' | 'aws') => HostProvider) {
   return {
     /** Checks an experiment spec with the real tools and this environment against it, before anything is created. */
@@ -147,7 +219,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           hostsAtOnce: Math.min(spec.maxParallelClusters, spec.clustersPerClass * Object.keys(spec.storageClasses).length),
           // The largest limit a host of the run gets (a class may set its own).
           memoryLimitMiB: Math.max(...Object.values(spec.storageClasses).map((c) => c.memoryLimitMiB ?? spec.host.memoryLimitMiB)),
-          volumeBytes: volumeBytes(spec),
+          disks: experimentDisks(spec, localCpus()),
           parallelField: 'maxParallelClusters',
         });
         problems.push(...local.problems);
@@ -178,7 +250,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
           classes: [{ path: 'storageClass', cls: spec.storageClass }],
           hostsAtOnce: DRILL_HOSTS[input.kind],
           memoryLimitMiB: spec.host.memoryLimitMiB,
-          volumeBytes: drillVolumeBytes(spec),
+          disks: drillDisks(input.kind, spec, localCpus()),
         });
         refuseEnvironmentProblems(local.problems);
         warnings.push(...local.warnings);

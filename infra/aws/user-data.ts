@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { CONTROL_CHARACTER } from '../../common/spec-fields';
 import { PROJECT_ROOT } from '../lab-paths';
 
 /** What the bootstrap of one host needs to know. Empty strings mean "not set". */
@@ -43,12 +44,17 @@ export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Fills the template; fails on a placeholder without a value, a value without a placeholder, or the size limit. */
+/**
+ * Fills the template; fails on a placeholder without a value, a value without a placeholder, a value with a control
+ * character, or the size limit.
+ */
 export function renderUserData(template: string, values: UserDataValues): string {
   const given = values as unknown as Record<string, string>;
   const used = new Set<string>();
   const text = template.replace(/\{\{([A-Z0-9_]+)\}\}/g, (_, name: string) => {
     if (!(name in given)) throw new Error(`user-data template: no value for {{${name}}}`);
+    // The bootstrap writes values into agent.env a line each: a line break would add a variable of its own.
+    if (CONTROL_CHARACTER.test(String(given[name]))) throw new Error(`user-data: {{${name}}} holds a control character; the spec's patterns refuse them`);
     used.add(name);
     return shellQuote(String(given[name]));
   });

@@ -124,6 +124,26 @@ const CASES: Case[] = [
   { name: 'clients above max_connections', input: ci({ workload: { clients: 64, threads: 2 }, postgres: { settings: { max_connections: 40 } } }), field: 'postgres.settings.max_connections', fix: 'raise max_connections to at least 69' },
   { name: 'sizeGiB too small', input: ci({ storageClasses: { gp3: { sizeGiB: 0.25 } } }), field: 'storageClasses.gp3.sizeGiB', fix: 'raise it to at least' },
 
+  // Fields that reach AWS, a backup tool's config or a host's user-data: each by its pattern (issue 19).
+  { name: 'AMI id with a path', input: ci({ aws: { imageId: 'ami-0abcdef1234567890/../../x' } }), field: 'aws.imageId', fix: 'an AMI id: "ami-" and 8 or 17' },
+  { name: 'temporalAddress with a scheme', input: ci({ aws: { temporalAddress: 'https://evil.example.com:7233' } }), field: 'aws.temporalAddress', fix: 'no scheme and no path' },
+  { name: 'newline in the instance type (an agent.env line)', input: ci({ host: { instanceType: 'm6id.4xlarge\nTEMPORAL_ADDRESS=evil:7233' } }), field: 'host.instanceType', fix: 'must not contain a control character' },
+  { name: 'image parameter outside /aws/service/', input: ci({ aws: { imageSsmParameter: '/storage-lab/db-password' } }), field: 'aws.imageSsmParameter', fix: 'a public SSM parameter under /aws/service/' },
+  { name: 'backup bucket with a newline (a pgBackRest option)', input: ci({ durability: { backupStore: { kind: 's3', bucket: 'lab\nrepo1-path=/etc' } } }), field: 'durability.backupStore.bucket', fix: 'must not contain a control character' },
+  { name: 'backup prefix climbing out with ..', input: ci({ durability: { backupStore: { kind: 's3', bucket: 'lab-backups', prefix: 'storage-lab/../../etc' } } }), field: 'durability.backupStore.prefix', fix: 'no "." or ".." segment' },
+  { name: 'folder store at an absolute folder', input: ci({ durability: { backupStore: { kind: 'folder', path: markers } } }), field: 'durability.backupStore.path', fix: 'an absolute folder is refused' },
+  { name: 'restore drill: folder store climbing out', input: { preset: 'ci', backup: { store: { kind: 'folder', path: '../../var/lib/postgresql' } } }, field: 'backup.store.path', fix: 'no "." or ".." segment', workflow: WORKFLOW_TYPES.restoreDrill },
+  { name: 'failover drill: plain-http store off this machine', input: { preset: 'ci', backup: { store: { kind: 's3', bucket: 'lab-backups', endpoint: 'http://evil.example.com' } } }, field: 'backup.store.endpoint', fix: 'http:// only to 127.0.0.1', workflow: WORKFLOW_TYPES.failoverDrill },
+  { name: 'seed-full: 16 clusters per class of m6id.32xlarge above aws.maxCostUsd', input: { preset: 'seed-full', clustersPerClass: 16, host: { instanceType: 'm6id.32xlarge' }, aws: { maxCostUsd: 100, hourlyPriceUsd: { 'm6id.32xlarge': 7.5936 } } }, field: 'aws.maxCostUsd', fix: 'above its ceiling of $100 (aws.maxCostUsd); lower clustersPerClass' },
+  { name: 'nine storage classes', input: ci({ storageClasses: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`c${i}`, { kind: 'local-disk' }])) }), field: 'storageClasses', fix: 'a run compares at most 8' },
+  { name: 'a volume above gp3\'s largest', input: ci({ storageClasses: { gp3: { sizeGiB: 100_000 } } }), field: 'storageClasses.gp3.sizeGiB', fix: 'at most 16384' },
+  { name: 'a script over 64 KiB', input: ci({ workload: { script: `${UPDATE}\n${'-- x\n'.repeat(20_000)}` } }), field: 'workload.script', fix: 'at most 65536' },
+  { name: 'a script of meta-commands only (a log bomb)', input: ci({ phases: { backlog: { enabled: false } }, workload: { script: '\\set x 1\n' } }), field: 'workload.script', fix: 'runs no SQL statement' },
+  { name: 'log_statement = all', input: withSettings({ log_statement: 'all' }), field: 'postgres.settings.log_statement', fix: 'set it to "none", or remove it' },
+  { name: 'failover drill: log_min_duration_statement = 0', input: { preset: 'ci', postgres: { settings: { log_min_duration_statement: 0 } } }, field: 'postgres.settings.log_min_duration_statement', fix: 'set it to -1', workflow: WORKFLOW_TYPES.failoverDrill },
+  { name: 'the same drill twice', input: ci({ durability: { drills: ['restore', 'restore'] } }), field: 'durability.drills', fix: 'each drill at most once' },
+  { name: '16 TiB volumes, 32 at once, on this machine', input: ci({ storageClasses: { gp3: { sizeGiB: 16_384 } }, clustersPerClass: 16, maxParallelClusters: 32 }), field: 'storageClasses.gp3.sizeGiB', fix: 'GiB free; lower storageClasses.gp3.sizeGiB', type: 'PreflightError', preflight: 'preflight', cli: false },
+
   // The drills and the nightly run, through the tools.
   { name: 'restore drill: archive_command', input: { preset: 'ci', postgres: { settings: { archive_command: `touch ${marker()}` } } }, field: 'postgres.settings.archive_command', fix: 'remove it', workflow: WORKFLOW_TYPES.restoreDrill },
   { name: 'failover drill: restore_command', input: { preset: 'ci', postgres: { settings: { restore_command: `touch ${marker()}` } } }, field: 'postgres.settings.restore_command', fix: 'remove it', workflow: WORKFLOW_TYPES.failoverDrill },
@@ -232,7 +252,15 @@ describe('hostile and malformed specs (faults)', () => {
   });
 
   it('refuses them through the official temporal workflow start --input-file', async () => {
-    const picked = ['\\shell touching a marker', 'unknown setting', 'refused setting archive_command', 'nightly: bad value (server), no child', 'restore drill: archive_command'];
+    const picked = [
+      '\\shell touching a marker',
+      'unknown setting',
+      'refused setting archive_command',
+      'nightly: bad value (server), no child',
+      'restore drill: archive_command',
+      'backup bucket with a newline (a pgBackRest option)',
+      'restore drill: folder store climbing out',
+    ];
     const cases = picked.map((name) => CASES.find((c) => c.name === name)!);
     const dir = mkdtempSync(path.join(lab.paths.home, 'inputs-'));
     const problems = (

@@ -14,6 +14,7 @@ import { serverAddress } from './temporal';
 import { planClusters } from '../../workflows/experiment-workflow';
 import { awsControlSetup, type AwsEnv } from '../../worker/aws-setup';
 import type { AwsClients } from '../../infra/providers/aws/aws-clients';
+import { DEFAULT_AWS_POLICY, type AwsPolicy } from '../../infra/providers/aws/policy';
 import { startMoto, type Moto, type MotoNetwork } from './moto';
 
 export const TEST_BUCKET = 'storage-lab-test';
@@ -23,8 +24,8 @@ export interface AwsTestbed {
   moto: Moto;
   network: MotoNetwork;
   env: AwsEnv;
-  /** The control worker's AWS side on moto, as worker/aws-setup.ts builds it (short polls). */
-  setup(opts?: { clients?: AwsClients; owner?: { address: string; namespace: string } }): ReturnType<typeof awsControlSetup>;
+  /** The control worker's AWS side on moto, as worker/aws-setup.ts builds it (short polls); `policy` replaces the testbed's. */
+  setup(opts?: { clients?: AwsClients; owner?: { address: string; namespace: string }; policy?: AwsPolicy }): ReturnType<typeof awsControlSetup>;
 }
 
 export async function startAwsTestbed(): Promise<AwsTestbed> {
@@ -33,17 +34,20 @@ export async function startAwsTestbed(): Promise<AwsTestbed> {
     const network = await moto.createNetwork();
     await moto.createInstanceProfile(TEST_PROFILE);
     await moto.createBucket(TEST_BUCKET);
-    const env: AwsEnv = { region: 'us-east-1', endpoint: moto.endpoint, bucket: TEST_BUCKET, resultsPrefix: 'storage-lab/results' };
+    // The operator allows the owner of the image moto hands out (Debian's account has no image in moto).
+    const policy: AwsPolicy = { ...DEFAULT_AWS_POLICY, imageOwners: [network.imageOwnerId] };
+    const env: AwsEnv = { region: 'us-east-1', endpoint: moto.endpoint, bucket: TEST_BUCKET, resultsPrefix: 'storage-lab/results', policy };
     return {
       moto,
       network,
       env,
       setup: (opts = {}) =>
-        awsControlSetup(env, opts.owner ?? { address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233', namespace: 'default' }, opts.clients ?? moto.clients, {
-          pollMs: 100,
-          instanceMinutes: 1,
-          volumeMinutes: 1,
-        }),
+        awsControlSetup(
+          { ...env, policy: opts.policy ?? policy },
+          opts.owner ?? { address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233', namespace: 'default' },
+          opts.clients ?? moto.clients,
+          { pollMs: 100, instanceMinutes: 1, volumeMinutes: 1 },
+        ),
     };
   } catch (err) {
     await moto.stop();

@@ -22,6 +22,8 @@ export interface MotoNetwork {
   securityGroupId: string;
   zone: string;
   imageId: string;
+  /** The account moto lists as the image's owner (its images are "amazon"'s, under several account ids). */
+  imageOwnerId: string;
 }
 
 export interface Moto {
@@ -88,9 +90,9 @@ export async function startMoto(): Promise<Moto> {
       );
       // Any Linux image moto knows stands in for Debian (it boots nothing).
       const images = await clients.ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }));
-      const imageId = images.Images?.find((i) => i.RootDeviceName && i.Platform !== 'Windows' && i.Architecture === 'x86_64')?.ImageId;
-      if (!imageId) throw new Error('moto lists no Linux image');
-      return { subnetId: subnet.Subnet!.SubnetId!, securityGroupId: sg.GroupId!, zone, imageId };
+      const image = images.Images?.find((i) => i.RootDeviceName && i.Platform !== 'Windows' && i.Architecture === 'x86_64');
+      if (!image?.ImageId || !image.OwnerId) throw new Error('moto lists no Linux image');
+      return { subnetId: subnet.Subnet!.SubnetId!, securityGroupId: sg.GroupId!, zone, imageId: image.ImageId, imageOwnerId: image.OwnerId };
     },
     async createInstanceProfile(name) {
       // No IAM client in the dependencies: moto answers the query API without checking signatures.

@@ -6,6 +6,7 @@ import {
   DescribeInstanceAttributeCommand,
   DescribeInstancesCommand,
   DescribeVolumesCommand,
+  RegisterImageCommand,
   type EC2Client,
   type Instance,
 } from '@aws-sdk/client-ec2';
@@ -15,11 +16,13 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { findWalg } from '../../activities/lib/walg';
 import { dataVolumeGiB } from '../../common/aws';
+import { estimateCost } from '../../common/cost';
 import { RESOURCE_TAGS } from '../../common/names';
-import { volumeBytes } from '../../common/spec';
+import { resolveSpec, volumeBytes } from '../../common/spec';
 import { S3ResultsStore } from '../../activities/control/s3-results-store';
 import { clientToken } from '../../infra/providers/aws/ec2-provider';
-import { awsSpec, hostRequests, NVME_ONLY, startAwsTestbed, TEST_BUCKET, TEST_PROFILE, type AwsTestbed } from '../helpers/aws-lab';
+import { DEFAULT_AWS_POLICY } from '../../infra/providers/aws/policy';
+import { awsInput, awsSpec, hostRequests, NVME_ONLY, startAwsTestbed, TEST_BUCKET, TEST_PROFILE, type AwsTestbed } from '../helpers/aws-lab';
 import { uniqueId } from '../helpers/temporal';
 
 async function instancesOfRun(ec2: EC2Client, runId: string): Promise<Instance[]> {
@@ -281,7 +284,117 @@ describe('Ec2Provider and S3 on moto', () => {
     expect(wrongSubnet.problems.join('\n')).toMatch(/aws\.subnetId: .*subnet-0000000000000000f/);
     const noNvme = await provider.preflight(awsSpec(bed.network, { host: { instanceType: 'm6i.4xlarge' } }));
     expect(noNvme.problems.join('\n')).toMatch(/storageClasses\.nvme\.kind: instance type m6i\.4xlarge has no instance store/);
-    expect(noNvme.warnings.join('\n')).toContain('aws.hourlyPriceUsd.m6i.4xlarge');
+    // The operator prices m6id.4xlarge only: another type cannot be held to the cost ceiling.
+    expect(noNvme.problems).toContain(
+      'host.instanceType: this control worker prices only m6id.4xlarge (STORAGE_LAB_AWS_HOURLY_PRICES), so it cannot hold a m6i.4xlarge run to its cost ceiling; choose one of them, or ask the operator to add m6i.4xlarge=<USD per hour>',
+    );
+  });
+
+  it('boots only images whose owner the operator allows, however the spec names the image, and says which field chose it', async () => {
+    const debianOnly = bed.setup({ policy: DEFAULT_AWS_POLICY }).provider;
+    const spec = awsSpec(bed.network);
+    const { imageId, imageOwnerId } = bed.network;
+    // moto has no image of Debian's account (the default allow-list): its image is refused, with the variable to change.
+    expect((await debianOnly.preflight(spec)).problems).toEqual([
+      `aws.imageId: image ${imageId} belongs to ${imageOwnerId} (amazon), not to an owner this control worker allows (136693071363); use an image of one of them, or ask the operator to add its owner to STORAGE_LAB_AWS_IMAGE_OWNERS`,
+    ]);
+    // An owner alias allows every image of that owner.
+    const amazon = bed.setup({ policy: { ...DEFAULT_AWS_POLICY, imageOwners: ['amazon'] } }).provider;
+    expect((await amazon.preflight(spec)).problems).toEqual([]);
+
+    // An image of this account's own (moto registers it under the caller's account, 123456789012, no alias).
+    const own = await bed.moto.clients.ec2.send(
+      new RegisterImageCommand({ Name: `own-${uniqueId('img')}`, RootDeviceName: '/dev/xvda', Architecture: 'x86_64', BlockDeviceMappings: [{ DeviceName: '/dev/xvda', Ebs: { VolumeSize: 8 } }] }),
+    );
+    const ownSpec = awsSpec(bed.network, { aws: { imageId: own.ImageId } });
+    expect((await bed.setup().provider.preflight(ownSpec)).problems).toEqual([
+      `aws.imageId: image ${own.ImageId} belongs to 123456789012, not to an owner this control worker allows (${imageOwnerId}); use an image of one of them, or ask the operator to add its owner to STORAGE_LAB_AWS_IMAGE_OWNERS`,
+    ]);
+
+    // Through a public SSM parameter the image it resolves to is checked, named by the parameter's field.
+    const byParameter = (name: string) => {
+      const input = awsInput(bed.network, { aws: { imageSsmParameter: name } });
+      delete (input.aws as Record<string, unknown>).imageId;
+      return resolveSpec(input);
+    };
+    const viaParameter = byParameter('/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64');
+    expect((await debianOnly.preflight(viaParameter)).problems).toEqual([
+      expect.stringMatching(/^aws\.imageSsmParameter: image ami-[0-9a-f]{17} belongs to \d{12} \(amazon\), not to an owner this control worker allows \(136693071363\)/),
+    ]);
+    expect((await amazon.preflight(viaParameter)).problems).toEqual([]);
+    // A public parameter that holds something else is refused without echoing its value.
+    const notAnImage = byParameter('/aws/service/global-infrastructure/regions/us-east-1/availability-zones/use1-az1');
+    const [wrong] = (await amazon.preflight(notAnImage)).problems;
+    expect(wrong).toBe(
+      'aws.imageSsmParameter: /aws/service/global-infrastructure/regions/us-east-1/availability-zones/use1-az1 does not hold an AMI id; name a parameter that does, or set aws.imageId',
+    );
+
+    // The launch checks again, where the image would boot with the host role: refused, nothing started.
+    const runId = newRun();
+    const [req] = hostRequests(ownSpec, runId);
+    await expect(bed.setup().provider.provision(req)).rejects.toMatchObject({
+      type: 'InvalidSpecError',
+      nonRetryable: true,
+      message: expect.stringContaining(`aws.imageId: image ${own.ImageId} belongs to 123456789012`),
+    });
+    expect(await instancesOfRun(bed.moto.clients.ec2, runId)).toEqual([]);
+  });
+
+  it("holds a run to the lower of aws.maxCostUsd and the operator's ceiling, at prices no lower than the operator's", async () => {
+    const capped = bed.setup({ policy: { ...bed.env.policy!, maxCostUsd: 5 } }).provider;
+    // ci sizes: each host is mostly the duration model's boot and teardown (13 min); 32 of them are about $6.70.
+    const many = { clustersPerClass: 16 };
+    const fix = "above its ceiling of $5 (the control worker's ceiling, STORAGE_LAB_AWS_MAX_COST_USD; aws.maxCostUsd can lower it, not raise it)";
+    for (const over of [many, { ...many, aws: { maxCostUsd: 1000 } }, { ...many, aws: { hourlyPriceUsd: { 'm6id.4xlarge': 0.0001 } } }]) {
+      const { problems } = await capped.preflight(awsSpec(bed.network, over));
+      expect(problems).toEqual([expect.stringMatching(/^aws\.maxCostUsd: the run is estimated at \$\d+\.\d\d for 32 hosts \(m6id\.4xlarge on-demand [\d.]+ instance-hours = \$/)]);
+      expect(problems[0]).toContain(fix);
+    }
+    const estimate = Number(/estimated at \$([\d.]+)/.exec((await capped.preflight(awsSpec(bed.network, many))).problems[0])![1]);
+    expect(estimate).toBeGreaterThan(5);
+    expect(estimate).toBeCloseTo(estimateCost(awsSpec(bed.network, many)).totalUsd!, 2);
+    expect((await capped.preflight(awsSpec(bed.network))).problems).toEqual([]);
+
+    // With the operator's default ceiling ($100): seed-full's sizes pass; 16 clusters per class of m6id.8xlarge do not.
+    const { provider } = bed.setup({ policy: { ...bed.env.policy!, hourlyPriceUsd: { 'm6id.4xlarge': 0.9492, 'm6id.8xlarge': 1.8984 } } });
+    const seed = { preset: 'seed-full', host: { memoryLimitMiB: 65_536 } };
+    expect((await provider.preflight(awsSpec(bed.network, seed))).problems).toEqual([]);
+    const large = { ...seed, clustersPerClass: 16, host: { instanceType: 'm6id.8xlarge', memoryLimitMiB: 131_072 }, aws: { rootVolumeGiB: 40 } };
+    const [refused, ...more] = (await provider.preflight(awsSpec(bed.network, large))).problems;
+    expect(more).toEqual([]);
+    expect(refused).toMatch(/^aws\.maxCostUsd: the run is estimated at \$\d+\.\d\d for 32 hosts .*above its ceiling of \$100 \(the control worker's ceiling, STORAGE_LAB_AWS_MAX_COST_USD/);
+  });
+
+  it("makes host agents dial this lab's Temporal only: they fetch its credentials and take its tasks", async () => {
+    const { provider } = bed.setup();
+    const elsewhere = awsSpec(bed.network, { aws: { temporalAddress: 'temporal.example.com:7233' } });
+    const [problem] = (await provider.preflight(elsewhere)).problems;
+    expect(problem).toMatch(/^aws\.temporalAddress: the host agents must dial this lab's Temporal, \S+:\d+ \(STORAGE_LAB_AWS_TEMPORAL_ADDRESS on the control worker/);
+    const runId = newRun();
+    const [req] = hostRequests(elsewhere, runId);
+    await expect(provider.provision(req)).rejects.toMatchObject({ type: 'InvalidSpecError', nonRetryable: true, message: expect.stringContaining('aws.temporalAddress') });
+    expect(await instancesOfRun(bed.moto.clients.ec2, runId)).toEqual([]);
+  });
+
+  it('launches only instance types the operator prices, whatever path the request took (drills have no provider preflight)', async () => {
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    await expect(bed.setup().provider.provision({ ...req, instanceType: 'm6id.32xlarge' })).rejects.toMatchObject({
+      type: 'InvalidSpecError',
+      nonRetryable: true,
+      message: expect.stringContaining('host.instanceType: this control worker prices only m6id.4xlarge (STORAGE_LAB_AWS_HOURLY_PRICES)'),
+    });
+    expect(await instancesOfRun(bed.moto.clients.ec2, runId)).toEqual([]);
+  });
+
+  it("refuses durations whose worst-case pgbench logs do not fit a host's root volume", async () => {
+    const { provider } = bed.setup();
+    const { problems } = await provider.preflight(awsSpec(bed.network, { workload: { durationSeconds: 86_400 } }));
+    // 86,401 s x 16 vCPUs x 50,000 transactions a second x 48 bytes.
+    expect(problems).toEqual([
+      expect.stringMatching(/^workload\.durationSeconds: warm-up and run may write 3089\.9 GiB of pgbench transaction logs on a host's root volume \(16 vCPUs/),
+    ]);
+    expect(problems[0]).toContain('which has 16 GiB beside the system (aws.rootVolumeGiB = 20); lower workload.durationSeconds or workload.warmupSeconds, or raise aws.rootVolumeGiB to at least 3094');
   });
 
   it('stores results in S3 under the run prefix with server-side encryption', async () => {

@@ -3,10 +3,17 @@
  * (Debian's 15, the tools cache's 17), scripts by the real pgbench. No server, no host: each check takes
  * milliseconds.
  */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { chmodSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createPreflightActivities } from '../../activities/control/preflight';
 import { checkDrillWithTools, checkExperimentWithTools, checkServerSettings, settingsCatalogue } from '../../activities/control/spec-checks';
-import { resolveRestoreDrill } from '../../common/drill-spec';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
 import { REFUSED_SETTINGS, refusedSetting } from '../../common/server-settings';
 import { resolveSpec } from '../../common/spec';
+import { pgbenchLogBytes } from '../../common/spec-rules';
+import type { HostProvider } from '../../infra/providers/host-provider';
 import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
 
 const ci = (over: Record<string, unknown>) => resolveSpec({ preset: 'ci', ...over });
@@ -130,5 +137,67 @@ describe('spec checks by the real tools', () => {
     // \syncpipeline is allowed by the rules (17+); Debian's pgbench 15, the one that runs locally, does not know it.
     const { problems } = await checkExperimentWithTools(ci({ workload: { script: '\\startpipeline\nUPDATE pgbench_accounts SET abalance = 0 WHERE aid = 1;\n\\syncpipeline\n\\endpipeline\n' } }), 'control-plane');
     expect(problems).toEqual([{ path: 'workload.script', message: expect.stringContaining('invalid command in command "syncpipeline"') }]);
+  });
+});
+
+describe("the preflight against this machine's disk (the hosts folder's real free space)", () => {
+  // Below the suite's folder, which the postgres user can reach (the preflight checks that too).
+  const hostsDir = mkdtempSync(path.join(process.env.STORAGE_LAB_TEST_DIR!, 'disk-preflight-hosts-'));
+  chmodSync(hostsDir, 0o755);
+  afterAll(() => rmSync(hostsDir, { recursive: true, force: true }));
+  const activities = createPreflightActivities({ hostsDir }, () => ({ name: 'local' }) as unknown as HostProvider);
+  const env = new MockActivityEnvironment();
+  const refusal = (p: Promise<unknown>) => p.then(() => 'accepted', (err: Error) => err.message);
+  const freeGiB = () => {
+    const s = statfsSync(hostsDir);
+    return (s.bavail * s.bsize) / 2 ** 30;
+  };
+  /** The largest volume a spec may ask for, and how many of them at once exceed the free space. */
+  const tooBig = (hostsPer: number) => {
+    const sizeGiB = Math.min(16_384, Math.ceil(freeGiB()) + 1);
+    return { sizeGiB, hosts: Math.ceil((freeGiB() + 1) / (sizeGiB * hostsPer)) };
+  };
+
+  it("refuses an explicit sizeGiB whose volumes do not fit, naming it; a size that fits passes", async () => {
+    const { sizeGiB, hosts } = tooBig(1);
+    // Both classes' clusters at once; the largest volumes are the gp3 ones of the size asked for.
+    const spec = resolveSpec({ preset: 'ci', storageClasses: { gp3: { sizeGiB } }, clustersPerClass: hosts, maxParallelClusters: 2 * hosts });
+    const message = await refusal(env.run(activities.preflight, { spec }));
+    expect(message).toMatch(new RegExp(`storageClasses\\.gp3\\.sizeGiB: ${2 * hosts} hosts at once need about [\\d.]+ GiB of volumes but ${hostsDir} has [\\d.]+ GiB free; lower storageClasses\\.gp3\\.sizeGiB \\(or remove it: the default fits the data\\) or maxParallelClusters`));
+    const fits = resolveSpec({ preset: 'ci', storageClasses: { gp3: { sizeGiB: Math.max(1, Math.floor(freeGiB() / 4)) } } });
+    expect(await refusal(env.run(activities.preflight, { spec: fits }))).toBe('accepted');
+  });
+
+  it("counts a restore drill's explicit volume size on both its hosts", async () => {
+    const { sizeGiB, hosts } = tooBig(2);
+    // Two hosts at once; a machine with more free space than two 16 TiB volumes keeps this test from refusing.
+    if (hosts > 1) return;
+    const message = await refusal(env.run(activities.preflightDrill, { kind: 'restore' as const, spec: resolveRestoreDrill({ preset: 'ci', storageClass: { sizeGiB } }) }));
+    expect(message).toMatch(/storageClass\.sizeGiB: 2 hosts at once need about [\d.]+ GiB of volumes but .* GiB free; lower storageClass\.sizeGiB \(or remove it: the default fits the data\)/);
+  });
+
+  it('refuses a duration whose worst-case pgbench logs do not fit beside the volumes, naming workload.durationSeconds', async () => {
+    const cpus = os.availableParallelism();
+    const perSecond = pgbenchLogBytes({ warmupSeconds: 0, durationSeconds: 1 }, cpus);
+    const seconds = Math.min(86_400, Math.ceil((freeGiB() * 2 ** 30) / perSecond) + 60);
+    const hosts = Math.ceil((freeGiB() * 2 ** 30) / pgbenchLogBytes({ warmupSeconds: 1, durationSeconds: seconds }, cpus)) + 1;
+    const spec = resolveSpec({ preset: 'ci', workload: { durationSeconds: seconds }, clustersPerClass: hosts, maxParallelClusters: 2 * hosts });
+    const message = await refusal(env.run(activities.preflight, { spec }));
+    expect(message).toMatch(
+      /workload\.durationSeconds: \d+ hosts at once may keep [\d.]+ GiB of pgbench transaction logs \(warm-up and run at the worst case of 50,000 transactions a second per CPU on \d+ CPUs, 48 bytes each\) beside [\d.]+ GiB of volumes, but .* GiB free; lower workload\.durationSeconds or maxParallelClusters/,
+    );
+    // The ci preset's 6 s keep a few MB.
+    expect(await refusal(env.run(activities.preflight, { spec: resolveSpec({ preset: 'ci' }) }))).toBe('accepted');
+  });
+
+  it("counts the failover drill's ledger of acknowledged commits, naming rounds", async () => {
+    const cpus = os.availableParallelism();
+    // Every round writes for killAfterSeconds + afterFailoverSeconds at 50,000 commits a second per CPU, 12 bytes each.
+    const perRound = 7_200 * cpus * 50_000 * 12;
+    const rounds = Math.ceil((freeGiB() * 2 ** 30) / perRound) + 1;
+    if (rounds > 50) return; // A disk larger than 50 rounds of the longest writes cannot be filled by one drill.
+    const spec = resolveFailoverDrill({ preset: 'ci', rounds, writer: { killAfterSeconds: 3_600, afterFailoverSeconds: 3_600 } });
+    const message = await refusal(env.run(activities.preflightDrill, { kind: 'failover' as const, spec }));
+    expect(message).toMatch(/rounds: 4 hosts at once may keep [\d.]+ GiB of ledger of acknowledged commits/);
   });
 });

@@ -14,6 +14,7 @@ import { completeHostConfig } from '../../infra/aws/host-config';
 import { readUserDataTemplate, renderUserData, shellQuote, USER_DATA_LIMIT_BYTES, type UserDataValues } from '../../infra/aws/user-data';
 import { PROJECT_ROOT } from '../../infra/lab-paths';
 import { clientToken, hostBase } from '../../infra/providers/aws/ec2-provider';
+import { awsPolicyFromEnv, DEFAULT_AWS_POLICY } from '../../infra/providers/aws/policy';
 import { awsEnv } from '../../worker/aws-setup';
 
 const values = (over: Partial<UserDataValues> = {}): UserDataValues => ({
@@ -124,6 +125,10 @@ describe('host bootstrap (user-data)', () => {
     expect(() => renderUserData('echo {{HOST_ID}}', values())).toThrow(/values without a placeholder: STORAGE_KIND/);
     expect(() => renderUserData(template, values({ HOST_BASE_JSON: 'x'.repeat(USER_DATA_LIMIT_BYTES) }))).toThrow(/at most 16384/);
     expect(shellQuote("a'b")).toBe(`'a'\\''b'`);
+    // A line break would add a line of its own to agent.env; the spec's patterns refuse it, and so does the render.
+    expect(() => renderUserData(template, values({ TEMPORAL_ADDRESS: 'lab:7233\nTEMPORAL_API_KEY_FILE=/etc/shadow' }))).toThrow(
+      '{{TEMPORAL_ADDRESS}} holds a control character',
+    );
   });
 });
 
@@ -170,7 +175,31 @@ describe('AWS settings', () => {
       bucket: 'b',
       resultsPrefix: 'lab/results',
       kmsKeyId: undefined,
+      policy: DEFAULT_AWS_POLICY,
     });
+  });
+
+  it("reads the operator's rules for runs: image owners, cost ceiling, prices, the hosts' Temporal address", () => {
+    expect(awsPolicyFromEnv({})).toEqual({ imageOwners: ['136693071363'], maxCostUsd: 100, hourlyPriceUsd: { 'm6id.4xlarge': 0.9492 } });
+    expect(
+      awsPolicyFromEnv({
+        STORAGE_LAB_AWS_IMAGE_OWNERS: ' 136693071363, amazon ,123456789012',
+        STORAGE_LAB_AWS_MAX_COST_USD: '250.5',
+        STORAGE_LAB_AWS_HOURLY_PRICES: 'm6id.4xlarge=0.9492,m6id.8xlarge=1.8984',
+        STORAGE_LAB_AWS_TEMPORAL_ADDRESS: 'lab.a1b2c.tmprl.cloud:7233',
+      }),
+    ).toEqual({
+      imageOwners: ['136693071363', 'amazon', '123456789012'],
+      maxCostUsd: 250.5,
+      hourlyPriceUsd: { 'm6id.4xlarge': 0.9492, 'm6id.8xlarge': 1.8984 },
+      temporalAddress: 'lab.a1b2c.tmprl.cloud:7233',
+    });
+    expect(() => awsPolicyFromEnv({ STORAGE_LAB_AWS_IMAGE_OWNERS: '1366930713' })).toThrow(/STORAGE_LAB_AWS_IMAGE_OWNERS: "1366930713" is not an account id/);
+    expect(() => awsPolicyFromEnv({ STORAGE_LAB_AWS_IMAGE_OWNERS: 'amazon;x' })).toThrow(/STORAGE_LAB_AWS_IMAGE_OWNERS/);
+    for (const bad of ['0', '-5', 'lots', '1e9']) expect(() => awsPolicyFromEnv({ STORAGE_LAB_AWS_MAX_COST_USD: bad })).toThrow(/STORAGE_LAB_AWS_MAX_COST_USD must be a number/);
+    for (const bad of ['m6id.4xlarge', 'm6id.4xlarge=0', 'M6ID=1', 'm6id.4xlarge=x'])
+      expect(() => awsPolicyFromEnv({ STORAGE_LAB_AWS_HOURLY_PRICES: bad })).toThrow(/STORAGE_LAB_AWS_HOURLY_PRICES: .* is not type=USD per hour/);
+    expect(() => awsPolicyFromEnv({ STORAGE_LAB_AWS_TEMPORAL_ADDRESS: 'https://x:7233' })).toThrow(/STORAGE_LAB_AWS_TEMPORAL_ADDRESS must be host:port/);
   });
 
   it('lists the spec fields a real run on AWS needs', () => {
@@ -179,7 +208,7 @@ describe('AWS settings', () => {
     expect(missing).toEqual(['aws.subnetId', 'aws.instanceProfileName', 'aws.temporalAddress']);
     const ok = resolveSpec({
       preset: 'seed-full',
-      aws: { subnetId: 'subnet-1', instanceProfileName: 'p', temporalAddress: 'a:7233', temporalTlsCertParameter: '/c' },
+      aws: { subnetId: 'subnet-0abc1234def567890', instanceProfileName: 'p', temporalAddress: 'a:7233', temporalTlsCertParameter: '/c' },
     });
     expect(awsRunProblems(ok).map((p) => p.path)).toEqual(['aws.temporalTlsKeyParameter']);
   });

@@ -22,6 +22,7 @@ import {
   paginateDescribeInstances,
   paginateDescribeVolumes,
   type Filter,
+  type Image,
   type Instance,
   type InstanceTypeInfo,
   type _InstanceType,
@@ -32,13 +33,17 @@ import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { dataVolumeGiB } from '../../../common/aws';
+import { costCeilingProblems, withPriceFloor } from '../../../common/cost';
 import { FAILURE_TYPES } from '../../../common/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/names';
-import { classLimits, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
+import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
+import { AMI_ID } from '../../../common/spec-fields';
+import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/spec-rules';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
 import type { HostConfig, HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
 import { awsErrorCode, callAws, type AwsClients } from './aws-clients';
+import type { AwsPolicy } from './policy';
 
 /** Instance states of a host that exists (terminated and shutting-down ones are gone, or going). */
 const LIVE_INSTANCE_STATES = ['pending', 'running', 'stopping', 'stopped'];
@@ -49,6 +54,8 @@ const HOST_DIR = '/var/lib/storage-lab/host';
 const STORAGE_ROOT = '/srv/storage-lab';
 const POSTGRES_PORT = 5432;
 const CONSOLE_LINES = 60;
+/** What the system takes of a host's root volume: Debian, PostgreSQL, Node, the AWS CLI, the agent and its packages. */
+const ROOT_VOLUME_SYSTEM_GIB = 4;
 
 export interface Ec2ProviderOptions {
   clients: AwsClients;
@@ -63,6 +70,8 @@ export interface Ec2ProviderOptions {
   bucket: string;
   resultsPrefix: string;
   agentPackage: AgentPackageSource;
+  /** The operator's rules: image owners, the cost ceiling and its prices, the Temporal address host agents dial. */
+  policy: Required<AwsPolicy>;
   /** Node version the hosts install (default: this process's, so hosts run what the control worker runs). */
   nodeVersion?: string;
   /** Poll interval and bounds of the waits for EC2 state changes. */
@@ -185,6 +194,8 @@ export class Ec2Provider implements HostProvider {
       problems.push(`aws.resultsBucket: this control worker writes results to s3://${this.opts.bucket} (STORAGE_LAB_AWS_BUCKET); set aws.resultsBucket to ${this.opts.bucket} or remove it`);
     if (aws.resultsPrefix !== this.opts.resultsPrefix)
       problems.push(`aws.resultsPrefix: this control worker writes results below ${this.opts.resultsPrefix} (STORAGE_LAB_RESULTS_PREFIX); set aws.resultsPrefix to it`);
+    const address = this.temporalAddressProblem(aws);
+    if (address) problems.push(address);
     if (problems.length) return { problems, warnings };
 
     const check = async (field: string, fix: string, fn: () => Promise<string | null>) => {
@@ -192,7 +203,9 @@ export class Ec2Provider implements HostProvider {
         const problem = await fn();
         if (problem) problems.push(`${field}: ${problem}`);
       } catch (err) {
-        problems.push(`${field}: ${awsErrorCode(err) || 'error'}: ${(err as Error).message}; ${fix}`);
+        // The provider's own refusals already name their field and fix.
+        if (err instanceof ApplicationFailure && err.type === FAILURE_TYPES.invalidSpec) problems.push(err.message);
+        else problems.push(`${field}: ${awsErrorCode(err) || 'error'}: ${(err as Error).message}; ${fix}`);
       }
     };
     let zone: string | undefined;
@@ -206,10 +219,11 @@ export class Ec2Provider implements HostProvider {
         await this.ec2.send(new DescribeSecurityGroupsCommand({ GroupIds: aws.securityGroupIds }));
         return null;
       });
-    await check(aws.imageId ? 'aws.imageId' : 'aws.imageSsmParameter', 'name an AMI of this region (Debian 12 or newer)', async () => {
+    await check(imageField(aws), 'name an AMI of this region (Debian 12 or newer)', async () => {
       const imageId = await this.imageId(aws);
       const out = await this.ec2.send(new DescribeImagesCommand({ ImageIds: [imageId] }));
-      return out.Images?.length ? null : `image ${imageId} not found`;
+      const image = out.Images?.[0];
+      return image ? this.imageOwnerProblem(image) : `image ${imageId} not found`;
     });
     const type = spec.host.instanceType;
     if (zone)
@@ -233,12 +247,63 @@ export class Ec2Provider implements HostProvider {
       problems.push(`storageClasses.${nvme}.kind: instance type ${type} has no instance store; use one with local NVMe (m6id, c6id, i4i, ...) or kind "ebs"`);
     else if (typeInfo && nvme && volumeBytes(spec) > localGB * 1e9)
       problems.push(`data.scale: the data needs about ${Math.ceil(volumeBytes(spec) / 1e9)} GB but ${type} has ${localGB} GB of instance store; lower data.scale or choose a larger type`);
+    const vcpus = typeInfo?.VCpuInfo?.DefaultVCpus;
+    if (vcpus) {
+      // pgbench's transaction logs go to the host folder on the root volume (user-data.sh: /var/lib/storage-lab/host).
+      const logBytes = pgbenchLogBytes(spec.workload, vcpus);
+      const roomGiB = aws.rootVolumeGiB - ROOT_VOLUME_SYSTEM_GIB;
+      if (logBytes > roomGiB * 2 ** 30)
+        problems.push(
+          `workload.durationSeconds: warm-up and run may write ${(logBytes / 2 ** 30).toFixed(1)} GiB of pgbench transaction logs on a host's root volume (${vcpus} vCPUs at the worst case of ${MAX_TPS_PER_CPU.toLocaleString('en-US')} transactions a second each, ${PGBENCH_LOG_BYTES_PER_TRANSACTION} bytes a line), which has ${roomGiB} GiB beside the system (aws.rootVolumeGiB = ${aws.rootVolumeGiB}); lower workload.durationSeconds or workload.warmupSeconds, or raise aws.rootVolumeGiB to at least ${Math.ceil(logBytes / 2 ** 30) + ROOT_VOLUME_SYSTEM_GIB}`,
+        );
+    }
     const memoryMiB = typeInfo?.MemoryInfo?.SizeInMiB;
     if (memoryMiB && memoryMiB !== spec.host.memoryLimitMiB)
       warnings.push(`host.memoryLimitMiB: ${spec.host.memoryLimitMiB} MiB is not enforced on AWS, each host has the ${type}'s ${memoryMiB} MiB; set it to ${memoryMiB} so the result says what ran`);
-    if (aws.hourlyPriceUsd[type] === undefined)
-      warnings.push(`no price for ${type}: the cost estimate is incomplete; add aws.hourlyPriceUsd.${type}`);
+    problems.push(...this.costProblems(spec));
     return { problems, warnings };
+  }
+
+  /** The host agents must dial this lab's Temporal: they take its tasks and present the credentials the spec names. */
+  private temporalAddressProblem(aws: AwsSpec): string | null {
+    const wanted = this.opts.policy.temporalAddress;
+    if (aws.temporalAddress === undefined || aws.temporalAddress === wanted) return null;
+    return `aws.temporalAddress: the host agents must dial this lab's Temporal, ${wanted} (STORAGE_LAB_AWS_TEMPORAL_ADDRESS on the control worker, else its TEMPORAL_ADDRESS): they take its tasks and present the credentials aws.temporalApiKeyParameter names; set aws.temporalAddress to ${wanted}`;
+  }
+
+  /**
+   * The run's estimate against the lower of aws.maxCostUsd and the operator's ceiling, at prices no lower than the
+   * operator's: an instance type the operator has no price for cannot be held to a ceiling, so it is refused.
+   */
+  private costProblems(spec: ExperimentSpec): string[] {
+    const { policy } = this.opts;
+    const unpriced = this.instanceTypeProblem(spec.host.instanceType);
+    if (unpriced) return [unpriced];
+    const own = spec.aws?.maxCostUsd;
+    const operatorBinds = own === undefined || policy.maxCostUsd < own;
+    const ceiling = {
+      usd: operatorBinds ? policy.maxCostUsd : own,
+      field: 'aws.maxCostUsd',
+      source: operatorBinds ? "the control worker's ceiling, STORAGE_LAB_AWS_MAX_COST_USD; aws.maxCostUsd can lower it, not raise it" : 'aws.maxCostUsd',
+    };
+    return costCeilingProblems(withPriceFloor(spec, { hourly: policy.hourlyPriceUsd, storage: LIST_PRICES_USD.storage }), ceiling).map(
+      (p) => `${p.path}: ${p.message}`,
+    );
+  }
+
+  /** Runs use the instance types the operator prices (a price is what holds a run to the cost ceiling). */
+  private instanceTypeProblem(type: string): string | null {
+    const priced = Object.keys(this.opts.policy.hourlyPriceUsd);
+    if (priced.includes(type)) return null;
+    return `host.instanceType: this control worker prices only ${priced.join(', ')} (STORAGE_LAB_AWS_HOURLY_PRICES), so it cannot hold a ${type} run to its cost ceiling; choose one of them, or ask the operator to add ${type}=<USD per hour>`;
+  }
+
+  /** An image boots with the lab's host role only when the operator allows its owner (by account id or alias). */
+  private imageOwnerProblem(image: Image): string | null {
+    const owners = this.opts.policy.imageOwners;
+    if (owners.includes(image.OwnerId ?? '') || (image.ImageOwnerAlias && owners.includes(image.ImageOwnerAlias))) return null;
+    const owner = `${image.OwnerId ?? 'an unknown account'}${image.ImageOwnerAlias ? ` (${image.ImageOwnerAlias})` : ''}`;
+    return `image ${image.ImageId} belongs to ${owner}, not to an owner this control worker allows (${owners.join(', ')}); use an image of one of them, or ask the operator to add its owner to STORAGE_LAB_AWS_IMAGE_OWNERS`;
   }
 
   /** The run's aws section, checked against this provider. */
@@ -254,6 +319,9 @@ export class Ec2Provider implements HostProvider {
         `aws.region: ${aws.region}, but this control worker manages ${this.opts.region}`,
         FAILURE_TYPES.invalidSpec,
       );
+    // Checked again at launch: the drills have no provider preflight.
+    const refused = this.temporalAddressProblem(aws) ?? this.instanceTypeProblem(req.instanceType);
+    if (refused) throw ApplicationFailure.nonRetryable(refused, FAILURE_TYPES.invalidSpec);
     // Each EC2 host makes its own password at boot; hosts that replicate with each other need one from SSM.
     if (req.passwordScope && !aws.databasePasswordParameter)
       throw ApplicationFailure.nonRetryable(
@@ -268,9 +336,13 @@ export class Ec2Provider implements HostProvider {
     const image = await callAws(`describe image ${imageId}`, 'set aws.imageId to an AMI of this region', () =>
       this.ec2.send(new DescribeImagesCommand({ ImageIds: [imageId] })),
     );
-    const rootDevice = image.Images?.[0]?.RootDeviceName;
-    if (!rootDevice)
-      throw ApplicationFailure.nonRetryable(`aws.imageId: image ${imageId} not found in ${this.opts.region}`, FAILURE_TYPES.invalidSpec);
+    const found = image.Images?.[0];
+    const rootDevice = found?.RootDeviceName;
+    if (!found || !rootDevice)
+      throw ApplicationFailure.nonRetryable(`${imageField(aws)}: image ${imageId} not found in ${this.opts.region}`, FAILURE_TYPES.invalidSpec);
+    // The preflight checked the owner; checked again here, where the image is about to boot with the host role.
+    const owner = this.imageOwnerProblem(found);
+    if (owner) throw ApplicationFailure.nonRetryable(`${imageField(aws)}: ${owner}`, FAILURE_TYPES.invalidSpec);
     this.template ??= readUserDataTemplate();
     const userData = renderUserData(this.template, {
       HOST_ID: req.hostId,
@@ -383,7 +455,9 @@ export class Ec2Provider implements HostProvider {
       this.opts.clients.ssm.send(new GetParameterCommand({ Name: aws.imageSsmParameter })),
     );
     const value = out.Parameter?.Value;
-    if (!value) throw ApplicationFailure.nonRetryable(`aws.imageSsmParameter: ${aws.imageSsmParameter} has no value`, FAILURE_TYPES.invalidSpec);
+    // The value is not echoed: only an AMI id is of use, and the message must not carry anything else a parameter holds.
+    if (!value || !AMI_ID.test(value))
+      throw ApplicationFailure.nonRetryable(`aws.imageSsmParameter: ${aws.imageSsmParameter} does not hold an AMI id; name a parameter that does, or set aws.imageId`, FAILURE_TYPES.invalidSpec);
     return value;
   }
 
@@ -499,6 +573,11 @@ export class Ec2Provider implements HostProvider {
       throw err;
     }
   }
+}
+
+/** The field that chose the image: aws.imageId when set, else the SSM parameter. */
+function imageField(aws: AwsSpec): string {
+  return aws.imageId ? 'aws.imageId' : 'aws.imageSsmParameter';
 }
 
 /** The earliest launched instance; ties go to the smaller id, so concurrent attempts agree. */
