@@ -212,10 +212,10 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
 }
 
 /** A continuation written before peers and the archive's tool were typed: its pg_hba lines name the peers. */
-type LegacyContinuation = Partial<Pick<FailoverContinuation, 'peers'>> & { hbaLines?: string[]; archiving: { store: ResolvedBackupStore; tool?: BackupToolName } | null };
+export type LegacyContinuation = Partial<Pick<FailoverContinuation, 'peers'>> & { hbaLines?: string[]; archiving: { store: ResolvedBackupStore; tool?: BackupToolName } | null };
 
 /** The peers and the archive of a continuation, of either shape (a drill in flight continues across the change). */
-function resumedState(spec: FailoverDrillSpec, continued: FailoverContinuation | LegacyContinuation): Pick<FailoverContinuation, 'peers' | 'archiving'> {
+export function resumedState(spec: FailoverDrillSpec, continued: FailoverContinuation | LegacyContinuation): Pick<FailoverContinuation, 'peers' | 'archiving'> {
   const legacy = continued as LegacyContinuation;
   const peers = legacy.peers ?? [...new Set((legacy.hbaLines ?? []).map((line) => line.split(/\s+/)[3]?.replace(/\/\d+$/, '') ?? ''))].filter(Boolean);
   const archiving = legacy.archiving ? { store: legacy.archiving.store, tool: legacy.archiving.tool ?? spec.backup.tool } : null;

@@ -14,7 +14,7 @@ import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '.
 import { heartbeatWhile } from '../lib/progress';
 import { parseRecoveryLog } from '../parsers/recovery-log';
 import { backupRecordFile, backupTool, type BackupToolRecord } from './archiving';
-import { assertHost, type HostDeps, type HostInput } from './deps';
+import { assertHost, closeSocketDir, type HostDeps, type HostInput } from './deps';
 import { isRunning, labConfig, pgCtl, stopPostgres, tail, writeLabConfig, writeOwned, type LabConfigInput } from './postgres';
 
 export interface BackupStoreInput extends HostInput {
@@ -95,7 +95,9 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
   assertHost(deps, input);
   const ctx = Context.current();
   // The restored server archives nothing (the tool's recovery settings turn archiving off) and has no peers.
-  writeLabConfig(deps, labConfig(deps, { server: input.server, user: input.user }));
+  const lab = labConfig(deps, { server: input.server, user: input.user });
+  closeSocketDir(deps);
+  writeLabConfig(deps, lab);
   const logFile = path.join(deps.config.hostDir, 'logs', 'recovery.log');
   rmSync(logFile, { force: true });
   const started = Date.now();
