@@ -9,7 +9,7 @@ export interface HostDeps {
   config: HostConfig;
   /** Postgres runs as this user when the agent is root; null when the agent itself may run it. */
   osUser: OsUser | null;
-  /** Client tools (pgbench, psql, pg_recvlogical, pg_amcheck) run as this unprivileged user; null: as the agent's. */
+  /** The spec's workload (pgbench with its script) runs as this unprivileged user, as the workload role; null: as the agent's. */
   clientUser: OsUser | null;
 }
 
