@@ -23,7 +23,7 @@ import { configurePostgres, stopPostgres } from '../activities/host/postgres';
 import { withConnection } from '../activities/lib/pg';
 import type { BackupToolName, ResolvedBackupStore } from '../common/backup-store';
 import { segmentOfLsn } from '../common/lsn';
-import { median, startBenchHost, type BenchHost } from './bench-host';
+import { hostSettings, median, startBenchHost, type BenchHost } from './bench-host';
 
 const { values } = parseArgs({
   options: {
@@ -53,8 +53,8 @@ async function oneRound(tool: BackupToolName, source: BenchHost, restore: BenchH
   const store: ResolvedBackupStore = { kind: 'folder', path: path.join(storeRoot, `${tool}-${round}`) };
   const src = source.deps.config.hostId;
   const dst = restore.deps.config.hostId;
-  const archiving = await source.run(configureBackups, { hostId: src, store, tool, archiveTimeoutSeconds: 60 });
-  await source.run(configurePostgres, { hostId: src, settings: { ...SETTINGS, ...archiving.settings } });
+  await source.run(configureBackups, { hostId: src, store, tool });
+  await source.run(configurePostgres, { hostId: src, ...hostSettings(SETTINGS), archiving: { archiveTimeoutSeconds: 60 } });
   await source.run(initBackupRepository, { hostId: src, store, tool });
   const backup = await source.run(takeBackup, { hostId: src, store, tool, kind: 'full' });
   // The restore needs WAL up to the backup's end: close that segment and let it reach the store. The restore point
@@ -71,9 +71,9 @@ async function oneRound(tool: BackupToolName, source: BenchHost, restore: BenchH
 
   await restore.run(stopPostgres, { hostId: dst, mode: 'immediate' });
   rmSync(restore.deps.config.dataDir, { recursive: true, force: true });
-  await restore.run(configureBackups, { hostId: dst, store, tool, archiveTimeoutSeconds: 60 });
+  await restore.run(configureBackups, { hostId: dst, store, tool });
   const fetched = await restore.run(restoreBackup, { hostId: dst, store, tool, target: { type: 'latest' } });
-  const recovery = await restore.run(recoverFromBackup, { hostId: dst, settings: SETTINGS, timeoutSeconds: 600 });
+  const recovery = await restore.run(recoverFromBackup, { hostId: dst, ...hostSettings(SETTINGS), timeoutSeconds: 600 });
   if (!recovery.ok) throw new Error(`${tool}: recovery failed: ${recovery.detail}`);
   rmSync(store.path, { recursive: true, force: true });
   return {

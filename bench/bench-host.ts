@@ -6,9 +6,10 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { configurePostgres, stopPostgres } from '../activities/host/postgres';
+import { configurePostgres, stopPostgres, type LabConfigInput } from '../activities/host/postgres';
 import type { HostDeps } from '../activities/host/deps';
-import { clientOsUser, findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
+import { LAB_SETTINGS } from '../common/postgres-settings';
+import { clientOsUser, findClientBinDir, findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
 import type { HostConfig } from '../infra/providers/host-provider';
 import { deviceOfPath } from '../infra/providers/local/block-devices';
 import { freePort } from '../infra/net';
@@ -20,12 +21,28 @@ export interface BenchHost {
   close(): Promise<void>;
 }
 
-export async function startBenchHost(name: string, settings: Record<string, string>): Promise<BenchHost> {
-  const hostDir = mkdtempSync(path.join(os.tmpdir(), `storage-lab-bench-${name}-`));
+/** Settings given as one record, split as a host takes them: the names the lab manages as its own, the rest as a spec's. */
+export function hostSettings(settings: Record<string, string>): Pick<LabConfigInput, 'server' | 'user'> {
+  const entries = Object.entries(settings);
+  const lab = entries.filter(([k]) => Object.hasOwn(LAB_SETTINGS, k));
+  return { server: Object.fromEntries(lab), user: Object.fromEntries(entries.filter(([k]) => !Object.hasOwn(LAB_SETTINGS, k))) };
+}
+
+/** Where a bench host lives: a temporary folder (default), or a folder the caller made (a small file system of its own). */
+export interface BenchHostOptions {
+  /** PostgreSQL major (default: the newest full installation). */
+  version?: number;
+  /** The folder to make the host in; the caller removes it. */
+  hostDir?: string;
+}
+
+export async function startBenchHost(name: string, settings: Record<string, string>, opts: BenchHostOptions = {}): Promise<BenchHost> {
+  const hostDir = opts.hostDir ?? mkdtempSync(path.join(os.tmpdir(), `storage-lab-bench-${name}-`));
   chmodSync(hostDir, 0o755);
   const osUser = postgresOsUser();
-  const pgBinDir = findPostgresBinDir();
-  if (!pgBinDir) throw new Error('PostgreSQL is not installed: run infra/bootstrap.sh');
+  const pgBinDir = findPostgresBinDir(opts.version);
+  if (!pgBinDir) throw new Error(`PostgreSQL ${opts.version ?? ''} is not installed: run infra/bootstrap.sh`);
+  const pgClientBinDir = findClientBinDir(pgBinDir);
   for (const sub of ['disk', 'run', 'logs']) {
     mkdirSync(path.join(hostDir, sub), { mode: 0o755 });
     if (osUser) chownSync(path.join(hostDir, sub), osUser.uid, osUser.gid);
@@ -50,18 +67,19 @@ export async function startBenchHost(name: string, settings: Record<string, stri
     osUser: osUser?.name ?? null,
     passwordFile,
     pgBinDir,
+    ...(pgClientBinDir && pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
     cgroup: null,
   };
   const deps: HostDeps = { config, osUser, clientUser: clientOsUser() };
   const run = <A extends unknown[], R>(fn: (d: HostDeps, ...args: A) => Promise<R>, ...args: A): Promise<R> =>
     new MockActivityEnvironment().run(() => fn(deps, ...args));
-  await run(configurePostgres, { hostId: config.hostId, settings });
+  await run(configurePostgres, { hostId: config.hostId, ...hostSettings(settings) });
   return {
     deps,
     run,
     async close() {
       await run(stopPostgres, { hostId: config.hostId, mode: 'immediate' }).catch(() => undefined);
-      rmSync(hostDir, { recursive: true, force: true });
+      if (!opts.hostDir) rmSync(hostDir, { recursive: true, force: true });
     },
   };
 }

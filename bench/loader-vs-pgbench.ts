@@ -29,7 +29,7 @@ const SETTINGS = { shared_buffers: '128MB', max_wal_size: '4096MB', wal_level: '
 
 async function dropAll(host: BenchHost): Promise<void> {
   await withConnection(host.deps.config, (c) =>
-    c.query('DROP TABLE IF EXISTS pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history; DROP SCHEMA IF EXISTS storage_lab CASCADE'),
+    c.query('DROP TABLE IF EXISTS public.pgbench_accounts, public.pgbench_branches, public.pgbench_tellers, public.pgbench_history; DROP SCHEMA IF EXISTS storage_lab CASCADE'),
   );
   await withConnection(host.deps.config, (c) => c.query('CHECKPOINT'));
 }

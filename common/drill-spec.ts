@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
 import type { SpecProblem } from './errors';
 import type { ExperimentSpec } from './spec';
+import { userPostgresSettings, type LabServerSettings } from './postgres-settings';
 import { versionProblems } from './postgres-versions';
 import { DRILL_MAX_CONNECTIONS, drillSpecRules } from './spec-rules';
 import {
@@ -310,9 +311,9 @@ function resolveDrill<S extends z.ZodType>(
   return parsed.data;
 }
 
-/** Server settings of every drill host: replication-ready, timestamps the recovery-log parser reads. */
-export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
-  const settings: Record<string, string> = {
+/** The lab's own server settings of every drill host: replication-ready, timestamps the recovery-log parser reads. */
+export function drillLabSettings(spec: BaseSpec): LabServerSettings {
+  return {
     shared_buffers: `${spec.postgres.sharedBuffersMiB}MB`,
     max_connections: String(DRILL_MAX_CONNECTIONS),
     wal_level: 'replica',
@@ -328,8 +329,11 @@ export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
     log_timezone: 'UTC',
     log_checkpoints: 'on',
   };
-  for (const [key, value] of Object.entries(spec.postgres.settings)) settings[key] = String(value);
-  return settings;
+}
+
+/** Every server setting of a drill host as the host writes it: the lab's, then the spec's postgres.settings on top. */
+export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
+  return { ...drillLabSettings(spec), ...userPostgresSettings(spec.postgres.settings) };
 }
 
 /** A drill's input from the experiment's spec: its `ci` preset, sized and configured like the experiment. */

@@ -6,6 +6,7 @@
  * real server of the version that will run (activities/control/spec-checks.ts), before any host exists.
  */
 import { z } from 'zod';
+import type { SpecProblem } from './errors';
 
 /** Why a family of settings is refused; the README lists them by family. */
 export const REFUSED_FAMILIES = {
@@ -92,6 +93,7 @@ export const REFUSED_SETTINGS: readonly RefusedSetting[] = [
   { name: 'log_destination', family: 'lab', reason: "the lab reads the server's log where pg_ctl writes it (failures, recovery timings)" },
   { name: 'log_line_prefix', family: 'lab', reason: "the restore drill reads recovery timings from the log in the lab's format" },
   { name: 'log_timezone', family: 'lab', reason: "the restore drill reads recovery timings from the log in the lab's format" },
+  { name: 'temp_file_limit', family: 'lab', reason: "the lab bounds temporary files from the data volume's size, so the workload cannot fill it" },
   { name: /^ssl/, family: 'tls', reason: 'the lab serves no TLS (no certificate on hosts; connections stay on loopback or inside the VPC)' },
   { name: /_command$/, family: 'program', reason: 'a *_command setting runs a shell command' },
   { name: /_librar(y|ies)$/, family: 'code', reason: 'a *_library / *_libraries setting loads code' },
@@ -130,10 +132,29 @@ export function settingProblems(name: string, value: unknown): string[] {
   return problems;
 }
 
+/** What a setting's name may be: it is written unquoted into postgresql.conf. */
+export const SETTING_NAME = /^[a-z_.]+$/;
+
+/**
+ * Every problem of `postgres.settings` that needs no server to find, with its dotted path: what the spec's rules
+ * check, and what a host checks again before it writes anything (a value may have reached it without those rules).
+ */
+export function serverSettingsProblems(settings: Record<string, unknown>): SpecProblem[] {
+  const problems: SpecProblem[] = [];
+  for (const [name, value] of Object.entries(settings)) {
+    const path = `postgres.settings.${name}`;
+    if (!SETTING_NAME.test(name)) problems.push({ path, message: 'must be a server setting name: lower-case letters, underscores (and dots)' });
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+      problems.push({ path, message: 'must be a string, a number or a boolean' });
+    for (const message of settingProblems(name, value)) problems.push({ path, message });
+  }
+  return problems;
+}
+
 /** Extra server settings, written to postgresql.conf as they are, once no refusal applies. */
 export const ServerSettingsSchema = z
   .record(
-    z.string().regex(/^[a-z_.]+$/, { error: 'must be a server setting name: lower-case letters, underscores (and dots)' }),
+    z.string().regex(SETTING_NAME, { error: 'must be a server setting name: lower-case letters, underscores (and dots)' }),
     z.union([z.string(), z.number(), z.boolean()], { error: 'must be a string, a number or a boolean' }),
   )
   .superRefine((settings, ctx) => {

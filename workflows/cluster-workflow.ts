@@ -9,7 +9,7 @@ import { clusterBounds } from '../common/bounds';
 import { latencyBreakdown } from '../common/breakdown';
 import { FAILURE_TYPES } from '../common/errors';
 import { tpsStall } from '../common/measurement';
-import { postgresSettings } from '../common/postgres-settings';
+import { labPostgresSettings, userPostgresSettings } from '../common/postgres-settings';
 import type { ClusterResult, FailedAttempt } from '../common/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
 import { accountRows, classLimits, volumeBytes, type ExperimentSpec } from '../common/spec';
@@ -113,17 +113,17 @@ export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResul
     await phase('configure', async () => {
       const pg = await host.setup.configurePostgres.executeWithOptions(
         { summary: `configure PostgreSQL: shared_buffers ${spec.postgres.sharedBuffersMiB} MiB, max_wal_size ${spec.postgres.maxWalSizeMiB} MiB` },
-        [{ hostId, settings: postgresSettings(spec, 'load') }],
+        [{ hostId, server: labPostgresSettings(spec, 'load'), user: userPostgresSettings(spec.postgres.settings) }],
       );
       result.postgresVersion = pg.postgresVersion;
     });
     await phase('load', () => loadAndVerify(spec, hostId, host, result));
     if (spec.durability.enabled)
-      result.phases.durability = await phase('backup', () => archiveAndBackUp(host, hostId, storeKey, spec, postgresSettings(spec)));
+      result.phases.durability = await phase('backup', () => archiveAndBackUp(host, hostId, storeKey, spec));
     else if (spec.postgres.directIo !== 'off')
       await phase('restart', () =>
         host.setup.configurePostgres.executeWithOptions({ summary: `restart with direct I/O (${spec.postgres.directIo}) for the measured phases` }, [
-          { hostId, settings: postgresSettings(spec) },
+          { hostId, server: labPostgresSettings(spec), user: userPostgresSettings(spec.postgres.settings) },
         ]),
       );
     if (spec.workload.warmupSeconds > 0) await phase('warmup', () => pgbench('warmup', spec.workload.warmupSeconds));
@@ -198,6 +198,7 @@ async function provisionCluster(input: ClusterInput, result: ClusterResult) {
         expiresAt: new Date(Date.now() + spec.expiresAfterHours * 3600_000).toISOString(),
         postgresVersion: spec.postgres.version,
         aws: spec.aws,
+        s3Backups: spec.durability.enabled && spec.durability.backupStore.kind === 's3',
       },
     },
   ]);

@@ -33,6 +33,8 @@ export function drillHostRequest(spec: DrillSpec, runId: string, hostId: string,
     postgresVersion: spec.postgres.version,
     aws: spec.aws,
     passwordScope: runId,
+    // The restore drill always backs up; the failover drill unless backup.enabled is false.
+    s3Backups: ('enabled' in spec.backup ? spec.backup.enabled : true) && spec.backup.store.kind === 's3',
   };
 }
 

@@ -6,6 +6,7 @@
  */
 import type { BackupInfo, BackupToolRun } from '../common/drill-result';
 import { backupStoreLocation } from '../common/backup-store';
+import { labPostgresSettings, userPostgresSettings } from '../common/postgres-settings';
 import type { ExperimentSpec } from '../common/spec';
 import { providerCalls, type hostCalls } from './proxies';
 
@@ -23,13 +24,13 @@ export async function archiveAndBackUp(
   hostId: string,
   storeKey: string,
   spec: ExperimentSpec,
-  settings: Record<string, string>,
 ): Promise<ClusterDurability> {
   const { archiveTimeoutSeconds, backupStore, tool, compression } = spec.durability;
   const store = await providerCalls.prepareBackupStore({ runId: storeKey, store: backupStore });
-  const archiving = await host.setup.configureBackups({ hostId, store, tool, compression, archiveTimeoutSeconds });
+  const archiving = await host.setup.configureBackups({ hostId, store, tool, compression });
+  // The host writes archive_command itself, from the tool it just configured; the measured phases' settings stay.
   await host.setup.configurePostgres.executeWithOptions({ summary: `archive WAL with ${archiving.tool} ${archiving.version} (archive_timeout ${archiveTimeoutSeconds} s)` }, [
-    { hostId, settings: { ...settings, ...archiving.settings } },
+    { hostId, server: labPostgresSettings(spec), user: userPostgresSettings(spec.postgres.settings), archiving: { archiveTimeoutSeconds } },
   ]);
   await host.setup.initBackupRepository({ hostId, store, tool });
   const backup = await host.setup.takeBackup.executeWithOptions({ summary: `full base backup to ${backupStoreLocation(store)} with ${tool}` }, [

@@ -16,7 +16,8 @@
  */
 import { ApplicationFailure, continueAsNew, sleep, workflowInfo } from '@temporalio/workflow';
 import type { DrillNode, runFailoverWriter } from '../activities/host/failover-writer';
-import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
+import type { ConfigurePostgresInput } from '../activities/host/postgres';
+import { backupStoreLocation, type BackupToolName, type ResolvedBackupStore } from '../common/backup-store';
 import {
   drillResultHead,
   repositoryVerification,
@@ -26,10 +27,11 @@ import {
   type FailoverRound,
   type StandbyPosition,
 } from '../common/drill-result';
-import { drillPostgresSettings, resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/drill-spec';
+import { drillLabSettings, resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/drill-spec';
 import { FAILURE_TYPES } from '../common/errors';
 import { hostIdFor } from '../common/ids';
 import { compareLsn, parseSegmentName } from '../common/lsn';
+import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/postgres-settings';
 import { median } from '../common/stats';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { failoverDrillBounds, type HostTimeouts } from '../common/bounds';
@@ -60,18 +62,23 @@ export function mostAdvanced(positions: StandbyPosition[]): StandbyPosition {
   )[0];
 }
 
+/** The standbys a primary's commits wait for (any one of them): its standbys in sync mode, none in async mode. */
+function quorumNodes(mode: FailoverDrillSpec['mode'], standbys: string[]): string[] {
+  return mode === 'sync' ? standbys : [];
+}
+
 /** synchronous_standby_names of a primary whose standbys are `standbys` ('' in async mode). */
 export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): string {
-  return mode === 'sync' ? `ANY 1 (${standbys.join(', ')})` : '';
+  return synchronousStandbyNames(quorumNodes(mode, standbys));
 }
 
 /** Rounds per workflow execution: the drill continues as new after this many, so its history stays bounded. */
 export const ROUNDS_PER_EXECUTION = 10;
 
-/** The drill's archive between executions: its store and each node's archiving settings (its own config path). */
+/** The drill's archive between executions: its store and the tool every node archives with (each host writes its own commands). */
 interface Archiving {
   store: ResolvedBackupStore;
-  settings: Record<Node, Record<string, string>>;
+  tool: BackupToolName;
 }
 
 /** Where the drill stands between executions (continue-as-new): the hosts, the roles, the archive, the rounds so far. */
@@ -79,7 +86,8 @@ export interface FailoverContinuation {
   startedAt: string;
   postgresVersion: string | null;
   records: Record<Node, HostRecord>;
-  hbaLines: string[];
+  /** Addresses of the other hosts (the client and the nodes) that connect over TCP, beyond loopback. */
+  peers: string[];
   primary: Node;
   standbys: Node[];
   /** Null when backup.enabled is false. */
@@ -99,7 +107,8 @@ interface Drill {
   client: string;
   calls: (node: Node) => ReturnType<typeof hostCalls>;
   clientCalls: ReturnType<typeof hostCalls>;
-  settings: Record<string, string>;
+  /** Every node's server settings: the lab's and the spec's, apart (the host checks both). */
+  settings: { server: LabServerSettings; user: Record<string, string> };
   timeouts: HostTimeouts;
   state: Omit<FailoverContinuation, 'startedAt' | 'postgresVersion' | 'archive' | 'rounds' | 'nextRound'>;
   progress: (phase: string, done: number, hostId?: string) => void;
@@ -137,11 +146,11 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
     client,
     calls: (node) => hostCalls(hostOf[node], timeouts),
     clientCalls: hostCalls(client, timeouts),
-    settings: drillPostgresSettings(spec),
+    settings: { server: drillLabSettings(spec), user: userPostgresSettings(spec.postgres.settings) },
     timeouts,
     state: continued
-      ? { records: continued.records, hbaLines: continued.hbaLines, primary: continued.primary, standbys: continued.standbys, archiving: continued.archiving }
-      : { records: {} as Record<Node, HostRecord>, hbaLines: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
+      ? { ...resumedState(spec, continued), records: continued.records, primary: continued.primary, standbys: continued.standbys }
+      : { records: {} as Record<Node, HostRecord>, peers: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
     progress: (phase, done, hostId = client) => {
       board.step(hostId, phase);
       board.setPercent((100 * done) / totalSteps);
@@ -202,9 +211,21 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: 
   });
 }
 
-/** A node's server settings: the drill's, plus its archiving through the tool when the archive is on. */
-function settingsOf(d: Drill, node: Node): Record<string, string> {
-  return { ...d.settings, ...(d.state.archiving?.settings[node] ?? {}) };
+/** A continuation written before peers and the archive's tool were typed: its pg_hba lines name the peers. */
+export type LegacyContinuation = Partial<Pick<FailoverContinuation, 'peers'>> & { hbaLines?: string[]; archiving: { store: ResolvedBackupStore; tool?: BackupToolName } | null };
+
+/** The peers and the archive of a continuation, of either shape (a drill in flight continues across the change). */
+export function resumedState(spec: FailoverDrillSpec, continued: FailoverContinuation | LegacyContinuation): Pick<FailoverContinuation, 'peers' | 'archiving'> {
+  const legacy = continued as LegacyContinuation;
+  const peers = legacy.peers ?? [...new Set((legacy.hbaLines ?? []).map((line) => line.split(/\s+/)[3]?.replace(/\/\d+$/, '') ?? ''))].filter(Boolean);
+  const archiving = legacy.archiving ? { store: legacy.archiving.store, tool: legacy.archiving.tool ?? spec.backup.tool } : null;
+  return { peers, archiving };
+}
+
+/** A node's configuration: the drill's settings, its peers, and archiving through the tool when the archive is on. */
+function nodeConfig(d: Drill): Omit<ConfigurePostgresInput, 'hostId'> {
+  const archiving = d.state.archiving ? { archiving: { archiveTimeoutSeconds: d.spec.backup.archiveTimeoutSeconds } } : {};
+  return { ...d.settings, replicationPeers: d.state.peers, ...archiving };
 }
 
 /**
@@ -213,7 +234,7 @@ function settingsOf(d: Drill, node: Node): Record<string, string> {
  */
 async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
   const { spec, runId, hostOf, state } = d;
-  const { tool, compression, archiveTimeoutSeconds } = spec.backup;
+  const { tool, compression } = spec.backup;
   d.progress('provision', 0);
   const store = spec.backup.enabled ? await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep }) : null;
   const request = (hostId: string, role: string) => drillHostRequest(spec, runId, hostId, role, 2 * 2 ** 30);
@@ -222,15 +243,14 @@ async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
   );
   NODES.forEach((n, i) => (state.records[n] = nodeRecords[i]));
   // Peers on other machines (AWS) may connect for replication, pg_rewind and the writer; 127.0.0.1 already may.
-  const peers = [clientRecord, ...nodeRecords].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1');
-  state.hbaLines = [...new Set(peers)].flatMap((h) => [`host all all ${h}/32 scram-sha-256`, `host replication all ${h}/32 scram-sha-256`]);
+  state.peers = [...new Set([clientRecord, ...nodeRecords].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1'))];
 
   if (store) {
     // Each node's own tool config (its paths), written before its server starts with archive_command pointing there.
     const configured = await Promise.all(
-      NODES.map((n) => d.calls(n).setup.configureBackups({ hostId: hostOf[n], store, tool, compression, archiveTimeoutSeconds })),
+      NODES.map((n) => d.calls(n).setup.configureBackups({ hostId: hostOf[n], store, tool, compression })),
     );
-    state.archiving = { store, settings: Object.fromEntries(NODES.map((n, i) => [n, configured[i].settings])) as Record<Node, Record<string, string>> };
+    state.archiving = { store, tool };
     d.result.archive = {
       backupStore: backupStoreLocation(store),
       backupTool: { name: configured[0].tool, version: configured[0].version },
@@ -242,19 +262,19 @@ async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
   }
 
   d.progress('replication', 1, hostOf.n1);
-  const { primary, standbys, hbaLines } = state;
-  const pg = await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: settingsOf(d, primary), hbaLines });
+  const { primary, standbys } = state;
+  const pg = await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], ...nodeConfig(d) });
   d.result.postgresVersion = pg.postgresVersion;
   if (store) await d.calls(primary).setup.initBackupRepository({ hostId: hostOf[primary], store, tool });
   await d.calls(primary).setup.createFailoverLedger({ hostId: hostOf[primary] });
   await Promise.all(
     standbys.map(async (n) => {
       await d.calls(n).setup.cloneStandby({ hostId: hostOf[n], primary: address(d, primary), node: n });
-      await d.calls(n).setup.configurePostgres({ hostId: hostOf[n], settings: settingsOf(d, n), hbaLines });
+      await d.calls(n).setup.configurePostgres({ hostId: hostOf[n], ...nodeConfig(d) });
     }),
   );
   // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
-  await d.calls(primary).setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbyNames: quorumOf(spec.mode, standbys) });
+  await d.calls(primary).setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbys: quorumNodes(spec.mode, standbys) });
   await d.calls(primary).measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync: spec.mode === 'sync', timeoutSeconds: STANDBY_WAIT_SECONDS });
   if (store)
     d.result.archive!.backup = await d.calls(primary).setup.takeBackup.executeWithOptions(
@@ -269,8 +289,7 @@ async function setUpCluster(d: Drill, allHosts: string[]): Promise<void> {
  */
 async function checkArchive(d: Drill): Promise<void> {
   const { spec, hostOf, state } = d;
-  const { store } = state.archiving!;
-  const { tool } = spec.backup;
+  const { store, tool } = state.archiving!;
   const primary = state.primary;
   const calls = d.calls(primary);
   d.progress(`archive check (${tool})`, 1 + spec.rounds, hostOf[primary]);
@@ -339,8 +358,8 @@ async function failoverRound(d: Drill, round: number): Promise<void> {
   d.progress(`round ${round}: promote ${winner}`, round + 0.4, hostOf[winner]);
   // The other standby follows the winner before the promotion (cascading, then across the new timeline), and
   // the winner's quorum names it and the old primary, so commits after the promotion have a standby to wait for.
-  await Promise.all(others.map((n) => d.calls(n).setup.setReplication({ hostId: hostOf[n], primary: address(d, winner), node: n, synchronousStandbyNames: '' })));
-  await d.calls(winner).setup.setReplication({ hostId: hostOf[winner], primary: null, node: winner, synchronousStandbyNames: quorumOf(spec.mode, [...others, primary]) });
+  await Promise.all(others.map((n) => d.calls(n).setup.setReplication({ hostId: hostOf[n], primary: address(d, winner), node: n, synchronousStandbys: [] })));
+  await d.calls(winner).setup.setReplication({ hostId: hostOf[winner], primary: null, node: winner, synchronousStandbys: quorumNodes(spec.mode, [...others, primary]) });
   const promoted = await d.calls(winner).measure.promoteStandby.executeWithOptions({ summary: `round ${round}: promote ${winner}, the most advanced standby` }, [
     { hostId: hostOf[winner] },
   ]);
@@ -372,7 +391,7 @@ async function failoverRound(d: Drill, round: number): Promise<void> {
       { summary: `round ${round}: ${primary} rejoins as a standby of ${winner} (pg_rewind)` },
       [{ hostId: hostOf[primary], primary: address(d, winner), node: primary }],
     );
-    await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], settings: settingsOf(d, primary), hbaLines: state.hbaLines });
+    await d.calls(primary).setup.configurePostgres({ hostId: hostOf[primary], ...nodeConfig(d) });
     await d.calls(winner).measure.waitForStandbys({ hostId: hostOf[winner], nodes: [...others, primary], sync, timeoutSeconds: STANDBY_WAIT_SECONDS });
     entry.oldPrimary = { action: rejoined.action, seconds: rejoined.seconds, detail: rejoined.detail };
     state.standbys = [...others, primary];

@@ -11,7 +11,8 @@ import { workflowInfo } from '@temporalio/workflow';
 import type { RecoveryTarget } from '../activities/lib/backup-tool';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
 import { drillResultHead, repositoryVerification, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/drill-result';
-import { drillPostgresSettings, resolveRestoreDrill, type DrillInput } from '../common/drill-spec';
+import { drillLabSettings, resolveRestoreDrill, type DrillInput } from '../common/drill-spec';
+import { userPostgresSettings } from '../common/postgres-settings';
 import { hostIdFor } from '../common/ids';
 import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/lsn';
 import { accountRows } from '../common/spec';
@@ -56,7 +57,8 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   const timeouts = restoreDrillBounds(spec);
   const src = hostCalls(source, timeouts);
   const dst = hostCalls(restore, timeouts);
-  const settings = drillPostgresSettings(spec);
+  // The lab's settings and the spec's travel apart; the host checks each and writes archive_command itself.
+  const settings = { server: drillLabSettings(spec), user: userPostgresSettings(spec.postgres.settings) };
   const volumeBytes = accountRows(spec.data.scale) * 146 * 1.15 + 2 * 2 ** 30;
   const result: RestoreDrillResult = {
     ...drillResultHead('restore-drill', runId, spec),
@@ -89,9 +91,9 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     provisioned.push(source);
     await provisionAndWait(provider, drillHostRequest(spec, runId, source, 'source', volumeBytes), timeouts);
     step('configure source');
-    const archiving = await src.setup.configureBackups({ hostId: source, store, tool, compression, archiveTimeoutSeconds });
+    const archiving = await src.setup.configureBackups({ hostId: source, store, tool, compression });
     result.backupTool = { name: archiving.tool, version: archiving.version };
-    result.postgresVersion = (await src.setup.configurePostgres({ hostId: source, settings: { ...settings, ...archiving.settings } })).postgresVersion;
+    result.postgresVersion = (await src.setup.configurePostgres({ hostId: source, ...settings, archiving: { archiveTimeoutSeconds } })).postgresVersion;
     await src.setup.initBackupRepository({ hostId: source, store, tool });
     step('load');
     const { scale, chunkRows, loadWriters } = spec.data;
@@ -144,7 +146,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     step('provision restore host');
     provisioned.push(restore);
     await provisionAndWait(provider, drillHostRequest(spec, runId, restore, 'restore', volumeBytes), timeouts);
-    await dst.setup.configureBackups({ hostId: restore, store, tool, compression, archiveTimeoutSeconds });
+    await dst.setup.configureBackups({ hostId: restore, store, tool, compression });
     if (spec.inject.missingWalSegment)
       result.injectedMissingSegment = await dst.measure.removeArchivedSegment({ hostId: restore, store, tool, after: result.backup!.walStop, upTo: lastNeeded });
     step('fetch');
@@ -156,7 +158,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
     step('replay and promote');
     const recovery = await dst.measure.recoverFromBackup.executeWithOptions(
       { summary: `replay WAL to the target and promote, at most ${spec.restoreTimeoutSeconds} s` },
-      [{ hostId: restore, settings, timeoutSeconds: spec.restoreTimeoutSeconds }],
+      [{ hostId: restore, ...settings, timeoutSeconds: spec.restoreTimeoutSeconds }],
     );
     result.recovery = { ok: recovery.ok, detail: recovery.detail, stoppedAt: recovery.stoppedAt, lastTransactionAt: recovery.lastTransactionAt };
     if (recovery.ok && recovery.replaySeconds !== null && recovery.promoteSeconds !== null)

@@ -15,9 +15,9 @@ import { clientTool } from '../../infra/postgres-binaries';
 import { connectLocal, libpqEnv } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
 import { etaSeconds, every, progressReporter } from '../lib/progress';
-import { asClientUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
+import { asClientUser, asPostgresUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
-import { workloadAppName, workloadArgs, workloadEnv } from './pgbench';
+import { refuseScript, workloadAppName, workloadArgs, workloadEnv } from './pgbench';
 import { HostCounters } from './sampler';
 
 export interface BacklogPhaseInput extends HostInput {
@@ -43,6 +43,7 @@ const FILL_LIMIT_SECONDS = 86_400;
 
 export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput): Promise<BacklogPhaseResult> {
   assertHost(deps, input);
+  refuseScript(deps, input.script);
   if (!(input.backlogMB > 0))
     throw ApplicationFailure.nonRetryable('phases.backlog.backlogMB must be positive', FAILURE_TYPES.invalidSpec);
   const ctx = Context.current();
@@ -116,7 +117,8 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
           '--option', `publication_names=${PUBLICATION}`,
           '--no-loop',
         ],
-        { ...asClientUser(deps), env: libpqEnv(deps.config), signal: ctx.cancellationSignal },
+        // The lab's consumer, not the spec's: it connects as the lab's role, so it runs as the Postgres user (peer map).
+        { ...asPostgresUser(deps), env: libpqEnv(deps.config), cwd: deps.config.hostDir, signal: ctx.cancellationSignal },
       );
     } finally {
       stopProgress();

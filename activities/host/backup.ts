@@ -11,12 +11,11 @@ import type { BackupInfo } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
 import { DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
 import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../lib/backup-tool';
-import { PgBackRest } from '../lib/pgbackrest';
-import { WalG } from '../lib/walg';
 import { heartbeatWhile } from '../lib/progress';
 import { parseRecoveryLog } from '../parsers/recovery-log';
-import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
-import { isRunning, pgCtl, stopPostgres, tail, writeLabConfig } from './postgres';
+import { backupRecordFile, backupTool, type BackupToolRecord } from './archiving';
+import { assertHost, closeSocketDir, type HostDeps, type HostInput } from './deps';
+import { isRunning, labConfig, pgCtl, stopPostgres, tail, writeLabConfig, writeOwned, type LabConfigInput } from './postgres';
 
 export interface BackupStoreInput extends HostInput {
   store: ResolvedBackupStore;
@@ -24,22 +23,20 @@ export interface BackupStoreInput extends HostInput {
   tool?: BackupToolName;
 }
 
-/** The backup tool of this host for a store. */
-export function backupTool(deps: HostDeps, store: ResolvedBackupStore, tool: BackupToolName = 'pgbackrest'): BackupTool {
-  const { config } = deps;
-  const host = { hostDir: config.hostDir, dataDir: config.dataDir, socketDir: config.socketDir, postgres: config.postgres, runAs: asPostgresUser(deps) };
-  return tool === 'wal-g' ? new WalG(host, store) : new PgBackRest(host, store);
-}
-
-/** Writes the tool's config on this host; returns the server settings that archive WAL with it. */
+/**
+ * Writes the tool's config on this host and records which tool it configured: configurePostgres writes the archive
+ * commands from that record when asked to archive.
+ */
 export async function configureBackups(
   deps: HostDeps,
-  input: BackupStoreInput & { archiveTimeoutSeconds: number; compression?: BackupCompression },
-): Promise<{ tool: string; version: string; settings: Record<string, string> }> {
+  input: BackupStoreInput & { compression?: BackupCompression },
+): Promise<{ tool: string; version: string }> {
   assertHost(deps, input);
   const tool = backupTool(deps, input.store, input.tool);
   await tool.configure({ compression: input.compression ?? DEFAULT_BACKUP_COMPRESSION });
-  return { tool: tool.name, version: await tool.version(), settings: tool.archiveSettings(input.archiveTimeoutSeconds) };
+  const record: BackupToolRecord = { tool: tool.name, store: input.store };
+  writeOwned(deps, backupRecordFile(deps), `${JSON.stringify(record)}\n`);
+  return { tool: tool.name, version: await tool.version() };
 }
 
 /** Creates the repository for this cluster and checks that archiving reaches it (the server must be running). */
@@ -84,18 +81,23 @@ export interface RecoveryOutcome {
 
 const POLL_MS = 100;
 
+/** What a restored server starts with: the lab's and the spec's settings, apart; and how long recovery may take. */
+export interface RecoverInput extends HostInput, Pick<LabConfigInput, 'server' | 'user'> {
+  timeoutSeconds: number;
+}
+
 /**
  * Starts the restored server and waits, at most timeoutSeconds, until recovery has reached its target and the
  * server accepts writes, or until recovery fails (the server exits: a missing WAL segment ends recovery before
  * its target). Returns the outcome either way; a failed recovery is a verdict, not an error to retry.
  */
-export async function recoverFromBackup(
-  deps: HostDeps,
-  input: HostInput & { settings: Record<string, string>; timeoutSeconds: number },
-): Promise<RecoveryOutcome> {
+export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Promise<RecoveryOutcome> {
   assertHost(deps, input);
   const ctx = Context.current();
-  writeLabConfig(deps, { settings: input.settings });
+  // The restored server archives nothing (the tool's recovery settings turn archiving off) and has no peers.
+  const lab = labConfig(deps, { server: input.server, user: input.user });
+  closeSocketDir(deps);
+  writeLabConfig(deps, lab);
   const logFile = path.join(deps.config.hostDir, 'logs', 'recovery.log');
   rmSync(logFile, { force: true });
   const started = Date.now();

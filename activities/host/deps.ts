@@ -1,7 +1,7 @@
 /** What every host activity gets from its agent: the host it runs on and the OS users it runs tools as. */
 import { ApplicationFailure } from '@temporalio/activity';
-import { chownSync } from 'node:fs';
-import { FAILURE_TYPES } from '../../common/errors';
+import { chmodSync, chownSync } from 'node:fs';
+import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../../common/errors';
 import type { HostConfig } from '../../infra/providers/host-provider';
 import type { OsUser } from '../../infra/postgres-binaries';
 
@@ -9,7 +9,7 @@ export interface HostDeps {
   config: HostConfig;
   /** Postgres runs as this user when the agent is root; null when the agent itself may run it. */
   osUser: OsUser | null;
-  /** Client tools (pgbench, psql, pg_recvlogical, pg_amcheck) run as this unprivileged user; null: as the agent's. */
+  /** The spec's workload (pgbench with its script) runs as this unprivileged user, as the workload role; null: as the agent's. */
   clientUser: OsUser | null;
 }
 
@@ -26,6 +26,15 @@ export function assertHost(deps: HostDeps, input: HostInput): void {
     );
 }
 
+/**
+ * Fails the activity, non-retryable, naming every problem of its input at once: a value the workflow's door should
+ * have refused reached the host, and the host refuses it again before it writes or runs anything.
+ */
+export function refuseInput(deps: HostDeps, problems: SpecProblem[]): void {
+  if (problems.length)
+    throw ApplicationFailure.nonRetryable(formatSpecProblems(problems, `input for host ${deps.config.hostId}`), FAILURE_TYPES.invalidSpec);
+}
+
 /** Options that run a Postgres server binary as the Postgres OS user. */
 export function asPostgresUser(deps: HostDeps): { uid?: number; gid?: number } {
   return deps.osUser ? { uid: deps.osUser.uid, gid: deps.osUser.gid } : {};
@@ -39,4 +48,15 @@ export function asClientUser(deps: HostDeps): { uid?: number; gid?: number } {
 /** Makes a folder the client user writes in (pgbench's logs) its own. */
 export function ownByClient(deps: HostDeps, dir: string): void {
   if (deps.clientUser) chownSync(dir, deps.clientUser.uid, deps.clientUser.gid);
+}
+
+/**
+ * Closes the host's socket folder to every OS user but the Postgres user (its owner) and the client tools' user (its
+ * group, mode 0750); without root there is no client user and only the agent's own user may enter (0700). Peer
+ * authentication then decides which role each of them may connect as (pg_ident.conf).
+ */
+export function closeSocketDir(deps: HostDeps): void {
+  const dir = deps.config.socketDir;
+  if (deps.osUser) chownSync(dir, deps.osUser.uid, deps.clientUser?.gid ?? deps.osUser.gid);
+  chmodSync(dir, deps.clientUser ? 0o750 : 0o700);
 }

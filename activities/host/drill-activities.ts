@@ -16,6 +16,7 @@ import {
   restoreBackup,
   takeBackup,
   type BackupStoreInput,
+  type RecoverInput,
 } from './backup';
 import { archiveCurrentSegment, markTarget, verifyRestore, waitForArchive, writeHistory, type VerifyRestoreInput, type WriteHistoryInput } from './drills';
 import { countLostCommits, createFailoverLedger, runFailoverWriter, type WriterInput } from './failover-writer';
@@ -33,11 +34,11 @@ import type { RestoreTarget } from '../../common/drill-result';
 
 export function createDrillHostActivities(deps: HostDeps) {
   return {
-    configureBackups: (input: BackupStoreInput & { archiveTimeoutSeconds: number; compression?: BackupCompression }) => configureBackups(deps, input),
+    configureBackups: (input: BackupStoreInput & { compression?: BackupCompression }) => configureBackups(deps, input),
     initBackupRepository: (input: BackupStoreInput) => initBackupRepository(deps, input),
     takeBackup: (input: BackupStoreInput & { kind?: BackupKind }) => takeBackup(deps, input),
     restoreBackup: (input: BackupStoreInput & { target: RecoveryTarget }) => restoreBackup(deps, input),
-    recoverFromBackup: (input: HostInput & { settings: Record<string, string>; timeoutSeconds: number }) => recoverFromBackup(deps, input),
+    recoverFromBackup: (input: RecoverInput) => recoverFromBackup(deps, input),
     checkArchive: (input: BackupStoreInput & { from: string; to: string }) => checkArchive(deps, input),
     checkRepository: (input: BackupStoreInput & { throughSegment: string }) => checkRepository(deps, input),
     removeArchivedSegment: (input: BackupStoreInput & { after: string; upTo: string }) => removeArchivedSegment(deps, input),

@@ -13,7 +13,8 @@ import { ProcessError, runProcess } from '../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { parseAmcheck } from '../parsers/pg-amcheck';
 import { parseSummary } from '../parsers/pgbench';
-import { asClientUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { asClientUser, asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { workloadEnv } from './pgbench';
 import { serverLog, tail } from './postgres';
 
 const LEDGER = 'storage_lab.drill_ledger';
@@ -56,8 +57,9 @@ export async function writeHistory(deps: HostDeps, input: WriteHistoryInput): Pr
           ? runProcess(
               clientTool(deps.config, 'pgbench'),
               ['--no-vacuum', '--builtin=tpcb-like', `--client=${input.clients}`, `--jobs=${Math.min(2, input.clients)}`, `--time=${Math.ceil(input.seconds)}`],
-              // cwd "/": pgbench writes nothing here, and the client user may read no host folder it does not own.
-              { ...asClientUser(deps), env: libpqEnv(deps.config), cwd: '/', timeoutMs: (input.seconds + 120) * 1000, signal: ctx.cancellationSignal },
+              // As the workload's role (tpcb-like reads and writes the pgbench tables only). cwd "/": pgbench writes
+              // nothing here, and the client user may read no host folder it does not own.
+              { ...asClientUser(deps), env: workloadEnv(deps, 'storage-lab drill pgbench'), cwd: '/', timeoutMs: (input.seconds + 120) * 1000, signal: ctx.cancellationSignal },
             )
           : null;
       let id = start;
@@ -320,10 +322,11 @@ async function amcheck(deps: HostDeps): Promise<RestoreVerification['amcheck']> 
   const ctx = Context.current();
   const args = ['--install-missing', '--heapallindexed', '--no-strict-names'];
   try {
+    // The lab's check, as the lab's role (it installs amcheck): the Postgres user, whom the peer map lets be that role.
     await runProcess(clientTool(deps.config, 'pg_amcheck'), args, {
-      ...asClientUser(deps),
+      ...asPostgresUser(deps),
       env: libpqEnv(deps.config),
-      cwd: '/',
+      cwd: deps.config.hostDir,
       timeoutMs: 3600_000,
       signal: ctx.cancellationSignal,
     });

@@ -41,12 +41,12 @@ function schemaSql(scale: number): string[] {
     `CREATE TABLE IF NOT EXISTS storage_lab.load_meta (key text PRIMARY KEY, value text NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS storage_lab.load_chunks (
        chunk_id int PRIMARY KEY, first_aid bigint NOT NULL, last_aid bigint NOT NULL, done_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-    `CREATE TABLE IF NOT EXISTS pgbench_history (tid int, bid int, aid ${aid}, delta int, mtime timestamp, filler char(22))`,
-    `CREATE TABLE IF NOT EXISTS pgbench_tellers (tid int not null, bid int, tbalance int, filler char(84)) WITH (fillfactor=100)`,
-    `CREATE TABLE IF NOT EXISTS pgbench_accounts (aid ${aid} not null, bid int, abalance int, filler char(84)) WITH (fillfactor=100)`,
-    `CREATE TABLE IF NOT EXISTS pgbench_branches (bid int not null, bbalance int, filler char(88)) WITH (fillfactor=100)`,
+    `CREATE TABLE IF NOT EXISTS public.pgbench_history (tid int, bid int, aid ${aid}, delta int, mtime timestamp, filler char(22))`,
+    `CREATE TABLE IF NOT EXISTS public.pgbench_tellers (tid int not null, bid int, tbalance int, filler char(84)) WITH (fillfactor=100)`,
+    `CREATE TABLE IF NOT EXISTS public.pgbench_accounts (aid ${aid} not null, bid int, abalance int, filler char(84)) WITH (fillfactor=100)`,
+    `CREATE TABLE IF NOT EXISTS public.pgbench_branches (bid int not null, bbalance int, filler char(88)) WITH (fillfactor=100)`,
     // The workload role reads and writes pgbench's tables and nothing else (common/names.ts says why).
-    `GRANT SELECT, INSERT, UPDATE, DELETE ON pgbench_history, pgbench_tellers, pgbench_accounts, pgbench_branches TO ${WORKLOAD_ROLE}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON public.pgbench_history, public.pgbench_tellers, public.pgbench_accounts, public.pgbench_branches TO ${WORKLOAD_ROLE}`,
   ];
 }
 
@@ -137,7 +137,7 @@ async function readMeta(c: Client): Promise<Record<string, string>> {
 }
 
 async function relationBytes(c: Client): Promise<number> {
-  const r = await c.query<{ bytes: string }>("SELECT pg_relation_size('pgbench_accounts') AS bytes");
+  const r = await c.query<{ bytes: string }>("SELECT pg_relation_size('public.pgbench_accounts') AS bytes");
   return Number(r.rows[0].bytes);
 }
 
@@ -147,11 +147,11 @@ async function loadBranchesAndTellers(c: Client, scale: number): Promise<void> {
   try {
     await c.query(`INSERT INTO storage_lab.load_chunks (chunk_id, first_aid, last_aid) VALUES (-1, 0, 0)`);
     await c.query(
-      `INSERT INTO pgbench_branches (bid, bbalance) SELECT bid, 0 FROM generate_series(1, $1::int) AS bid`,
+      `INSERT INTO public.pgbench_branches (bid, bbalance) SELECT bid, 0 FROM generate_series(1, $1::int) AS bid`,
       [scale],
     );
     await c.query(
-      `INSERT INTO pgbench_tellers (tid, bid, tbalance) SELECT tid, (tid - 1) / 10 + 1, 0 FROM generate_series(1, $1::int) AS tid`,
+      `INSERT INTO public.pgbench_tellers (tid, bid, tbalance) SELECT tid, (tid - 1) / 10 + 1, 0 FROM generate_series(1, $1::int) AS tid`,
       [scale * 10],
     );
     await c.query('COMMIT');
@@ -206,7 +206,7 @@ async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: numb
       last,
     ]);
     await c.query(
-      `INSERT INTO pgbench_accounts (aid, bid, abalance, filler)
+      `INSERT INTO public.pgbench_accounts (aid, bid, abalance, filler)
        SELECT aid, (aid - 1) / 100000 + 1, 0, '' FROM generate_series($1::bigint, $2::bigint) AS aid`,
       [first, last],
     );
@@ -243,9 +243,9 @@ async function finishLoad(
   if (!meta.indexed_at) {
     const seconds = await timedStep(deps, c, 'primary keys', INDEX_PROGRESS_SQL, heapBytes, rowsRate, report, async (ddl) => {
       for (const [table, key] of [
-        ['pgbench_branches', 'bid'],
-        ['pgbench_tellers', 'tid'],
-        ['pgbench_accounts', 'aid'],
+        ['public.pgbench_branches', 'bid'],
+        ['public.pgbench_tellers', 'tid'],
+        ['public.pgbench_accounts', 'aid'],
       ]) {
         const has = await ddl.query(`SELECT 1 FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`, [table]);
         if (has.rowCount === 0) await ddl.query(`ALTER TABLE ${table} ADD PRIMARY KEY (${key})`);
@@ -256,7 +256,7 @@ async function finishLoad(
   meta = await readMeta(c);
   if (!meta.vacuumed_at) {
     const seconds = await timedStep(deps, c, 'vacuum analyze', VACUUM_PROGRESS_SQL, heapBytes, rowsRate, report, (ddl) =>
-      ddl.query('VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history').then(() => undefined),
+      ddl.query('VACUUM ANALYZE public.pgbench_branches, public.pgbench_tellers, public.pgbench_accounts, public.pgbench_history').then(() => undefined),
     );
     await recordStep(c, 'vacuum', seconds);
   }
@@ -372,7 +372,7 @@ export async function verifyAccounts(
   assertHost(deps, input);
   return withConnection(deps.config, async (c) => {
     const r = await c.query<{ n: string; d: string; lo: string; hi: string }>(
-      'SELECT count(*) AS n, count(DISTINCT aid) AS d, min(aid) AS lo, max(aid) AS hi FROM pgbench_accounts',
+      'SELECT count(*) AS n, count(DISTINCT aid) AS d, min(aid) AS lo, max(aid) AS hi FROM public.pgbench_accounts',
     );
     const row = r.rows[0];
     return { rows: Number(row.n), distinctAids: Number(row.d), minAid: Number(row.lo), maxAid: Number(row.hi) };

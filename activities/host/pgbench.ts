@@ -20,8 +20,9 @@ import { libpqEnv } from '../lib/pg';
 import { runProcess, type RunResult } from '../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { WORKLOAD_ROLE } from '../../common/names';
+import { scriptProblems } from '../../common/workload-script';
 import { clientTool } from '../../infra/postgres-binaries';
-import { asClientUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
+import { asClientUser, assertHost, ownByClient, refuseInput, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
 import { startSampler } from './sampler';
 
@@ -53,8 +54,18 @@ export function workloadAppName(label: string): string {
 /** Seconds pgbench may overrun its -T before we call it hung (connection set-up, log flush). */
 const OVERRUN_SECONDS = 120;
 
+/**
+ * Refuses a spec's script the host must not run, before it is written anywhere: pgbench's \shell and \setshell
+ * would run a program as the client user; common/workload-script.ts says what a script may hold.
+ */
+export function refuseScript(deps: HostDeps, script: unknown): void {
+  const problems = typeof script === 'string' ? scriptProblems(script) : ['must be a pgbench script (a string)'];
+  refuseInput(deps, problems.map((message) => ({ path: 'workload.script', message })));
+}
+
 export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<PgbenchRun> {
   assertHost(deps, input);
+  refuseScript(deps, input.script);
   const ctx = Context.current();
   const report = progressReporter(input.hostId, input.label);
   // An earlier attempt whose agent died may still be running its pgbench (and its backends): stop them first.

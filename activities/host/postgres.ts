@@ -3,25 +3,41 @@
  * Every step is idempotent: a retried activity first looks at what is already there.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { FAILURE_TYPES } from '../../common/errors';
+import { FAILURE_TYPES, type SpecProblem } from '../../common/errors';
 import { createHash } from 'node:crypto';
-import { appendFileSync, chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
+import { isIP, isIPv6 } from 'node:net';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/names';
+import { labSettingProblems, tempFileLimitKb, type LabServerSettings } from '../../common/postgres-settings';
+import { serverSettingsProblems } from '../../common/server-settings';
 import { runProcess } from '../lib/process-runner';
 import { every } from '../lib/progress';
 import { quoteIdent, quoteLiteral, withConnection } from '../lib/pg';
-import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { archiveSettings } from './archiving';
+import { asPostgresUser, assertHost, closeSocketDir, refuseInput, type HostDeps, type HostInput } from './deps';
 
 /** Settings file the lab owns inside PGDATA, included from postgresql.conf. */
 const LAB_CONF = 'storage-lab.conf';
+/** The pg_ident.conf map the host's socket authenticates through. */
+const IDENT_MAP = 'storage-lab';
+/** The server's max_connections when no setting names one. */
+const DEFAULT_MAX_CONNECTIONS = 100;
 
-export interface ConfigurePostgresInput extends HostInput {
-  /** Server settings from the spec (see common/postgres-settings.ts); host-specific ones are added here. */
-  settings: Record<string, string>;
-  /** Extra pg_hba.conf lines (replication peers, ...). */
-  hbaLines?: string[];
+/** What a host's configuration is made of: each part typed, and checked on the host before anything is written. */
+export interface LabConfigInput {
+  /** The lab's own settings (common/postgres-settings.ts LAB_SETTINGS): only names the lab manages, in their shape. */
+  server: LabServerSettings;
+  /** The spec's postgres.settings, checked here again against the refusals of common/server-settings.ts. */
+  user: Record<string, string>;
+  /** Archive WAL with the backup tool configureBackups set up on this host (the host writes the commands). */
+  archiving?: { archiveTimeoutSeconds: number };
+  /** Addresses (IPv4 or IPv6) of the other hosts that connect over TCP: replication, pg_rewind, the failover writer. */
+  replicationPeers?: string[];
 }
+
+export interface ConfigurePostgresInput extends HostInput, LabConfigInput {}
 
 export interface PostgresInfo {
   postgresVersion: string;
@@ -29,12 +45,22 @@ export interface PostgresInfo {
   restarted: boolean;
 }
 
+/** A host's configuration as written: the settings file, pg_hba.conf and pg_ident.conf. */
+export interface LabConfig {
+  confText: string;
+  hbaText: string;
+  identText: string;
+}
+
 /** Creates the cluster if needed, writes the lab's settings, (re)starts when they changed, and sets the password. */
 export async function configurePostgres(deps: HostDeps, input: ConfigurePostgresInput): Promise<PostgresInfo> {
   assertHost(deps, input);
   const { config } = deps;
+  // Every check first: a refused value fails the activity before anything on the host changes.
+  const lab = labConfig(deps, input);
   await initCluster(deps);
-  const { fingerprint, applied, fingerprintFile } = writeLabConfig(deps, input);
+  closeSocketDir(deps);
+  const { fingerprint, applied, fingerprintFile } = writeLabConfig(deps, lab);
 
   const running = await isRunning(deps);
   let restarted = false;
@@ -70,8 +96,12 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
       );
       if (!standby) {
         await c.query(`ALTER ROLE ${quoteIdent(LAB_ROLE)} PASSWORD ${quoteLiteral(password)}`);
+        // template1 first, so the lab's database (and any other made later) is created without it.
+        await revokePublicCreate(config, 'template1');
+        await c.query(REVOKE_PUBLIC_CREATE);
         const exists = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [LAB_DATABASE]);
         if (exists.rowCount === 0) await c.query(`CREATE DATABASE ${quoteIdent(LAB_DATABASE)}`);
+        await revokePublicCreate(config, LAB_DATABASE);
         // The workload's role: it logs in and, once the tables exist (load), reads and writes them; nothing more.
         const role = await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [WORKLOAD_ROLE]);
         if (role.rowCount === 0) await c.query(`CREATE ROLE ${quoteIdent(WORKLOAD_ROLE)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION`);
@@ -83,37 +113,83 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
 }
 
 /**
- * Writes the lab's settings (the host's own address, port and socket added) and pg_hba.conf into PGDATA.
- * Returns the fingerprint of what was written and of what the running server last applied.
+ * Nobody but a schema's owner (and superusers) may create in schema public: PostgreSQL 12-14 let every role do so,
+ * and a function or operator planted there would run as whichever role resolved it (15+ already refuses; idempotent).
  */
-export function writeLabConfig(
-  deps: HostDeps,
-  input: Pick<ConfigurePostgresInput, 'settings' | 'hbaLines'>,
-): { fingerprint: string; applied: string; fingerprintFile: string } {
+const REVOKE_PUBLIC_CREATE = 'REVOKE CREATE ON SCHEMA public FROM PUBLIC';
+
+async function revokePublicCreate(config: HostDeps['config'], database: string): Promise<void> {
+  await withConnection(config, (c) => c.query(REVOKE_PUBLIC_CREATE), { database });
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The host's configuration from its typed parts, every part checked: the lab's settings by name and shape, the spec's
+ * against the refusals, peers as IP addresses, the archive commands from the tool this host configured; then the
+ * host's own settings (address, port, socket, temp_file_limit) over all of them. Writes nothing.
+ */
+export function labConfig(deps: HostDeps, input: LabConfigInput): LabConfig {
   const { config } = deps;
+  const problems: SpecProblem[] = [];
+  if (!isRecord(input.server)) problems.push({ path: 'server', message: "must be the lab's settings (an object)" });
+  else problems.push(...labSettingProblems(input.server));
+  if (!isRecord(input.user)) problems.push({ path: 'postgres.settings', message: 'must be an object of settings' });
+  else problems.push(...serverSettingsProblems(input.user));
+  const peers = input.replicationPeers ?? [];
+  if (!Array.isArray(peers)) problems.push({ path: 'replicationPeers', message: 'must be a list of IP addresses' });
+  else peers.forEach((p, i) => problems.push(...peerAddressProblems(`replicationPeers[${i}]`, p)));
+  const timeout = input.archiving?.archiveTimeoutSeconds;
+  if (input.archiving && !(Number.isInteger(timeout) && timeout! >= 1 && timeout! <= 86_400))
+    problems.push({ path: 'archiving.archiveTimeoutSeconds', message: `${JSON.stringify(timeout)} is not a whole number of seconds from 1 to 86400` });
+  refuseInput(deps, problems);
+
+  const merged: Record<string, string> = { ...input.server, ...input.user };
+  const maxConnections = Number(merged.max_connections ?? DEFAULT_MAX_CONNECTIONS);
   const settings = {
-    ...input.settings,
+    ...merged,
+    ...(input.archiving ? archiveSettings(deps, input.archiving.archiveTimeoutSeconds) : {}),
+    temp_file_limit: `${tempFileLimitKb(volumeBytes(deps), Number.isInteger(maxConnections) ? maxConnections : DEFAULT_MAX_CONNECTIONS)}kB`,
     listen_addresses: config.postgres.host,
     port: String(config.postgres.port),
     unix_socket_directories: config.socketDir,
   };
-  const confText = renderConf(settings);
-  const hbaText = renderHba(input.hbaLines ?? []);
-  const fingerprint = createHash('sha256').update(confText).update(hbaText).digest('hex');
+  return { confText: renderConf(settings), hbaText: renderHba(peers), identText: renderIdent(deps) };
+}
+
+/** Problems of an address another host connects from, as pg_hba.conf and a conninfo take it: an IPv4 or IPv6 address. */
+export function peerAddressProblems(path: string, address: unknown): SpecProblem[] {
+  return typeof address === 'string' && isIP(address) !== 0 ? [] : [{ path, message: `${JSON.stringify(address)} is not an IPv4 or IPv6 address` }];
+}
+
+/** Size of the file system the data folder lives on (the volume under test). */
+function volumeBytes(deps: HostDeps): number {
+  const fs = statfsSync(path.dirname(deps.config.dataDir));
+  return fs.blocks * fs.bsize;
+}
+
+/**
+ * Writes the lab's settings file, pg_hba.conf and pg_ident.conf into PGDATA. Returns the fingerprint of what was
+ * written and of what the running server last applied.
+ */
+export function writeLabConfig(deps: HostDeps, lab: LabConfig): { fingerprint: string; applied: string; fingerprintFile: string } {
+  const { config } = deps;
+  const fingerprint = createHash('sha256').update(lab.confText).update(lab.hbaText).update(lab.identText).digest('hex');
   const fingerprintFile = path.join(config.dataDir, `${LAB_CONF}.applied`);
   const applied = existsSync(fingerprintFile) ? readFileSync(fingerprintFile, 'utf8') : '';
-  writeOwned(deps, path.join(config.dataDir, LAB_CONF), confText);
-  writeOwned(deps, path.join(config.dataDir, 'pg_hba.conf'), hbaText);
+  writeOwned(deps, path.join(config.dataDir, LAB_CONF), lab.confText);
+  writeOwned(deps, path.join(config.dataDir, 'pg_hba.conf'), lab.hbaText);
+  writeOwned(deps, path.join(config.dataDir, 'pg_ident.conf'), lab.identText);
   return { fingerprint, applied, fingerprintFile };
 }
 
-/** initdb once; the lab's role is the bootstrap superuser, trusted on the host's own socket only. */
+/** initdb once; the lab's role is the bootstrap superuser, reached over the socket by peer authentication only. */
 async function initCluster(deps: HostDeps): Promise<void> {
   const { config } = deps;
   if (existsSync(path.join(config.dataDir, 'PG_VERSION'))) return;
   await runProcess(
     path.join(config.pgBinDir, 'initdb'),
-    ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=trust', '--auth-host=scram-sha-256'],
+    ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256'],
     { ...asPostgresUser(deps), cwd: config.hostDir, timeoutMs: 600_000 },
   );
   appendFileSync(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`);
@@ -167,15 +243,35 @@ export function renderConf(settings: Record<string, string>): string {
   return `# Written by Storage Lab on every configure; edit the spec, not this file.\n${lines.join('\n')}\n`;
 }
 
-function renderHba(extra: string[]): string {
-  return [
-    '# Written by Storage Lab: trust on the host-private socket, passwords over TCP.',
-    'local   all          all                      trust',
+/**
+ * pg_hba.conf: the socket by peer authentication through the lab's ident map; TCP from loopback and the peers by
+ * password (scram-sha-256). A peer's address is checked before it gets here (peerAddressProblems).
+ */
+export function renderHba(peers: string[]): string {
+  const lines = [
+    '# Written by Storage Lab: the socket by OS user (pg_ident.conf), passwords over TCP.',
+    `local   all          all                      peer map=${IDENT_MAP}`,
     'host    all          all          127.0.0.1/32  scram-sha-256',
     'host    replication  all          127.0.0.1/32  scram-sha-256',
-    ...extra,
-    '',
-  ].join('\n');
+  ];
+  for (const peer of [...new Set(peers)]) {
+    const cidr = `${peer}/${isIPv6(peer) ? 128 : 32}`;
+    lines.push(`host    all          all          ${cidr}  scram-sha-256`, `host    replication  all          ${cidr}  scram-sha-256`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * pg_ident.conf: the agent's own OS user and the Postgres user may be the lab's role; the client tools' user (which
+ * runs the spec's script) may be the workload's role only. Without root there is no client user: the agent's user,
+ * which runs the tools too, may be either.
+ */
+export function renderIdent(deps: Pick<HostDeps, 'osUser' | 'clientUser'>, agentUser = userInfo().username): string {
+  const entries: [string, string][] = [[agentUser, LAB_ROLE]];
+  if (deps.osUser && deps.osUser.name !== agentUser) entries.push([deps.osUser.name, LAB_ROLE]);
+  entries.push(deps.clientUser ? [deps.clientUser.name, WORKLOAD_ROLE] : [agentUser, WORKLOAD_ROLE]);
+  const lines = entries.map(([os, role]) => `${IDENT_MAP}  ${os}  ${role}`);
+  return `# Written by Storage Lab: which OS user may connect over the socket as which role.\n${lines.join('\n')}\n`;
 }
 
 /** Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it). */

@@ -8,12 +8,14 @@ import { Context } from '@temporalio/activity';
 import { chownSync, existsSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import type { SpecProblem } from '../../common/errors';
 import { LAB_DATABASE, LAB_ROLE } from '../../common/names';
-import { ProcessError, runProcess } from '../lib/process-runner';
+import { synchronousStandbyNames } from '../../common/postgres-settings';
+import { ProcessError, runProcess, toolEnv } from '../lib/process-runner';
 import { heartbeatWhile } from '../lib/progress';
-import { quoteLiteral, withConnection } from '../lib/pg';
-import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
-import { isRunning, stopPostgres, writeOwned } from './postgres';
+import { LAB_SESSION_OPTIONS, quoteLiteral, withConnection } from '../lib/pg';
+import { asPostgresUser, assertHost, refuseInput, type HostDeps, type HostInput } from './deps';
+import { isRunning, peerAddressProblems, stopPostgres, writeOwned } from './postgres';
 
 /** Where another host's Postgres listens (HostRecord.postgres). */
 export interface PeerAddress {
@@ -23,6 +25,32 @@ export interface PeerAddress {
 
 /** Replication settings the lab owns, in their own file so a role change is a reload, not a rewrite of the rest. */
 const REPLICATION_CONF = 'storage-lab-replication.conf';
+
+/** A node's name (application_name, and a name in synchronous_standby_names): lower-case, as the drills name them. */
+const NODE_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+
+/** Problems of a peer's address as replication and pg_rewind connect to it: an IP address and a TCP port. */
+export function peerProblems(path: string, peer: unknown): SpecProblem[] {
+  const p = peer as Partial<PeerAddress> | null;
+  if (typeof p !== 'object' || p === null) return [{ path, message: 'must be a peer address ({ host, port })' }];
+  const problems = peerAddressProblems(`${path}.host`, p.host);
+  if (!(Number.isInteger(p.port) && p.port! >= 1 && p.port! <= 65_535)) problems.push({ path: `${path}.port`, message: `${JSON.stringify(p.port)} is not a TCP port` });
+  return problems;
+}
+
+/** Problems of a node's name as it goes into a conninfo and synchronous_standby_names. */
+export function nodeNameProblems(path: string, node: unknown): SpecProblem[] {
+  return typeof node === 'string' && NODE_NAME.test(node) ? [] : [{ path, message: `${JSON.stringify(node)} is not a node name (${NODE_NAME.source})` }];
+}
+
+/** Every problem of the replication settings a host received; it builds the server's settings from them only when none. */
+export function replicationProblems(input: Partial<ReplicationSettings>): SpecProblem[] {
+  const problems = [...nodeNameProblems('node', input.node), ...(input.primary ? peerProblems('primary', input.primary) : [])];
+  const standbys = input.synchronousStandbys ?? [];
+  if (!Array.isArray(standbys)) problems.push({ path: 'synchronousStandbys', message: 'must be a list of node names' });
+  else standbys.forEach((n, i) => problems.push(...nodeNameProblems(`synchronousStandbys[${i}]`, n)));
+  return problems;
+}
 
 /** The passfile libpq reads for peer connections: owned by the Postgres user, mode 0600, in the host folder. */
 export function ensurePassfile(deps: HostDeps): string {
@@ -49,6 +77,7 @@ export async function connectPeer(
     database: opts.database ?? LAB_DATABASE,
     application_name: opts.applicationName,
     connectionTimeoutMillis: opts.timeoutMs ?? 2_000,
+    options: LAB_SESSION_OPTIONS,
   });
   // A peer that dies mid-query surfaces as the query's error; the client's own 'error' event must not crash the agent.
   client.on('error', () => undefined);
@@ -72,8 +101,8 @@ export interface ReplicationSettings {
   primary: PeerAddress | null;
   /** This server's name as its primary sees it (application_name). */
   node: string;
-  /** On a primary: 'ANY 1 (n2, n3)', or '' for asynchronous replication. */
-  synchronousStandbyNames: string;
+  /** On a primary: the standbys any one of which confirms each commit ('ANY 1 (n2, n3)'); none for asynchronous replication. */
+  synchronousStandbys: string[];
 }
 
 /** Writes the replication settings file (and its include line) into PGDATA. */
@@ -83,7 +112,7 @@ function writeReplicationConf(deps: HostDeps, settings: ReplicationSettings): vo
   const include = `include_if_exists = '${REPLICATION_CONF}'`;
   if (!readFileSync(conf, 'utf8').includes(include)) appendFileSync(conf, `\n${include}\n`);
   const lines = ['# Written by Storage Lab: this server\'s place in the drill\'s replication.'];
-  lines.push(`synchronous_standby_names = ${quoteLiteral(settings.synchronousStandbyNames)}`);
+  lines.push(`synchronous_standby_names = ${quoteLiteral(synchronousStandbyNames(settings.synchronousStandbys))}`);
   lines.push(`primary_conninfo = ${quoteLiteral(settings.primary ? peerConninfo(ensurePassfile(deps), settings.primary, settings.node) : '')}`);
   writeOwned(deps, path.join(dataDir, REPLICATION_CONF), `${lines.join('\n')}\n`);
 }
@@ -91,6 +120,7 @@ function writeReplicationConf(deps: HostDeps, settings: ReplicationSettings): vo
 /** Sets this server's replication role settings and reloads a running server (primary_conninfo reloads since PG 13). */
 export async function setReplication(deps: HostDeps, input: HostInput & ReplicationSettings): Promise<void> {
   assertHost(deps, input);
+  refuseInput(deps, replicationProblems(input));
   writeReplicationConf(deps, input);
   if (await isRunning(deps)) await withConnection(deps.config, (c) => c.query('SELECT pg_reload_conf()'), { database: 'postgres' });
 }
@@ -104,7 +134,7 @@ async function basebackup(deps: HostDeps, primary: PeerAddress, node: string): P
       ['-h', primary.host, '-p', String(primary.port), '-U', LAB_ROLE, '-D', deps.config.dataDir, '-X', 'stream', '-c', 'fast', '--no-password'],
       {
         ...asPostgresUser(deps),
-        env: { ...process.env, PGPASSFILE: passfile, PGAPPNAME: node },
+        env: { ...toolEnv(), PGPASSFILE: passfile, PGAPPNAME: node },
         cwd: deps.config.hostDir,
         timeoutMs: 6 * 3600_000,
         signal,
@@ -114,13 +144,14 @@ async function basebackup(deps: HostDeps, primary: PeerAddress, node: string): P
 }
 
 function markStandby(deps: HostDeps, primary: PeerAddress, node: string): void {
-  writeReplicationConf(deps, { primary, node, synchronousStandbyNames: '' });
+  writeReplicationConf(deps, { primary, node, synchronousStandbys: [] });
   writeOwned(deps, path.join(deps.config.dataDir, 'standby.signal'), '');
 }
 
 /** Clones a standby from a primary (once: an earlier attempt's finished clone is kept). Start it with configurePostgres. */
 export async function cloneStandby(deps: HostDeps, input: HostInput & { primary: PeerAddress; node: string }): Promise<{ seconds: number }> {
   assertHost(deps, input);
+  refuseInput(deps, [...peerProblems('primary', input.primary), ...nodeNameProblems('node', input.node)]);
   const started = Date.now();
   if (!existsSync(path.join(deps.config.dataDir, 'standby.signal'))) {
     await basebackup(deps, input.primary, input.node);
@@ -165,6 +196,7 @@ export async function rejoinAsStandby(
   input: HostInput & { primary: PeerAddress; node: string },
 ): Promise<{ action: 'rewound' | 'rebuilt'; seconds: number; detail: string }> {
   assertHost(deps, input);
+  refuseInput(deps, [...peerProblems('primary', input.primary), ...nodeNameProblems('node', input.node)]);
   const started = Date.now();
   await stopPostgres(deps, { hostId: input.hostId, mode: 'fast' });
   let action: 'rewound' | 'rebuilt' = 'rebuilt';

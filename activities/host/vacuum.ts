@@ -21,7 +21,9 @@ export interface VacuumPhaseInput extends HostInput {
   bloatMB: number;
 }
 
-const TABLE = 'pgbench_accounts';
+const TABLE_NAME = 'pgbench_accounts';
+/** The table, schema-qualified: the lab's sessions search pg_catalog only. */
+const TABLE = `public.${TABLE_NAME}`;
 const MB = 2 ** 20;
 /** Rows per UPDATE: a few MB of dead tuples, a second or so even on a throttled volume. */
 const BATCH_ROWS = 50_000;
@@ -54,7 +56,7 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
   const db = await connectLocal(deps.config, { applicationName: 'storage-lab vacuum phase' });
   let original: string | null = null;
   try {
-    await db.query('CREATE EXTENSION IF NOT EXISTS pgstattuple');
+    await db.query('CREATE EXTENSION IF NOT EXISTS pgstattuple SCHEMA public');
     original = await switchAutovacuumOff(db);
 
     // Untimed: dead tuples of the TPS run (and of an earlier attempt) go first, so the timed VACUUM sees only ours.
@@ -72,12 +74,12 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
     const window = counters.window();
     const timed = await vacuum(deps, db, `VACUUM (VERBOSE) ${TABLE}`, stepReporter(report, 70, 100), 'VACUUM (VERBOSE)');
     const host = window.end();
-    const verbose = parseVacuumVerbose(timed.messages).find((r) => r.relation.endsWith(`.${TABLE}`));
+    const verbose = parseVacuumVerbose(timed.messages).find((r) => r.relation.endsWith(TABLE));
     if (!verbose) throw new Error(`VACUUM (VERBOSE) reported nothing on ${TABLE}:\n${timed.messages}`);
     const deadBytes = after.deadBytes - before.deadBytes;
     report({ percent: 100, detail: { step: 'done', vacuumSeconds: Math.round(timed.seconds * 10) / 10 } });
     return {
-      table: TABLE,
+      table: TABLE_NAME,
       ...(cleanup ? { cleanup } : {}),
       requestedBytes: requested,
       deadBytes,
@@ -143,7 +145,7 @@ async function tupleStats(db: Client, report: ReportProgress): Promise<TupleStat
   type Row = Record<'table_len' | 'approx_free_space' | 'approx_tuple_count' | 'approx_tuple_len' | 'dead_tuple_count' | 'dead_tuple_len', string>;
   const r = await db
     .query<Row>(
-      'SELECT table_len, approx_free_space, approx_tuple_count, approx_tuple_len, dead_tuple_count, dead_tuple_len FROM pgstattuple_approx($1::regclass)',
+      'SELECT table_len, approx_free_space, approx_tuple_count, approx_tuple_len, dead_tuple_count, dead_tuple_len FROM public.pgstattuple_approx($1::regclass)',
       [TABLE],
     )
     .finally(stop);

@@ -3,7 +3,8 @@
  * a restore into an empty data folder at a recovery target, a check of the repository, and a look at the archived
  * WAL. Two implementations: WAL-G (activities/lib/walg.ts) and pgBackRest (activities/lib/pgbackrest.ts).
  */
-import type { BackupCompression, BackupKind } from '../../common/backup-store';
+import { chown } from 'node:fs/promises';
+import type { BackupCompression, BackupKind, BackupToolName, ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import type { HostConfig } from '../../infra/providers/host-provider';
 
@@ -48,7 +49,7 @@ export interface BackupToolSettings {
 }
 
 export interface BackupTool {
-  readonly name: string;
+  readonly name: BackupToolName;
   version(): Promise<string>;
   /** Writes the tool's configuration for this host; idempotent. */
   configure(settings: BackupToolSettings): Promise<void>;
@@ -65,4 +66,63 @@ export interface BackupTool {
   archivedWal(signal?: AbortSignal): Promise<ArchivedWal[]>;
   /** Deletes one archived segment (fault injection: proves a broken archive is caught). */
   removeArchivedSegment(wal: ArchivedWal): Promise<void>;
+}
+
+/** Gives a file or folder to the OS user the tool runs as (root agents; otherwise the agent owns it already). */
+export async function chownTo(file: string, runAs: BackupToolHost['runAs']): Promise<void> {
+  if (runAs.uid !== undefined) await chown(file, runAs.uid, runAs.gid ?? runAs.uid);
+}
+
+/** Keys an S3 store is reached with, when the agent's environment holds them (locally; EC2 hosts use their role). */
+export interface S3Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+/**
+ * The keys of the agent's environment under the given names, or undefined when it has none: the tools never see the
+ * agent's environment, so these go into their config files (0600, the Postgres user's), and from there to the
+ * tool alone (archive_command's too).
+ */
+export function s3CredentialsFrom(env: NodeJS.ProcessEnv, names: { key: string; secret: string; token: string }): S3Credentials | undefined {
+  const accessKeyId = env[names.key];
+  const secretAccessKey = env[names.secret];
+  if (!accessKeyId || !secretAccessKey) return undefined;
+  const sessionToken = env[names.token];
+  return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
+}
+
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/**
+ * What is wrong with a value for a tool's config file, or null when nothing is. pgBackRest's ini parser splits the
+ * file at line ends, trims each line, takes a line starting with [ as a section and the first = of any other as its
+ * key's end: a value written after its key is safe when it holds no control character (no line end) and no white
+ * space at either end (trimmed away); = [ and # inside it are data. WAL-G's JSON needs no more, and the same rule
+ * keeps a value one token wherever the tool passes it on (an S3 key, a path).
+ */
+export function configValueProblem(value: unknown): string | null {
+  if (typeof value !== 'string') return 'must be a string';
+  if (value === '') return 'is empty';
+  const control = CONTROL_CHARACTER.exec(value);
+  if (control) return `contains a control character (${JSON.stringify(control[0])}); a config value is one line`;
+  if (value !== value.trim()) return 'begins or ends with white space, which the tool would trim';
+  return null;
+}
+
+/** Throws, before anything is written, naming every key of a tool's config whose value is not safe to write. */
+export function checkConfigValues(tool: string, values: Record<string, unknown>): void {
+  const problems = Object.entries(values).flatMap(([key, value]) => {
+    const problem = configValueProblem(value);
+    return problem ? [`${key} ${problem}`] : [];
+  });
+  if (problems.length) throw new Error(`${tool} config not written: ${problems.join('; ')}`);
+}
+
+/** A store's fields as the tools take them, checked as they come in (the endpoint before any URL parser tidies it). */
+export function storeFields(store: ResolvedBackupStore): Record<string, string> {
+  return store.kind === 'folder'
+    ? { 'store.path': store.path }
+    : { 'store.bucket': store.bucket, 'store.path': store.path, 'store.region': store.region, ...(store.endpoint !== undefined ? { 'store.endpoint': store.endpoint } : {}) };
 }

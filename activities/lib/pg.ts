@@ -2,8 +2,20 @@
 import { Client } from 'pg';
 import { LAB_DATABASE, LAB_ROLE } from '../../common/names';
 import type { HostConfig } from '../../infra/providers/host-provider';
+import { toolEnv } from './process-runner';
 
-/** Connects over the host's Unix socket (trusted: the socket folder belongs to the host). */
+/**
+ * Startup options of the lab's superuser sessions. Only pg_catalog on the search path, so no function, operator or
+ * table another role put in a schema (public on PostgreSQL 12-14) is ever resolved by them: the lab's SQL names the
+ * pgbench tables public.pgbench_* and its own storage_lab.*. And no temp_file_limit: the host's limit bounds the
+ * workload's sessions, while the lab's own sorts (primary keys, row checks) grow with the data set.
+ */
+export const LAB_SESSION_OPTIONS = '-c search_path=pg_catalog -c temp_file_limit=-1';
+
+/**
+ * Connects over the host's Unix socket as the lab's role: peer authentication maps the agent's OS user (and the
+ * Postgres user) to it; the socket folder is open to the Postgres user and the client tools' user only.
+ */
 export async function connectLocal(
   config: Pick<HostConfig, 'socketDir' | 'postgres'>,
   opts: { database?: string; applicationName?: string; statementTimeoutMs?: number } = {},
@@ -15,6 +27,7 @@ export async function connectLocal(
     database: opts.database ?? LAB_DATABASE,
     application_name: opts.applicationName ?? 'storage-lab',
     statement_timeout: opts.statementTimeoutMs,
+    options: LAB_SESSION_OPTIONS,
   });
   await client.connect();
   // Keep idle connections from being reaped by the server's own timeouts mid-phase.
@@ -36,10 +49,10 @@ export async function withConnection<T>(
   }
 }
 
-/** libpq environment for psql, pgbench and friends talking to this host's Postgres. */
+/** libpq environment for psql, pgbench and friends talking to this host's Postgres as the lab's role: toolEnv() plus libpq's. */
 export function libpqEnv(config: Pick<HostConfig, 'socketDir' | 'postgres'>, database = LAB_DATABASE): NodeJS.ProcessEnv {
   return {
-    ...process.env,
+    ...toolEnv(),
     PGHOST: config.socketDir,
     PGPORT: String(config.postgres.port),
     PGUSER: LAB_ROLE,

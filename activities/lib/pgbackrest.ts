@@ -1,7 +1,8 @@
 /**
  * The backup tool on Debian's pgBackRest: a config file in the host folder (passed with --config), a repository
  * in the run's folder or S3 prefix, and every command run as the Postgres OS user (archive_command runs as that
- * user too, so it must own the logs, locks and the repository folder).
+ * user too, so it must own the logs, locks and the repository folder). pgBackRest runs with an allow-listed
+ * environment: S3 keys of the agent's (PGBACKREST_REPO1_S3_KEY and friends) go into its 0600 config file.
  */
 import { mkdir, rm, writeFile, chown } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,7 +18,19 @@ import type { BackupInfo } from '../../common/drill-result';
 import { LAB_ROLE } from '../../common/names';
 import { parseArchiveListing, parseInfo, parseVerify } from '../parsers/pgbackrest';
 import { runProcess, type RunOptions } from './process-runner';
-import type { ArchivedWal, BackupTool, BackupToolHost, BackupToolSettings, RecoveryTarget, RepositoryCheck } from './backup-tool';
+import {
+  checkConfigValues,
+  chownTo,
+  s3CredentialsFrom,
+  storeFields,
+  type ArchivedWal,
+  type BackupTool,
+  type BackupToolHost,
+  type BackupToolSettings,
+  type RecoveryTarget,
+  type RepositoryCheck,
+  type S3Credentials,
+} from './backup-tool';
 
 export interface PgbackrestConfigInput {
   stanza: string;
@@ -27,13 +40,18 @@ export interface PgbackrestConfigInput {
   logDir: string;
   lockDir: string;
   spoolDir: string;
-  /** `shared`: keys from PGBACKREST_REPO1_S3_KEY(_SECRET) in the environment; `auto`: the instance's role (EC2). */
-  s3KeyType?: 'auto' | 'shared';
+  /** Keys for an S3 repository (repo1-s3-key-type shared); absent: the instance's role (auto, EC2). */
+  s3Credentials?: S3Credentials;
   compression?: BackupCompression;
 }
 
-/** pgbackrest.conf for one host. Pure: the config is a function of the store and the host's Postgres. */
+/**
+ * pgbackrest.conf for one host. Pure: the config is a function of the store and the host's Postgres. Writes only its
+ * own keys, and throws when a value is not safe on a line of pgBackRest's ini (configValueProblem).
+ */
 export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
+  // The store's fields as given: the URL parser below would quietly drop a line end from the endpoint.
+  checkConfigValues('pgBackRest', storeFields(input.store));
   const compressType = toolCompressionName('pgbackrest', input.compression ?? DEFAULT_BACKUP_COMPRESSION);
   const global: Record<string, string> = {};
   if (input.store.kind === 'folder') {
@@ -44,7 +62,12 @@ export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
     global['repo1-path'] = input.store.path;
     global['repo1-s3-bucket'] = input.store.bucket;
     global['repo1-s3-region'] = input.store.region;
-    global['repo1-s3-key-type'] = input.s3KeyType ?? 'auto';
+    global['repo1-s3-key-type'] = input.s3Credentials ? 'shared' : 'auto';
+    if (input.s3Credentials) {
+      global['repo1-s3-key'] = input.s3Credentials.accessKeyId;
+      global['repo1-s3-key-secret'] = input.s3Credentials.secretAccessKey;
+      if (input.s3Credentials.sessionToken) global['repo1-s3-token'] = input.s3Credentials.sessionToken;
+    }
     if (input.store.endpoint) {
       const url = new URL(input.store.endpoint);
       if (url.protocol !== 'https:')
@@ -75,6 +98,7 @@ export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
     'pg1-port': String(input.pg.port),
     'pg1-user': LAB_ROLE,
   };
+  checkConfigValues('pgBackRest', { stanza: input.stanza, ...global, ...stanza });
   const section = (name: string, values: Record<string, string>) =>
     [`[${name}]`, ...Object.entries(values).map(([k, v]) => `${k}=${v}`)].join('\n');
   return `# Written by Storage Lab for this host; edit the drill spec, not this file.\n${section('global', global)}\n\n${section(input.stanza, stanza)}\n`;
@@ -84,7 +108,7 @@ export function renderPgbackrestConfig(input: PgbackrestConfigInput): string {
 const COMMAND_TIMEOUT_MS = 6 * 3600_000;
 
 export class PgBackRest implements BackupTool {
-  readonly name = 'pgbackrest';
+  readonly name = 'pgbackrest' as const;
   private readonly dir: string;
   readonly configFile: string;
 
@@ -115,10 +139,12 @@ export class PgBackRest implements BackupTool {
       logDir,
       lockDir,
       spoolDir,
-      s3KeyType: process.env.PGBACKREST_REPO1_S3_KEY ? 'shared' : 'auto',
+      s3Credentials: s3CredentialsFrom(process.env, { key: 'PGBACKREST_REPO1_S3_KEY', secret: 'PGBACKREST_REPO1_S3_KEY_SECRET', token: 'PGBACKREST_REPO1_S3_TOKEN' }),
       compression: settings.compression,
     });
-    await writeFile(this.configFile, text, { mode: 0o644 });
+    // It may hold keys: the Postgres user's alone.
+    await writeFile(this.configFile, text, { mode: 0o600 });
+    await chownTo(this.configFile, this.host.runAs);
   }
 
   archiveSettings(archiveTimeoutSeconds: number): Record<string, string> {

@@ -1,11 +1,42 @@
 /**
  * The one way the lab runs external tools (pgbench, psql, pg_ctl, losetup, pgbackrest, ...): a timeout, a cancel
  * signal, streamed lines, a typed result, and a typed error that keeps the exit code and the end of stderr.
+ * A tool gets an allow-listed environment (toolEnv), never the worker's: no AWS keys, PGPASSWORD or Temporal
+ * settings reach a tool unless its caller adds them.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** Variables every tool inherits from the worker: where programs are, and the locale and time zone. */
+const INHERITED = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/;
+
+/** The environment a tool starts from: the allow-listed variables of `parent` and nothing else; callers add what a tool needs. */
+export function toolEnv(parent: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(parent).filter(([name]) => INHERITED.test(name)));
+}
+
+/** The home folder of a user by uid (/etc/passwd), or undefined when it has none there. */
+function homeOf(uid: number): string | undefined {
+  for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+    const fields = line.split(':');
+    if (fields.length >= 6 && Number(fields[2]) === uid) return fields[5];
+  }
+  return undefined;
+}
+
+/**
+ * The default environment of a tool: toolEnv() and HOME of the user it runs as, so a tool run as postgres or
+ * storage-lab never reads the worker's dotfiles (~/.pgpass, ~/.aws). A caller that passes env decides HOME itself.
+ */
+function defaultEnv(uid: number | undefined): NodeJS.ProcessEnv {
+  const runAs = uid ?? process.getuid?.();
+  const home = runAs === undefined ? undefined : homeOf(runAs);
+  return home === undefined ? toolEnv() : { ...toolEnv(), HOME: home };
+}
 
 export interface RunOptions {
   cwd?: string;
+  /** The tool's whole environment (default: toolEnv() and the user's HOME); build it from toolEnv(), never from process.env. */
   env?: NodeJS.ProcessEnv;
   /** Kill the process (SIGTERM, then SIGKILL) after this long. */
   timeoutMs?: number;
@@ -71,7 +102,7 @@ export function runProcess(cmd: string, args: string[], opts: RunOptions = {}): 
     }
     const child = spawn(cmd, args, {
       cwd: opts.cwd,
-      env: opts.env ?? process.env,
+      env: opts.env ?? defaultEnv(opts.uid),
       uid: opts.uid,
       gid: opts.gid,
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -2,10 +2,10 @@
  * The backup tool on WAL-G (v3.0.8, built into the tools cache by infra/bootstrap.sh): a JSON config in the host
  * folder (passed with --config), WAL and base backups in the run's folder (WALG_FILE_PREFIX) or S3 prefix
  * (WALG_S3_PREFIX), every command run as the Postgres OS user (archive_command and restore_command run as that user
- * too). No credentials in the config: WAL-G takes AWS keys from the agent's environment (the server's
- * archive_command inherits it) or, with none there, the instance's role on EC2.
+ * too). WAL-G runs with an allow-listed environment, as does the server whose archive_command runs it: AWS keys in
+ * the agent's environment go into the config (0600, the Postgres user's); with none there, the instance's role on EC2.
  */
-import { appendFile, chown, copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
@@ -26,7 +26,19 @@ import {
 } from '../parsers/walg';
 import { quoteLiteral, withConnection } from './pg';
 import { runProcess, type RunOptions } from './process-runner';
-import type { ArchivedWal, BackupTool, BackupToolHost, BackupToolSettings, RecoveryTarget, RepositoryCheck } from './backup-tool';
+import {
+  checkConfigValues,
+  chownTo,
+  s3CredentialsFrom,
+  storeFields,
+  type ArchivedWal,
+  type BackupTool,
+  type BackupToolHost,
+  type BackupToolSettings,
+  type RecoveryTarget,
+  type RepositoryCheck,
+  type S3Credentials,
+} from './backup-tool';
 
 /** WAL-G's folders inside a store (its own names: utility.BaseBackupPath and utility.WalPath). */
 const BACKUPS_FOLDER = 'basebackups_005';
@@ -58,10 +70,16 @@ export interface WalgConfigInput {
   store: ResolvedBackupStore;
   pg: { dataDir: string; socketDir: string; port: number };
   compression: BackupCompression;
+  /** Keys for an S3 store (AWS_ACCESS_KEY_ID and friends in the config); absent: the instance's role. */
+  s3Credentials?: S3Credentials;
 }
 
-/** WAL-G's settings for one host (written as JSON, read with --config). Pure: a function of the store and the server. */
+/**
+ * WAL-G's settings for one host (written as JSON, read with --config). Pure: a function of the store and the server.
+ * Throws when a value is not safe to write (configValueProblem), before anything is written.
+ */
 export function renderWalgConfig(input: WalgConfigInput): Record<string, string> {
+  checkConfigValues('WAL-G', storeFields(input.store));
   const method = toolCompressionName('wal-g', input.compression);
   const config: Record<string, string> = {};
   if (input.store.kind === 'folder') {
@@ -73,6 +91,11 @@ export function renderWalgConfig(input: WalgConfigInput): Record<string, string>
       config.AWS_ENDPOINT = input.store.endpoint;
       // S3-compatible stores (MinIO, emulators) address buckets by path, not by host name.
       config.AWS_S3_FORCE_PATH_STYLE = 'true';
+    }
+    if (input.s3Credentials) {
+      config.AWS_ACCESS_KEY_ID = input.s3Credentials.accessKeyId;
+      config.AWS_SECRET_ACCESS_KEY = input.s3Credentials.secretAccessKey;
+      if (input.s3Credentials.sessionToken) config.AWS_SESSION_TOKEN = input.s3Credentials.sessionToken;
     }
   }
   Object.assign(config, {
@@ -93,6 +116,7 @@ export function renderWalgConfig(input: WalgConfigInput): Record<string, string>
     PGUSER: LAB_ROLE,
     PGDATABASE: 'postgres',
   });
+  checkConfigValues('WAL-G', config);
   return config;
 }
 
@@ -121,7 +145,7 @@ function shellWord(s: string): string {
 }
 
 export class WalG implements BackupTool {
-  readonly name = 'wal-g';
+  readonly name = 'wal-g' as const;
   private readonly dir: string;
   readonly configFile: string;
   /** The binary the Postgres OS user runs: the installed one, or a copy in the host folder when it cannot reach that. */
@@ -152,8 +176,11 @@ export class WalG implements BackupTool {
       await chownTo(this.binary!, this.host.runAs);
     }
     const pg = { dataDir: this.host.dataDir, socketDir: this.host.socketDir, port: this.host.postgres.port };
-    const config = renderWalgConfig({ store: this.store, pg, compression: settings.compression });
-    await writeFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
+    const s3Credentials = s3CredentialsFrom(process.env, { key: 'AWS_ACCESS_KEY_ID', secret: 'AWS_SECRET_ACCESS_KEY', token: 'AWS_SESSION_TOKEN' });
+    const config = renderWalgConfig({ store: this.store, pg, compression: settings.compression, s3Credentials });
+    // It may hold keys: the Postgres user's alone.
+    await writeFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+    await chownTo(this.configFile, this.host.runAs);
   }
 
   archiveSettings(archiveTimeoutSeconds: number): Record<string, string> {
@@ -264,10 +291,6 @@ export class WalG implements BackupTool {
     await mkdir(dir, { recursive: true, mode });
     await chownTo(dir, this.host.runAs);
   }
-}
-
-async function chownTo(file: string, runAs: BackupToolHost['runAs']): Promise<void> {
-  if (runAs.uid !== undefined) await chown(file, runAs.uid, runAs.gid ?? runAs.uid);
 }
 
 /** Whether other users can run a file: every folder above it passable, the file readable and executable. */

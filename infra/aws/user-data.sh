@@ -139,8 +139,9 @@ mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$device"
 install -d "$storage_root"
 mount -o noatime "$device" "$storage_root"
 echo "$device $storage_root ext4 noatime,nofail 0 2" >> /etc/fstab
-install -d -o postgres -g postgres "$storage_root" "$host_dir" "$host_dir/run" "$host_dir/logs"
-install -d -m 0700 -o postgres -g postgres "$host_dir/secrets"
+install -d -o postgres -g postgres "$storage_root" "$host_dir" "$host_dir/logs"
+# The socket folder and the secrets are the postgres user's alone (the agent runs as it, and peer-maps it to the roles).
+install -d -m 0700 -o postgres -g postgres "$host_dir/run" "$host_dir/secrets"
 
 step "reading secrets from SSM Parameter Store"
 agent_env=/etc/storage-lab/agent.env

@@ -25,6 +25,8 @@ export interface HostRequest {
    * replicate with it); without one each host gets its own. The password itself never leaves the hosts.
    */
   passwordScope?: string;
+  /** The run's backups go to S3: a local host's agent gets the control worker's S3 keys (EC2 hosts use their role). */
+  s3Backups?: boolean;
 }
 
 /** I/O and memory limits as enforced on the host (null: none enforced). */

@@ -1,7 +1,8 @@
 /**
  * kill -9 of a host's agent during the TPS run: its supervisor brings the agent back, the lost attempt times out
  * on its heartbeat, the workflow records it as a failed attempt and measures again; the retry stops the killed
- * attempt's pgbench first. Before the kill: the running pgbench's OS user is the unprivileged one, its role no superuser. The result holds exactly one
+ * attempt's pgbench first. Before the kill: the running pgbench's OS user is the unprivileged one, its role no superuser,
+ * and neither it nor the agent holds the control worker's secrets (its environment has them). The result holds exactly one
  * TPS run (the second), the failed attempt is listed and flagged by a self-check, never averaged in.
  */
 import { readFileSync } from 'node:fs';
@@ -26,12 +27,20 @@ const LOCAL_DISK_ONLY = {
   phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
 };
 
+/** Secrets a control worker's environment may hold: no host agent or tool may inherit them. */
+const SECRETS = { PGPASSWORD: 'pg-secret', AWS_SECRET_ACCESS_KEY: 'aws-secret', TEMPORAL_API_KEY: 'temporal-secret' };
+
+/** The variable names of a process's environment. */
+const environNames = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((e) => e.slice(0, e.indexOf('=')));
+
 describe('kill -9 of a host agent during the TPS run (faults)', () => {
   let lab: TestLab;
   beforeAll(async () => {
+    Object.assign(process.env, SECRETS);
     lab = await startTestLab('agent-kill');
   });
   afterAll(async () => {
+    for (const name of Object.keys(SECRETS)) delete process.env[name];
     await lab?.close();
   });
 
@@ -56,6 +65,8 @@ describe('kill -9 of a host agent during the TPS run (faults)', () => {
     expect(roles.rows).toEqual([{ usename: WORKLOAD_ROLE, rolsuper: false }]);
     const pids = agentPids(lab.paths, hostId);
     expect(pids).toHaveLength(1);
+    for (const pid of [pgbench[0].pid, pids[0]]) for (const secret of Object.keys(SECRETS)) expect(environNames(pid)).not.toContain(secret);
+    expect(environNames(pids[0])).toContain('TEMPORAL_ADDRESS');
     process.kill(pids[0], 'SIGKILL');
 
     const summary = (await handle.result()) as { status: string; failedChecks: string[] };

@@ -13,7 +13,7 @@ import { createDiagnoseActivities } from '../../activities/diagnose';
 import { withConnection, libpqEnv } from '../../activities/lib/pg';
 import { runProcess } from '../../activities/lib/process-runner';
 import { parseSummary } from '../../activities/parsers/pgbench';
-import { startBenchHost, type BenchHost } from '../../bench/bench-host';
+import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
 import { CAPTURE_KIND, VERDICTS, type DiagnoseCapture, type DiagnoseInput, type DiagnoseSummary } from '../../common/diagnose';
 import { demandsFromCapture } from '../../common/demands';
@@ -142,8 +142,8 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     await standby.run(stopPostgres, { hostId: s.hostId });
     writeFileSync(s.passwordFile, readFileSync(p.passwordFile, 'utf8'));
     await standby.run(cloneStandby, { hostId: s.hostId, primary: { host: '127.0.0.1', port: p.postgres.port }, node: 's1' });
-    await standby.run(configurePostgres, { hostId: s.hostId, settings });
-    await primary.run(setReplication, { hostId: p.hostId, primary: null, node: 'primary', synchronousStandbyNames: 'ANY 1 (s1)' });
+    await standby.run(configurePostgres, { hostId: s.hostId, ...hostSettings(settings) });
+    await primary.run(setReplication, { hostId: p.hostId, primary: null, node: 'primary', synchronousStandbys: ['s1'] });
     for (let i = 0; ; i++) {
       const state = await withConnection(p, async (c) => (await c.query<{ sync_state: string }>("SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'")).rows[0]?.sync_state);
       if (state === 'quorum') break;

@@ -2,8 +2,9 @@
  * Both drills with WAL-G on moto's S3 (plain HTTP on 127.0.0.1, which WAL-G accepts and pgBackRest does not): the
  * restore drill from a delta backup on top of a full one, to an LSN between two marker rows; the failover drill with
  * its archive in S3, checked by wal-verify across the new timeline. Real control worker, host agents and Postgres;
- * the two drills run at once (they share nothing but the bucket). The hosts' WAL-G takes moto's keys from the
- * environment the agents inherit.
+ * the two drills run at once (they share nothing but the bucket). The agents of hosts whose backups go to S3 get
+ * moto's keys from the control worker's environment and write them into WAL-G's config (0600, the postgres user's);
+ * neither WAL-G nor the server's archive_command inherits them.
  */
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { readFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ describe('durability drills with WAL-G on S3 (integration)', () => {
   beforeAll(async () => {
     moto = await startMoto();
     await moto.createBucket(BUCKET);
-    // moto accepts any keys; the host agents (and so wal-g and archive_command) inherit them.
+    // moto accepts any keys; the host agents of S3-backed drills get them and write them into WAL-G's config.
     process.env.AWS_ACCESS_KEY_ID = 'testing';
     process.env.AWS_SECRET_ACCESS_KEY = 'testing';
     lab = await startTestLab('drills-s3');

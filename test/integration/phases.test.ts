@@ -70,7 +70,7 @@ describe('measured phases on a real Postgres (integration)', () => {
   });
 
   it('makes the requested dead bytes, times VACUUM (VERBOSE) and restores autovacuum; a retry starts clean', async () => {
-    await query('ALTER TABLE pgbench_accounts SET (autovacuum_enabled = on)');
+    await query('ALTER TABLE public.pgbench_accounts SET (autovacuum_enabled = on)');
     let last: VacuumPhaseResult | undefined;
     for (let attempt = 1; attempt <= 2; attempt++) {
       const r = await host.run(runVacuumPhase, { hostId, bloatMB: 4 });
@@ -90,7 +90,7 @@ describe('measured phases on a real Postgres (integration)', () => {
     // VACUUM took the dead tuples away, all but those its own report says it left: row versions a snapshot of another
     // session could still see (an autovacuum ANALYZE of a neighbouring table, say), and tuples on pages another backend
     // had pinned (a checkpoint writing them out). CI saw 121 bytes left once, 103 kB (2.4 %) another time.
-    const left = await query<{ n: string; d: string }>("SELECT dead_tuple_count AS n, dead_tuple_len AS d FROM pgstattuple_approx('pgbench_accounts')");
+    const left = await query<{ n: string; d: string }>("SELECT dead_tuple_count AS n, dead_tuple_len AS d FROM public.pgstattuple_approx('public.pgbench_accounts')");
     const { tuples, missedDead } = last!.verbose;
     expect(Number(left[0].n)).toBeLessThanOrEqual(tuples.deadNotYetRemovable + (missedDead?.tuples ?? 0));
     expect(Number(left[0].d)).toBeLessThan(0.05 * last!.deadBytes);

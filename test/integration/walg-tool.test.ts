@@ -8,7 +8,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startBenchHost, type BenchHost } from '../../bench/bench-host';
+import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
 import {
   checkArchive,
   configureBackups,
@@ -85,18 +85,20 @@ describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (i
   /** Fetches the newest backup onto the empty restore host, replays to the target and promotes. */
   async function restoreTo(target: RecoveryTarget) {
     await emptyRestoreHost();
-    await restore.run(configureBackups, { hostId: ids.restore, store, tool, archiveTimeoutSeconds: 1 });
+    await restore.run(configureBackups, { hostId: ids.restore, store, tool });
     const fetched = await restore.run(restoreBackup, { hostId: ids.restore, store, tool, target });
     const started = Date.now();
-    const recovery = await restore.run(recoverFromBackup, { hostId: ids.restore, settings: SETTINGS, timeoutSeconds: RECOVERY_TIMEOUT_SECONDS });
+    const recovery = await restore.run(recoverFromBackup, { hostId: ids.restore, ...hostSettings(SETTINGS), timeoutSeconds: RECOVERY_TIMEOUT_SECONDS });
     return { fetched, recovery, recoverySeconds: (Date.now() - started) / 1000 };
   }
 
   it('archives WAL with wal-push and takes a full and then a delta backup', async () => {
-    const archiving = await source.run(configureBackups, { hostId: ids.source, store, tool, compression: 'lz4', archiveTimeoutSeconds: 1 });
+    const archiving = await source.run(configureBackups, { hostId: ids.source, store, tool, compression: 'lz4' });
     expect(archiving).toMatchObject({ tool: 'wal-g', version: '3.0.8' });
-    expect(archiving.settings.archive_command).toMatch(/wal-g --config \S+walg\.json wal-push %p$/);
-    await source.run(configurePostgres, { hostId: ids.source, settings: { ...SETTINGS, ...archiving.settings } });
+    await source.run(configurePostgres, { hostId: ids.source, ...hostSettings(SETTINGS), archiving: { archiveTimeoutSeconds: 1 } });
+    // The host wrote archive_command itself, from the tool configureBackups recorded.
+    const archiveCommand = await withConnection(source.deps.config, async (c) => (await c.query<{ v: string }>("SELECT current_setting('archive_command') AS v")).rows[0].v);
+    expect(archiveCommand).toMatch(/wal-g --config \S+walg\.json wal-push %p$/);
     // Forces a segment switch and waits until wal-push archived it: fails when archive_command cannot reach the store.
     await source.run(initBackupRepository, { hostId: ids.source, store, tool });
     // wal-push keeps its marks of segments uploaded ahead with this host's data, not in a /tmp folder shared by all hosts.

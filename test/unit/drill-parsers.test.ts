@@ -7,7 +7,8 @@ import { parseAmcheck } from '../../activities/parsers/pg-amcheck';
 import { parseArchiveListing, parseInfo, parseVerify } from '../../activities/parsers/pgbackrest';
 import { isoTimestamp, parseRecoveryLog } from '../../activities/parsers/recovery-log';
 import { archiveCovers, archivedThroughLsn, compareLsn, lastArchivedSegment, lsnDiff, parseSegmentName, segmentArchived, segmentEndLsn, segmentOfLsn } from '../../common/lsn';
-import { mostAdvanced, quorumOf } from '../../workflows/failover-drill-workflow';
+import { mostAdvanced, quorumOf, resumedState } from '../../workflows/failover-drill-workflow';
+import { resolveFailoverDrill } from '../../common/drill-spec';
 
 const fixture = (tool: string, name: string) => readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'fixtures', tool, name), 'utf8');
 
@@ -204,5 +205,17 @@ describe('failover choices', () => {
     expect(mostAdvanced([s('n2', null, null), s('n3', '0/1', '0/1')]).node).toBe('n3');
     expect(quorumOf('sync', ['n3', 'n1'])).toBe('ANY 1 (n3, n1)');
     expect(quorumOf('async', ['n3', 'n1'])).toBe('');
+  });
+
+  it('resumes a continuation of either shape: typed peers, or the pg_hba lines of a drill started before them', () => {
+    const spec = resolveFailoverDrill({ preset: 'ci' });
+    const store = { kind: 'folder' as const, path: '/b/run-1' };
+    const legacy = {
+      hbaLines: ['host all all 10.0.0.5/32 scram-sha-256', 'host replication all 10.0.0.5/32 scram-sha-256', 'host all all 10.0.0.6/32 scram-sha-256'],
+      archiving: { store, settings: { n1: { archive_command: 'x' } } },
+    };
+    expect(resumedState(spec, legacy)).toEqual({ peers: ['10.0.0.5', '10.0.0.6'], archiving: { store, tool: spec.backup.tool } });
+    expect(resumedState(spec, { peers: ['10.0.0.7'], archiving: { store, tool: 'pgbackrest' } })).toEqual({ peers: ['10.0.0.7'], archiving: { store, tool: 'pgbackrest' } });
+    expect(resumedState(spec, { peers: [], archiving: null })).toEqual({ peers: [], archiving: null });
   });
 });

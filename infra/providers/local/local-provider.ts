@@ -21,6 +21,7 @@ import {
 import path from 'node:path';
 import { classLimits } from '../../../common/spec';
 import { hostTaskQueue } from '../../../common/names';
+import { hostAgentEnv } from '../../agent-env';
 import { ensureDir, traversableByOthers } from '../../lab-paths';
 import { freePort } from '../../net';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
@@ -59,7 +60,7 @@ export class LocalProvider implements HostProvider {
     const configFile = path.join(hostDir, 'host.json');
     if (existsSync(configFile)) {
       const existing = readConfig(configFile);
-      if (!this.supervisorAlive(existing)) this.startAgent(existing);
+      if (!this.supervisorAlive(existing)) this.startAgent(existing, req);
       return toRecord(existing);
     }
     // A provisioning cut short (its worker died) may have left a mount or a loop device: start from scratch.
@@ -112,7 +113,8 @@ export class LocalProvider implements HostProvider {
     }
 
     const dataDir = path.join(storageRoot, 'pgdata');
-    const socketDir = ensureDir(path.join(hostDir, 'run'));
+    // The agent narrows it further (postgres:client group, 0750) before its server starts; nobody else enters.
+    const socketDir = ensureDir(path.join(hostDir, 'run'), 0o700);
     const logsDir = ensureDir(path.join(hostDir, 'logs'));
     if (osUser) for (const dir of [storageRoot, socketDir, logsDir]) chownSync(dir, osUser.uid, osUser.gid);
 
@@ -146,7 +148,7 @@ export class LocalProvider implements HostProvider {
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
     };
     writeFileAtomic(configFile, JSON.stringify(config, null, 2));
-    this.startAgent(config);
+    this.startAgent(config, req);
     return toRecord(config);
   }
 
@@ -305,10 +307,10 @@ export class LocalProvider implements HostProvider {
    * Starts the agent's supervisor, detached, so it outlives the control worker. The supervisor stays outside the
    * host's cgroups (the host's OOM killer cannot reach it) and starts the agent inside them.
    */
-  private startAgent(config: HostConfig): void {
+  private startAgent(config: HostConfig, req: HostRequest): void {
     const log = openSync(path.join(config.hostDir, 'agent.log'), 'a');
     const args = [this.opts.supervisorScript, path.join(config.hostDir, 'host.json')];
-    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...this.opts.agentEnv } });
+    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: hostAgentEnv(process.env, this.opts.agentEnv, { s3Backups: req.s3Backups === true }) });
     closeSync(log);
     child.unref();
     writeFileSync(path.join(config.hostDir, 'supervisor.pid'), String(child.pid));
