@@ -105,6 +105,9 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
         // The workload's role: it logs in and, once the tables exist (load), reads and writes them; nothing more.
         const role = await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [WORKLOAD_ROLE]);
         if (role.rowCount === 0) await c.query(`CREATE ROLE ${quoteIdent(WORKLOAD_ROLE)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION`);
+        // A script's RAISE WARNING on every transaction would grow the server log without bound; its errors stay
+        // logged (pgbench ends a client at its first error). Only a superuser may change this back.
+        await c.query(`ALTER ROLE ${quoteIdent(WORKLOAD_ROLE)} SET log_min_messages = 'error'`);
       }
       return { postgresVersion: v.rows[0].server_version, serverVersionNum: Number(v.rows[0].num), restarted };
     },

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { toolProcesses } from '../../activities/host/leftovers';
 import { loadData } from '../../activities/host/load';
 import { runPgbench } from '../../activities/host/pgbench';
-import { configurePostgres } from '../../activities/host/postgres';
+import { configurePostgres, serverLog } from '../../activities/host/postgres';
 import { startSampler } from '../../activities/host/sampler';
 import { libpqEnv, withConnection } from '../../activities/lib/pg';
 import { ProcessError, runProcess } from '../../activities/lib/process-runner';
@@ -134,6 +134,20 @@ rootOnly('who reaches a host\'s Postgres, as which role, with what (integration)
     expect(existsSync(marker)).toBe(false);
     const archive = await withConnection(host.deps.config, (c) => c.query<{ m: string }>("SELECT current_setting('archive_mode') AS m"));
     expect(archive.rows[0]).toEqual({ m: 'off' });
+  });
+  it("keeps a workload's warnings out of the server log, which a script could otherwise grow without bound", async () => {
+    const config = host.deps.config;
+    const probe = (who: string) => `DO $$ BEGIN RAISE WARNING 'storage-lab log probe from ${who}'; END $$`;
+    expect((await psql(config, osUser(CLIENT_OS_USER), WORKLOAD_ROLE, probe('the workload'))).ok).toBe(true);
+    // The lab's own warnings still reach the log: the log works, the workload's alone are left out.
+    await withConnection(config, (c) => c.query(probe('the lab')));
+    const log = readFileSync(serverLog(host.deps), 'utf8');
+    expect(log).toContain('storage-lab log probe from the lab');
+    expect(log).not.toContain('storage-lab log probe from the workload');
+    // The workload cannot turn it back on: the setting is a superuser's.
+    const reset = await psql(config, osUser(CLIENT_OS_USER), WORKLOAD_ROLE, 'SET log_min_messages = warning');
+    expect(reset.ok).toBe(false);
+    expect(reset.out).toMatch(/permission denied to set parameter "log_min_messages"/);
   });
 });
 
