@@ -6,6 +6,7 @@
  * pinned run stays on the build it started on.
  */
 import { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { toCanonicalString, type WorkerDeploymentVersion } from '@temporalio/common';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
@@ -25,8 +26,8 @@ import {
   deploymentOptions,
   deriveBuildId,
   makeCurrent,
-  retireWhenDrained,
   versioningSettings,
+  versionStatus,
   type VersioningSettings,
 } from './versioning';
 
@@ -109,6 +110,28 @@ export async function startControlWorker(opts: ControlWorkerOptions): Promise<Co
   }
   log('INFO', `control worker is ${toCanonicalString(version)}${settings.manual ? ' (the operator makes builds current)' : ', current'}`);
   return { worker, version, running };
+}
+
+/**
+ * Shuts the worker down once another build has become current and the server reports this version drained (no
+ * open pinned run left on it): a superseded build serves its runs to the end, then goes away by itself. Checks every
+ * intervalMs until the worker stops.
+ */
+export async function retireWhenDrained(worker: Worker, client: Client, version: WorkerDeploymentVersion, intervalMs = 15_000): Promise<void> {
+  const DRAINED = temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED;
+  while (worker.getState() === 'RUNNING') {
+    // Unreferenced: a stopped worker's process (or a test) need not wait for the next check.
+    await new Promise((r) => setTimeout(r, intervalMs).unref());
+    if (worker.getState() !== 'RUNNING') return;
+    try {
+      if ((await versionStatus(client, version)) !== DRAINED) continue;
+    } catch (err) {
+      log('WARN', `could not read the status of ${toCanonicalString(version)}: ${(err as Error).message}`);
+      continue;
+    }
+    log('INFO', `${toCanonicalString(version)} is drained (another build is current, no pinned run left on this one): stopping`);
+    worker.shutdown();
+  }
 }
 
 async function main(): Promise<void> {

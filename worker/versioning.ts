@@ -1,18 +1,18 @@
 /**
  * Worker Versioning for the control worker: its deployment name and build id, computed once at start; making a
- * build the deployment's current version (new runs go to it, pinned runs stay where they started); and retiring a
- * superseded build once its pinned runs have closed.
+ * build the deployment's current version (new runs go to it, pinned runs stay where they started); and reading a
+ * version's status (a superseded build is drained once its pinned runs have closed). No worker runtime here: the
+ * CLI (`dev up`) derives build ids too.
  */
 import type { Client } from '@temporalio/client';
 import { toCanonicalString, type VersioningBehavior, type WorkerDeploymentVersion } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { Worker, WorkerDeploymentOptions } from '@temporalio/worker';
+import type { WorkerDeploymentOptions } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
 import { readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runProcess } from '../activities/lib/process-runner';
-import { log } from './logging';
 
 /** How a build id may be spelled: semver build metadata characters, so it is safe in a shell, a file name and a URL. */
 const BUILD_ID = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,254}$/;
@@ -85,15 +85,15 @@ function bundleHash(code: string, length: number): string {
  * `<version>+bundle.<bundle hash>` without a checkout of its own (an installed package: the same code at the same
  * path gives the same id). An explicit buildId wins. bundleCode is read only when the hash is needed.
  */
-export async function deriveBuildId(packageRoot: string, bundleCode: () => string, explicit?: string): Promise<string> {
+export async function deriveBuildId(packageRoot: string, bundleCode: () => string | Promise<string>, explicit?: string): Promise<string> {
   if (explicit) {
     checkBuildId(explicit, 'the explicit build id');
     return explicit;
   }
   const version = packageVersion(packageRoot);
   const git = await gitState(packageRoot);
-  if (!git) return `${version}+bundle.${bundleHash(bundleCode(), 12)}`;
-  return git.dirty ? `${version}+${git.commit}.dirty.${bundleHash(bundleCode(), 8)}` : `${version}+${git.commit}`;
+  if (!git) return `${version}+bundle.${bundleHash(await bundleCode(), 12)}`;
+  return git.dirty ? `${version}+${git.commit}.dirty.${bundleHash(await bundleCode(), 8)}` : `${version}+${git.commit}`;
 }
 
 /**
@@ -161,26 +161,4 @@ export async function versionStatus(client: Client, version: WorkerDeploymentVer
     deploymentVersion: version,
   });
   return res.workerDeploymentVersionInfo?.status ?? temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_UNSPECIFIED;
-}
-
-/**
- * Shuts the worker down once another build has become current and the server reports this version drained (no
- * open pinned run left on it): a superseded build serves its runs to the end, then goes away by itself. Checks every
- * intervalMs until the worker stops.
- */
-export async function retireWhenDrained(worker: Worker, client: Client, version: WorkerDeploymentVersion, intervalMs = 15_000): Promise<void> {
-  const DRAINED = temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED;
-  while (worker.getState() === 'RUNNING') {
-    // Unreferenced: a stopped worker's process (or a test) need not wait for the next check.
-    await new Promise((r) => setTimeout(r, intervalMs).unref());
-    if (worker.getState() !== 'RUNNING') return;
-    try {
-      if ((await versionStatus(client, version)) !== DRAINED) continue;
-    } catch (err) {
-      log('WARN', `could not read the status of ${toCanonicalString(version)}: ${(err as Error).message}`);
-      continue;
-    }
-    log('INFO', `${toCanonicalString(version)} is drained (another build is current, no pinned run left on this one): stopping`);
-    worker.shutdown();
-  }
 }
