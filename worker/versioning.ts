@@ -5,7 +5,7 @@
  * CLI (`dev up`) derives build ids too.
  */
 import type { Client } from '@temporalio/client';
-import { toCanonicalString, type VersioningBehavior, type WorkerDeploymentVersion } from '@temporalio/common';
+import { toCanonicalString, type WorkerDeploymentVersion } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { WorkerDeploymentOptions } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
@@ -105,16 +105,17 @@ export function deploymentOptions(version: WorkerDeploymentVersion): WorkerDeplo
 }
 
 /** The behaviors a workflow may declare (workflows/index.ts). */
-const BEHAVIORS: readonly VersioningBehavior[] = ['PINNED', 'AUTO_UPGRADE'];
+const BEHAVIORS: readonly string[] = ['PINNED', 'AUTO_UPGRADE'];
 
-/** Exported workflow functions of a workflows module that declare no versioning behavior (setWorkflowOptions). */
+/**
+ * Exported workflow functions of a workflows module without a versioning behavior: none (or no valid one) in its
+ * VERSIONING_BEHAVIORS table, or the declaration never applied to the function (setWorkflowOptions).
+ */
 export function workflowsWithoutBehavior(workflows: Record<string, unknown>): string[] {
+  const table = (workflows.VERSIONING_BEHAVIORS ?? {}) as Record<string, unknown>;
   return Object.entries(workflows)
     .filter(([, fn]) => typeof fn === 'function')
-    .filter(([, fn]) => {
-      const declared = (fn as { workflowDefinitionOptions?: { versioningBehavior?: string } }).workflowDefinitionOptions?.versioningBehavior;
-      return !BEHAVIORS.includes(declared as VersioningBehavior);
-    })
+    .filter(([name, fn]) => !BEHAVIORS.includes(table[name] as string) || !(fn as { workflowDefinitionOptions?: unknown }).workflowDefinitionOptions)
     .map(([name]) => name);
 }
 
@@ -123,7 +124,7 @@ export function assertBehaviorsDeclared(workflows: Record<string, unknown>): voi
   const missing = workflowsWithoutBehavior(workflows);
   if (missing.length)
     throw new Error(
-      `workflows without a versioning behavior: ${missing.join(', ')}; declare PINNED or AUTO_UPGRADE for each in workflows/index.ts`,
+      `workflows without a versioning behavior: ${missing.join(', ')}; declare PINNED or AUTO_UPGRADE for each in VERSIONING_BEHAVIORS (workflows/index.ts)`,
     );
 }
 

@@ -1,5 +1,6 @@
 /** Every workflow the control worker runs. Deterministic code only: side effects live in activities. */
-import { setWorkflowOptions } from '@temporalio/workflow';
+import type { VersioningBehavior } from '@temporalio/common';
+import { setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 // Loaded in the order they always were: several of them import each other.
 import { experimentWorkflow } from './experiment-workflow';
 import { clusterWorkflow } from './cluster-workflow';
@@ -10,25 +11,45 @@ import { restoreToolComparisonWorkflow } from './restore-tool-comparison-workflo
 import { failoverDrillWorkflow } from './failover-drill-workflow';
 import { diagnoseWorkflow } from './diagnose-workflow';
 
-/*
- * How each workflow meets a new build (worker versioning; the control worker refuses a workflow without one).
- * Pinned: a run finishes on the build it started on, so a change to it never replays an older history. The runs
- * and drills last hours (seed-full most of a day); diagnose lasts minutes, so pinning it costs a retiring build
- * minutes, and its changes need no patched().
- */
-const PINNED: ((...args: never[]) => Promise<unknown>)[] = [
+const WORKFLOWS = {
   experimentWorkflow,
   clusterWorkflow,
+  sweeperWorkflow,
   nightlyRegressionWorkflow,
   restoreDrillWorkflow,
   restoreToolComparisonWorkflow,
   failoverDrillWorkflow,
   diagnoseWorkflow,
-];
-for (const workflow of PINNED) setWorkflowOptions({ versioningBehavior: 'PINNED' }, workflow);
-// Auto-upgrade: a sweep in flight moves to the new build at its next task (a fix reaches the next batch, and a
-// sweep never keeps a retiring build alive); its command changes go behind patched(), as replay.test.ts checks.
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, sweeperWorkflow);
+};
+
+/**
+ * How each workflow meets a new build of the control worker (worker versioning; the worker refuses to start with a
+ * workflow missing here). PINNED: a run finishes on the build it started on, so a change never replays an older
+ * history; the runs and drills last hours (seed-full most of a day), diagnose minutes (pinning it keeps a retiring
+ * build minutes longer, and its changes need no patched()). AUTO_UPGRADE: a sweep in flight moves to the new build
+ * at its next task (a fix reaches the next batch, a sweep never keeps a retiring build alive); its command changes
+ * go behind patched(), as replay.test.ts checks.
+ */
+export const VERSIONING_BEHAVIORS: Record<keyof typeof WORKFLOWS, VersioningBehavior> = {
+  experimentWorkflow: 'PINNED',
+  clusterWorkflow: 'PINNED',
+  nightlyRegressionWorkflow: 'PINNED',
+  restoreDrillWorkflow: 'PINNED',
+  restoreToolComparisonWorkflow: 'PINNED',
+  failoverDrillWorkflow: 'PINNED',
+  diagnoseWorkflow: 'PINNED',
+  sweeperWorkflow: 'AUTO_UPGRADE',
+};
+
+/**
+ * Declared to a versioned worker only: an unversioned one (the workflow tests' workers) fails any task that names a
+ * behavior. Its tasks carry a version without a deployment name.
+ */
+const whenVersioned = (versioningBehavior: VersioningBehavior) => () =>
+  workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior } : {};
+
+for (const [name, workflow] of Object.entries(WORKFLOWS))
+  setWorkflowOptions(whenVersioned(VERSIONING_BEHAVIORS[name as keyof typeof WORKFLOWS]), workflow as (...args: never[]) => Promise<unknown>);
 
 export {
   experimentWorkflow,

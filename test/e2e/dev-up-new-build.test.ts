@@ -5,7 +5,7 @@
  * build, and the old worker stops by itself once drained. Build ids are set with STORAGE_LAB_BUILD_ID, as CI would.
  */
 import { Client, Connection } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { chmodSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { runProcess } from '../../activities/lib/process-runner';
@@ -67,8 +67,10 @@ describe('dev up with a new build while a run is in flight (end to end)', () => 
     connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS! });
     const client = new Client({ connection });
     const handle = client.workflow.getHandle('rollover-run');
-    // B became current while the run was in flight.
-    expect((await handle.describe()).status.name).toBe('RUNNING');
+    // B became current while the run was in flight, which is pinned (workflows/index.ts) to A.
+    const described = await handle.describe();
+    expect(described.status.name).toBe('RUNNING');
+    expect(described.raw.workflowExecutionInfo?.versioningInfo?.behavior).toBe(temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED);
     expect(((await handle.result()) as { status: string }).status).toBe('completed');
     expect(taskBuildIds(await handle.fetchHistory())).toEqual(new Set([A]));
     expect(taskBuildIds(await client.workflow.getHandle(clusterWorkflowId('rollover-run', 'gp3', 0)).fetchHistory())).toEqual(new Set([A]));

@@ -98,12 +98,9 @@ describe('deriveBuildId', () => {
 });
 
 describe('versioning behaviors of the workflows', () => {
-  const behaviorOf = (fn: unknown) => (fn as { workflowDefinitionOptions?: { versioningBehavior?: string } }).workflowDefinitionOptions?.versioningBehavior;
-
   it('declares one for every workflow the control worker runs: runs and drills pinned, the sweeper auto-upgrade', () => {
     expect(workflowsWithoutBehavior({ ...workflows })).toEqual([]);
-    const declared = Object.fromEntries(Object.entries(workflows).map(([name, fn]) => [name, behaviorOf(fn)]));
-    expect(declared).toEqual({
+    expect(workflows.VERSIONING_BEHAVIORS).toEqual({
       [WORKFLOW_TYPES.experiment]: 'PINNED',
       [WORKFLOW_TYPES.cluster]: 'PINNED',
       [WORKFLOW_TYPES.nightlyRegression]: 'PINNED',
@@ -115,12 +112,20 @@ describe('versioning behaviors of the workflows', () => {
     });
   });
 
-  it('finds a workflow that declares none, or a behavior that does not exist, and the worker refuses to start', () => {
+  it('finds a workflow missing from the table, one with a behavior that does not exist, one never declared; the worker refuses them', () => {
     const newWorkflow = async () => undefined;
     const misspelt = async () => undefined;
-    setWorkflowOptions({ versioningBehavior: 'PINNED_FOREVER' as never }, misspelt);
-    const module = { ...workflows, newWorkflow, misspelt, SOME_CONSTANT: 3 };
-    expect(workflowsWithoutBehavior(module)).toEqual(['newWorkflow', 'misspelt']);
-    expect(() => assertBehaviorsDeclared(module)).toThrow(/newWorkflow, misspelt; declare PINNED or AUTO_UPGRADE/);
+    setWorkflowOptions({ versioningBehavior: 'PINNED' }, misspelt);
+    const notApplied = async () => undefined;
+    const module = {
+      ...workflows,
+      VERSIONING_BEHAVIORS: { ...workflows.VERSIONING_BEHAVIORS, misspelt: 'PINNED_FOREVER', notApplied: 'PINNED' },
+      newWorkflow,
+      misspelt,
+      notApplied,
+      SOME_CONSTANT: 3,
+    };
+    expect(workflowsWithoutBehavior(module)).toEqual(['newWorkflow', 'misspelt', 'notApplied']);
+    expect(() => assertBehaviorsDeclared(module)).toThrow(/newWorkflow, misspelt, notApplied; declare PINNED or AUTO_UPGRADE/);
   });
 });
