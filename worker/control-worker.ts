@@ -6,8 +6,8 @@
  * pinned run stays on the build it started on.
  */
 import { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { toCanonicalString, type WorkerDeploymentVersion } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

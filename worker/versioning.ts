@@ -31,7 +31,7 @@ export interface VersioningSettings {
 export function versioningSettings(taskQueue: string, env: NodeJS.ProcessEnv = process.env): VersioningSettings {
   const manual = env.STORAGE_LAB_VERSIONING_MANUAL ?? '';
   if (!['', '0', '1'].includes(manual))
-    throw new Error(`STORAGE_LAB_VERSIONING_MANUAL must be 1 (the operator promotes builds) or unset (got "${manual}")`);
+    throw new Error(`STORAGE_LAB_VERSIONING_MANUAL must be 1 (the operator promotes builds) or 0 / unset (got "${manual}")`);
   const deploymentName = env.STORAGE_LAB_DEPLOYMENT || taskQueue;
   checkDeploymentName(deploymentName, env.STORAGE_LAB_DEPLOYMENT ? 'STORAGE_LAB_DEPLOYMENT' : 'the control task queue');
   const buildId = env.STORAGE_LAB_BUILD_ID || undefined;
@@ -40,7 +40,7 @@ export function versioningSettings(taskQueue: string, env: NodeJS.ProcessEnv = p
 }
 
 /** Temporal splits a version's canonical name "deployment.build" at the first dot: a dot in the name breaks it. */
-export function checkDeploymentName(name: string, from: string): void {
+function checkDeploymentName(name: string, from: string): void {
   if (!name || name.includes('.') || /[\s\p{Cc}]/u.test(name) || name.length > 255)
     throw new Error(
       `worker deployment name "${name}" (from ${from}) must be 1-255 characters without a dot or white space ` +
