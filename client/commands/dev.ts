@@ -12,6 +12,9 @@ export async function devDownCommand(): Promise<void> {
 }
 
 export async function devStatusCommand(): Promise<void> {
-  for (const s of devStatus())
-    console.log(`${s.name.padEnd(15)} ${s.running ? `running (pid ${s.pid})` : 'stopped'.padEnd(20)}  ${s.detail}`);
+  const services = devStatus();
+  // Draining control workers have longer names (control-worker-draining-<pid>).
+  const width = Math.max(15, ...services.map((s) => s.name.length));
+  for (const s of services)
+    console.log(`${s.name.padEnd(width)} ${s.running ? `running (pid ${s.pid})` : 'stopped'.padEnd(20)}  ${s.detail}`);
 }

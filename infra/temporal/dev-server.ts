@@ -39,6 +39,18 @@ export function temporalBinary(): string {
   return bin;
 }
 
+/**
+ * Server settings beyond the defaults of server 1.29 (which has worker deployments on). A build that is no longer
+ * current is reported drained once visibility shows no open pinned run on it: the server looks every 3 minutes
+ * after a 3-minute grace for visibility to catch up. The dev server's SQLite visibility is written at once, so a
+ * superseded local control worker (worker/versioning.ts, retireWhenDrained) stops within a minute of its last run.
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'matching.wv.VersionDrainageStatusRefreshInterval': '5s',
+  'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '15s',
+};
+
+/** The dev server's command line: loopback, fixed ports, the lab's search attributes and dynamic config. */
 export function devServerArgs(opts: DevServerOptions): string[] {
   const ip = opts.ip ?? '127.0.0.1';
   const args = [
@@ -52,6 +64,7 @@ export function devServerArgs(opts: DevServerOptions): string[] {
     '--log-level', 'warn',
   ];
   for (const sa of Object.values(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${sa.name}=${sa.type}`);
+  for (const [key, value] of Object.entries(DEV_SERVER_DYNAMIC_CONFIG)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   return args;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The control worker as a process of its own, so a test can kill -9 it: the production worker
- * (createControlWorker, same environment variables as worker/control-worker.ts) plus one fault hook.
+ * (startControlWorker, same environment variables as worker/control-worker.ts) plus one fault hook.
  * STORAGE_LAB_FAULT_HOLDS="provisionHost:after,teardownHost:before" makes those activities stop before or after
  * doing their work (after: the work is done, its completion never reported) and write
  * $STORAGE_LAB_FAULT_DIR/<activity>-<when> so the test knows when to kill. Short activities cannot be hit by a
@@ -11,7 +11,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { labPaths } from '../../infra/lab-paths';
-import { createControlWorker } from '../../worker/control-worker';
+import { startControlWorker } from '../../worker/control-worker';
 import { connectionOptions, controlTaskQueue, temporalEnv } from '../../worker/env';
 
 type When = 'before' | 'after';
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const taskQueue = controlTaskQueue();
   const planned = holds();
-  const worker = await createControlWorker({
+  const { running } = await startControlWorker({
     connection,
     temporal,
     paths: labPaths(),
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     },
   });
   console.log(`control worker ${process.pid} polling "${taskQueue}"; holds: ${[...planned].map((h) => h.join(':')).join(', ') || 'none'}`);
-  await worker.run();
+  await running;
 }
 
 main().catch((err) => {

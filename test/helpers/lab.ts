@@ -10,7 +10,7 @@ import path from 'node:path';
 import { WORKFLOW_TYPES } from '../../common/names';
 import { labPaths, type LabPaths } from '../../infra/lab-paths';
 import { detectCgroups, hostCgroupPaths } from '../../infra/providers/local/cgroups';
-import { createControlWorker, type ControlWorkerOptions } from '../../worker/control-worker';
+import { startControlWorker, type ControlWorkerOptions } from '../../worker/control-worker';
 import { connect, serverAddress, uniqueId, workflowBundle } from './temporal';
 
 export interface TestLab {
@@ -50,8 +50,9 @@ export async function startTestLab(name: string, opts: TestLabOptions = {}): Pro
   let worker: Worker;
   let running: Promise<void>;
   const startWorker = async () => {
-    worker = await createControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle(), aws: opts.aws?.(paths) });
-    running = worker.run();
+    // A deployment of its own (named after its queue), made current by the worker, as `dev up` does.
+    const versioning = { deploymentName: taskQueue, manual: false };
+    ({ worker, running } = await startControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle(), aws: opts.aws?.(paths), versioning }));
   };
   await startWorker();
 
