@@ -4,10 +4,11 @@
  * the UI's Start Workflow form: {"dsn":"postgresql://monitor@replica.example:5432/app","seconds":60}. The DSN carries
  * no password (refused, so none lands in history): the worker's PGPASSWORD, PGPASSFILE or `passwordEnv` supplies it.
  */
-import { proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import { resolveDiagnoseInput, type DiagnoseInput, type DiagnoseSummary } from '../common/diagnose';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import { checkedWorkflowId } from './doors';
 import { activityCause } from './failures';
 import { acceptInput, searchAttributes } from './search-attributes';
 
@@ -15,8 +16,8 @@ import { acceptInput, searchAttributes } from './search-attributes';
 const OVERHEAD_SECONDS = 300;
 
 export async function diagnoseWorkflow(input: Partial<DiagnoseInput> = {}): Promise<DiagnoseSummary> {
+  const runId = checkedWorkflowId();
   const diagnose = acceptInput(resolveDiagnoseInput, input, () => ({ experiment: 'diagnose' }));
-  const runId = workflowInfo().workflowId;
   setCurrentDetails(`### Diagnose\n**sampling** for ${diagnose.seconds} s (read-only), then the verdict.`);
   // A server that is down or restarting may come back: a few attempts, spaced out; bad input is final.
   const { diagnoseDatabase } = proxyActivities<ControlActivities>({
