@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { configurePostgres, stopPostgres } from '../activities/host/postgres';
 import type { HostDeps } from '../activities/host/deps';
+import { registerLabRoot } from '../infra/lab-fs';
 import { clientOsUser, findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
 import type { HostConfig } from '../infra/providers/host-provider';
 import { deviceOfPath } from '../infra/providers/local/block-devices';
@@ -23,6 +24,7 @@ export interface BenchHost {
 export async function startBenchHost(name: string, settings: Record<string, string>): Promise<BenchHost> {
   const hostDir = mkdtempSync(path.join(os.tmpdir(), `storage-lab-bench-${name}-`));
   chmodSync(hostDir, 0o755);
+  registerLabRoot(hostDir);
   const osUser = postgresOsUser();
   const pgBinDir = findPostgresBinDir();
   if (!pgBinDir) throw new Error('PostgreSQL is not installed: run infra/bootstrap.sh');

@@ -3,9 +3,10 @@
  * pid files under STORAGE_LAB_HOME, so `dev up` is idempotent and `dev down` finds them again.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { ensureDir, labPaths, type LabPaths } from './lab-paths';
+import { openLabFile, removeLabFile, writeLabFile } from './lab-fs';
+import { ensureDir, labPaths, registerLabPaths, type LabPaths } from './lab-paths';
 import { startDevServer, waitForServer } from './temporal/dev-server';
 
 export interface ServiceStatus {
@@ -64,6 +65,7 @@ function buildStamp(): string {
 /** Starts the dev server and the control worker unless they already run. */
 export async function devUp(): Promise<LocalEndpoints> {
   const paths = labPaths();
+  registerLabPaths(paths);
   const ep = localEndpoints();
   ensureDir(paths.home);
   ensureDir(paths.logsDir);
@@ -81,7 +83,7 @@ export async function devUp(): Promise<LocalEndpoints> {
       metricsPort: ep.metricsPort,
       detached: true,
     });
-    writeFileSync(pidFile(paths, 'temporal'), `${started.process.pid}\n`);
+    writeLabFile(pidFile(paths, 'temporal'), `${started.process.pid}\n`);
   } else {
     await waitForServer(ep.address, 30_000);
   }
@@ -90,7 +92,7 @@ export async function devUp(): Promise<LocalEndpoints> {
   const stamp = buildStamp();
   if (alive(worker?.pid) && worker?.stamp !== stamp) await stop(paths, 'control-worker');
   if (!alive(worker?.pid) || worker?.stamp !== stamp) {
-    const log = openSync(path.join(paths.logsDir, 'control-worker.log'), 'a');
+    const log = openLabFile(path.join(paths.logsDir, 'control-worker.log'), { append: true });
     const child = spawn(process.execPath, [path.join(__dirname, '..', 'worker', 'control-worker.js')], {
       detached: true,
       stdio: ['ignore', log, log],
@@ -98,7 +100,7 @@ export async function devUp(): Promise<LocalEndpoints> {
     });
     closeSync(log);
     child.unref();
-    writeFileSync(pidFile(paths, 'control-worker'), `${child.pid}\n${stamp}\n`);
+    writeLabFile(pidFile(paths, 'control-worker'), `${child.pid}\n${stamp}\n`);
   }
   return { address: ep.address, uiUrl: ep.uiUrl };
 }
@@ -106,6 +108,7 @@ export async function devUp(): Promise<LocalEndpoints> {
 /** Stops the control worker, then the dev server (the SQLite file keeps every run for the next `dev up`). */
 export async function devDown(): Promise<void> {
   const paths = labPaths();
+  registerLabPaths(paths);
   await stop(paths, 'control-worker');
   await stop(paths, 'temporal');
 }
@@ -129,5 +132,5 @@ async function stop(paths: LabPaths, name: string): Promise<void> {
     for (let i = 0; i < 100 && alive(p.pid); i++) await new Promise((r) => setTimeout(r, 100));
     if (alive(p.pid)) process.kill(p.pid, 'SIGKILL');
   }
-  rmSync(pidFile(paths, name), { force: true });
+  removeLabFile(pidFile(paths, name));
 }

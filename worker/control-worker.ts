@@ -9,7 +9,7 @@ import { createControlActivities } from '../activities/control';
 import { keepAlive } from '../activities/lib/heartbeat';
 import { DirResultsStore, type ResultsStore } from '../activities/control/results-store';
 import { CONTROL_TASK_QUEUE } from '../common/names';
-import { labPaths, type LabPaths } from '../infra/lab-paths';
+import { labPaths, registerLabPaths, type LabPaths } from '../infra/lab-paths';
 import type { HostProvider } from '../infra/providers/host-provider';
 import { LocalProvider } from '../infra/providers/local/local-provider';
 import { awsControlSetup, awsEnv } from './aws-setup';
@@ -31,6 +31,8 @@ export interface ControlWorkerOptions {
 
 /** Builds the control worker with real providers and the results folder. */
 export async function createControlWorker(opts: ControlWorkerOptions): Promise<Worker> {
+  // The lab's folders: the only places its activities write or delete (infra/lab-fs.ts).
+  registerLabPaths(opts.paths);
   const local = new LocalProvider({
     hostsDir: opts.paths.hostsDir,
     agentEnv: { TEMPORAL_ADDRESS: opts.temporal.address, TEMPORAL_NAMESPACE: opts.temporal.namespace },

@@ -1,7 +1,7 @@
 /** What every host activity gets from its agent: the host it runs on and the OS users it runs tools as. */
 import { ApplicationFailure } from '@temporalio/activity';
-import { chownSync } from 'node:fs';
 import { FAILURE_TYPES } from '../../common/errors';
+import { chownLab } from '../../infra/lab-fs';
 import type { HostConfig } from '../../infra/providers/host-provider';
 import type { OsUser } from '../../infra/postgres-binaries';
 
@@ -38,5 +38,5 @@ export function asClientUser(deps: HostDeps): { uid?: number; gid?: number } {
 
 /** Makes a folder the client user writes in (pgbench's logs) its own. */
 export function ownByClient(deps: HostDeps, dir: string): void {
-  if (deps.clientUser) chownSync(dir, deps.clientUser.uid, deps.clientUser.gid);
+  if (deps.clientUser) chownLab(dir, deps.clientUser);
 }

@@ -66,3 +66,8 @@ export interface BackupTool {
   /** Deletes one archived segment (fault injection: proves a broken archive is caught). */
   removeArchivedSegment(wal: ArchivedWal): Promise<void>;
 }
+
+/** The user a tool runs as, as a file owner; null when it runs as the agent's own user. */
+export function ownerOf(runAs: BackupToolHost['runAs']): { uid: number; gid: number } | null {
+  return runAs.uid === undefined ? null : { uid: runAs.uid, gid: runAs.gid ?? runAs.uid };
+}

@@ -3,7 +3,6 @@
  * in the run's folder or S3 prefix, and every command run as the Postgres OS user (archive_command runs as that
  * user too, so it must own the logs, locks and the repository folder).
  */
-import { mkdir, rm, writeFile, chown } from 'node:fs/promises';
 import path from 'node:path';
 import {
   BACKUP_STANZA,
@@ -15,9 +14,10 @@ import {
 } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { LAB_ROLE } from '../../common/names';
+import { makeLabDir, removeLabFile, writeLabFile } from '../../infra/lab-fs';
 import { parseArchiveListing, parseInfo, parseVerify } from '../parsers/pgbackrest';
 import { runProcess, type RunOptions } from './process-runner';
-import type { ArchivedWal, BackupTool, BackupToolHost, BackupToolSettings, RecoveryTarget, RepositoryCheck } from './backup-tool';
+import { ownerOf, type ArchivedWal, type BackupTool, type BackupToolHost, type BackupToolSettings, type RecoveryTarget, type RepositoryCheck } from './backup-tool';
 
 export interface PgbackrestConfigInput {
   stanza: string;
@@ -118,7 +118,7 @@ export class PgBackRest implements BackupTool {
       s3KeyType: process.env.PGBACKREST_REPO1_S3_KEY ? 'shared' : 'auto',
       compression: settings.compression,
     });
-    await writeFile(this.configFile, text, { mode: 0o644 });
+    writeLabFile(this.configFile, text, { mode: 0o644 });
   }
 
   archiveSettings(archiveTimeoutSeconds: number): Record<string, string> {
@@ -201,7 +201,7 @@ export class PgBackRest implements BackupTool {
 
   async removeArchivedSegment(wal: ArchivedWal): Promise<void> {
     if (this.store.kind !== 'folder') throw new Error('removing an archived segment is supported for a folder store only');
-    await rm(path.join(this.store.path, 'archive', wal.file));
+    removeLabFile(path.join(this.store.path, 'archive', wal.file));
   }
 
   private async run(args: string[], opts: Pick<RunOptions, 'signal'> = {}, withStanza = true) {
@@ -216,7 +216,6 @@ export class PgBackRest implements BackupTool {
 
   /** A folder the Postgres OS user owns (it runs archive_command, restores and writes the tool's logs). */
   private async ownedDir(dir: string, mode = 0o750): Promise<void> {
-    await mkdir(dir, { recursive: true, mode });
-    if (this.host.runAs.uid !== undefined) await chown(dir, this.host.runAs.uid, this.host.runAs.gid ?? this.host.runAs.uid);
+    makeLabDir(dir, { mode, owner: ownerOf(this.host.runAs) });
   }
 }

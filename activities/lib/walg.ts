@@ -5,13 +5,14 @@
  * too). No credentials in the config: WAL-G takes AWS keys from the agent's environment (the server's
  * archive_command inherits it) or, with none there, the instance's role on EC2.
  */
-import { appendFile, chown, copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { formatLsn, lastArchivedSegment, parseLsn, parseSegmentName, segmentEndLsn } from '../../common/lsn';
 import { LAB_ROLE } from '../../common/names';
+import { appendLabFile, chownLab, copyLabFile, makeLabDir, writeLabFile } from '../../infra/lab-fs';
 import { labPaths, traversableByOthers } from '../../infra/lab-paths';
 import {
   archivedSegments,
@@ -26,7 +27,7 @@ import {
 } from '../parsers/walg';
 import { quoteLiteral, withConnection } from './pg';
 import { runProcess, type RunOptions } from './process-runner';
-import type { ArchivedWal, BackupTool, BackupToolHost, BackupToolSettings, RecoveryTarget, RepositoryCheck } from './backup-tool';
+import { ownerOf, type ArchivedWal, type BackupTool, type BackupToolHost, type BackupToolSettings, type RecoveryTarget, type RepositoryCheck } from './backup-tool';
 
 /** WAL-G's folders inside a store (its own names: utility.BaseBackupPath and utility.WalPath). */
 const BACKUPS_FOLDER = 'basebackups_005';
@@ -148,12 +149,12 @@ export class WalG implements BackupTool {
     const installed = this.requireInstalled();
     // A tools cache below a private folder (/root) is out of the Postgres user's reach: it runs a copy here.
     if (this.binary !== installed && !(await sameFile(installed, this.binary!))) {
-      await copyFile(installed, this.binary!);
+      copyLabFile(installed, this.binary!);
       await chownTo(this.binary!, this.host.runAs);
     }
     const pg = { dataDir: this.host.dataDir, socketDir: this.host.socketDir, port: this.host.postgres.port };
     const config = renderWalgConfig({ store: this.store, pg, compression: settings.compression });
-    await writeFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
+    writeLabFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
   }
 
   archiveSettings(archiveTimeoutSeconds: number): Record<string, string> {
@@ -185,9 +186,9 @@ export class WalG implements BackupTool {
     const lines = Object.entries(settings).map(([k, v]) => `${k} = ${quoteLiteral(v)}`);
     // postgresql.auto.conf is read last, so these win over the settings restored with the backup.
     const autoConf = path.join(this.host.dataDir, 'postgresql.auto.conf');
-    await appendFile(autoConf, `\n# Written by Storage Lab for the restore.\n${lines.join('\n')}\n`, { mode: 0o600 });
+    appendLabFile(autoConf, `\n# Written by Storage Lab for the restore.\n${lines.join('\n')}\n`, { mode: 0o600, owner: ownerOf(this.host.runAs) });
     const signalFile = path.join(this.host.dataDir, 'recovery.signal');
-    await writeFile(signalFile, '', { mode: 0o600 });
+    writeLabFile(signalFile, '', { mode: 0o600, owner: ownerOf(this.host.runAs) });
     for (const f of [autoConf, signalFile]) await chownTo(f, this.host.runAs);
     return { backupLabel: newest.name, seconds: r.durationMs / 1000 };
   }
@@ -261,13 +262,14 @@ export class WalG implements BackupTool {
 
   /** A folder the Postgres OS user owns (it runs archive_command, restores and writes into the folder store). */
   private async ownedDir(dir: string, mode = 0o750): Promise<void> {
-    await mkdir(dir, { recursive: true, mode });
+    makeLabDir(dir, { mode });
     await chownTo(dir, this.host.runAs);
   }
 }
 
 async function chownTo(file: string, runAs: BackupToolHost['runAs']): Promise<void> {
-  if (runAs.uid !== undefined) await chown(file, runAs.uid, runAs.gid ?? runAs.uid);
+  const owner = ownerOf(runAs);
+  if (owner) chownLab(file, owner);
 }
 
 /** Whether other users can run a file: every folder above it passable, the file readable and executable. */
