@@ -18,6 +18,8 @@ export const FAILURE_TYPES = {
   cloudRejected: 'CloudRequestRejectedError',
   /** A path the lab refused to write or delete (outside its folders, a planted link, not its own): it stays so. */
   labPath: 'LabPathError',
+  /** An id that cannot become a path segment (common/ids.ts): the same id is refused again. */
+  unsafeId: 'UnsafeIdError',
 } as const;
 
 export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
@@ -33,6 +35,7 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.outOfMemory,
   FAILURE_TYPES.cloudRejected,
   FAILURE_TYPES.labPath,
+  FAILURE_TYPES.unsafeId,
 ];
 
 /** One problem with a spec: the dotted path of the field, what is wrong, and how to fix it. */

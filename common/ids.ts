@@ -20,8 +20,8 @@ export type ReservedRunFolder = (typeof RESERVED_RUN_FOLDERS)[number];
 /** Why `name` cannot be one path segment, or null when it can. Pure: the workflows' doors and the stores share it. */
 export function segmentProblem(name: string): string | null {
   if (typeof name !== 'string' || name.length === 0) return 'must not be empty';
-  if (name.length > MAX_ID_LENGTH) return `is ${name.length} characters long; use at most ${MAX_ID_LENGTH}`;
-  if (name === '.' || name === '..') return `"${name}" names a folder itself or its parent; use a name with a letter or digit`;
+  if (name.length > MAX_ID_LENGTH) return `is ${name.length} characters long, more than ${MAX_ID_LENGTH}`;
+  if (name === '.' || name === '..') return 'names a folder itself or its parent';
   if (name.includes('/')) return 'must not contain "/" (it would name a folder below another)';
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'must not contain NUL or other control characters';
   if (name.startsWith('-')) return 'must not start with "-" (a tool would read it as an option)';
@@ -42,7 +42,7 @@ export class UnsafeIdError extends Error {
 /** `name` as one path segment, or an UnsafeIdError naming `field`. */
 export function safeSegment(name: string, field: string): string {
   const problem = segmentProblem(name);
-  if (problem) throw new UnsafeIdError(field, `${JSON.stringify(name)} ${problem}`);
+  if (problem) throw new UnsafeIdError(field, `${JSON.stringify(name)} ${problem}; use letters, digits, "-" and "_"`);
   return name;
 }
 
@@ -54,7 +54,7 @@ export function safeSegment(name: string, field: string): string {
 export function runFolderName(runId: string): string {
   const name = String(runId).replace(/[^A-Za-z0-9._-]/g, '_');
   const problem = segmentProblem(name) ?? ((RESERVED_RUN_FOLDERS as readonly string[]).includes(name) ? 'is reserved for the lab\'s own index of runs' : null);
-  if (problem) throw new UnsafeIdError('runId', `${JSON.stringify(runId)} (as a folder ${JSON.stringify(name)}) ${problem}`);
+  if (problem) throw new UnsafeIdError('runId', `${JSON.stringify(runId)} (as a folder ${JSON.stringify(name)}) ${problem}; use another id`);
   return name;
 }
 
@@ -67,12 +67,12 @@ export function workflowIdProblem(id: string, limit = MAX_ID_LENGTH): string | n
   if (id.length > limit) return `is ${id.length} characters long; use at most ${limit} (the lab's child runs append up to ${CHILD_ID_ROOM})`;
   for (const part of id.split('/')) {
     const problem = segmentProblem(part);
-    if (problem) return `${JSON.stringify(id)}: part ${JSON.stringify(part)} ${problem}; use letters, digits, "-" and "_"`;
+    if (problem) return `${JSON.stringify(id)}: part ${JSON.stringify(part)} ${problem}; use letters, digits, "-" and "_" in each part`;
   }
   try {
     runFolderName(id);
   } catch (err) {
-    return `${(err as UnsafeIdError).problem}; use another workflow id`;
+    return (err as UnsafeIdError).problem.replace(/use another id$/, 'use another workflow id');
   }
   return null;
 }
