@@ -20,6 +20,7 @@ import { libpqEnv } from '../lib/pg';
 import { runProcess, type RunResult } from '../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { WORKLOAD_ROLE } from '../../common/names';
+import { safeSegment } from '../../common/ids';
 import { clientTool } from '../../infra/postgres-binaries';
 import { makeLabDir, removeLabTree, writeLabFile } from '../../infra/lab-fs';
 import { asClientUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
@@ -60,7 +61,7 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
   const report = progressReporter(input.hostId, input.label);
   // An earlier attempt whose agent died may still be running its pgbench (and its backends): stop them first.
   const cleanup = await stopLeftovers(deps);
-  const runDir = path.join(deps.config.hostDir, 'pgbench', input.label);
+  const runDir = path.join(deps.config.hostDir, 'pgbench', safeSegment(input.label, 'label'));
   await removeLabTree(runDir);
   makeLabDir(runDir, { marker: true });
   ownByClient(deps, runDir);
