@@ -249,8 +249,11 @@ function specOrNull(input: unknown): FailoverDrillSpec | null {
 
 export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation): Promise<DrillSummary> {
   const runId = checkedWorkflowId();
-  const schema = failoverContinuationSchema(runId, specOrNull(input)) as unknown as z.ZodType<FailoverContinuation>;
-  const continued = continuationAtDoor(schema, rawContinued, 'continued');
+  // The continuation's schema depends on the input: built only when there is one to check.
+  const continued =
+    rawContinued == null
+      ? undefined
+      : continuationAtDoor(failoverContinuationSchema(runId, specOrNull(input)) as unknown as z.ZodType<FailoverContinuation>, rawContinued, 'continued');
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
   if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
