@@ -9,6 +9,7 @@ import path from 'node:path';
 import { configurePostgres, stopPostgres, type LabConfigInput } from '../activities/host/postgres';
 import type { HostDeps } from '../activities/host/deps';
 import { LAB_SETTINGS } from '../common/postgres-settings';
+import { registerLabRoot } from '../infra/lab-fs';
 import { clientOsUser, findClientBinDir, findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
 import type { HostConfig } from '../infra/providers/host-provider';
 import { deviceOfPath } from '../infra/providers/local/block-devices';
@@ -39,6 +40,7 @@ export interface BenchHostOptions {
 export async function startBenchHost(name: string, settings: Record<string, string>, opts: BenchHostOptions = {}): Promise<BenchHost> {
   const hostDir = opts.hostDir ?? mkdtempSync(path.join(os.tmpdir(), `storage-lab-bench-${name}-`));
   chmodSync(hostDir, 0o755);
+  registerLabRoot(hostDir);
   const osUser = postgresOsUser();
   const pgBinDir = findPostgresBinDir(opts.version);
   if (!pgBinDir) throw new Error(`PostgreSQL ${opts.version ?? ''} is not installed: run infra/bootstrap.sh`);

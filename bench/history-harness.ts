@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
+import { runFolderName } from '../common/ids';
 import { progressReporter } from '../activities/lib/progress';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { startThrowawayServer, type DevServer } from '../infra/temporal/dev-server';
@@ -168,8 +169,9 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
     async writeResults({ runId }) {
       return { location: `budget://${runId}`, status: 'completed', medianTps: {}, ratios: {}, failedChecks: [] };
     },
-    async prepareBackupStore() {
-      return { kind: 'folder', path: '/budget/backups' };
+    async prepareBackupStore({ runId }) {
+      // As the real one: the run's own folder below the backups folder (a continued drill carries it, checked).
+      return { kind: 'folder', path: `/budget/backups/${runFolderName(runId)}` };
     },
     async removeBackupStore() {
       return 'removed';

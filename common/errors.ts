@@ -16,6 +16,10 @@ export const FAILURE_TYPES = {
   teardown: 'TeardownFailedError',
   /** The cloud API refused the request as given (bad parameter, quota, permission): a retry gets the same answer. */
   cloudRejected: 'CloudRequestRejectedError',
+  /** A path the lab refused to write or delete (outside its folders, a planted link, not its own): it stays so. */
+  labPath: 'LabPathError',
+  /** An id that cannot become a path segment (common/ids.ts): the same id is refused again. */
+  unsafeId: 'UnsafeIdError',
 } as const;
 
 export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
@@ -30,6 +34,8 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.hostGone,
   FAILURE_TYPES.outOfMemory,
   FAILURE_TYPES.cloudRejected,
+  FAILURE_TYPES.labPath,
+  FAILURE_TYPES.unsafeId,
 ];
 
 /** One problem with a spec: the dotted path of the field, what is wrong, and how to fix it. */

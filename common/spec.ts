@@ -506,6 +506,25 @@ function pathSegment(key: PropertyKey): string {
   return CONTROL_CHARACTER.test(text) ? JSON.stringify(text) : text;
 }
 
+/**
+ * A spec that claims to be resolved already (a child run's input): it must pass the same schema and rules again
+ * and come out unchanged, so a run below the experiment works on exactly what was validated, whoever started it.
+ */
+export function revalidateSpec(spec: unknown): ExperimentSpec {
+  const parsed = ExperimentSpecSchema.safeParse(spec, { reportInput: true });
+  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
+  if (canonicalJson(parsed.data) !== canonicalJson(spec))
+    throw new InvalidSpecError([{ path: '', message: 'is not a resolved spec (parsing it again changes it); pass the output of resolveSpec unchanged' }]);
+  return parsed.data;
+}
+
+/** JSON with object keys sorted, so two values compare equal whatever order their keys came in. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    isPlainObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+  );
+}
+
 /** A zod issue as a spec problem: the dotted path and a message that says how to fix it. */
 export function toProblem(issue: z.core.$ZodIssue): SpecProblem {
   const path = issue.path.map(pathSegment).join('.');

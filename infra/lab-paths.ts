@@ -3,9 +3,10 @@
  * One folder, `STORAGE_LAB_HOME` (default: `.lab` in the project), so a test suite or a second lab can run beside
  * the demo without touching it.
  */
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { makeLabDir, registerLabRoot } from './lab-fs';
 
 /** The project folder (the one with package.json); dist/ sits below it. */
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -56,9 +57,26 @@ export function traversableByOthers(dir: string): boolean {
   }
 }
 
-/** Creates a folder (and parents) that the postgres user can traverse. */
+/** Creates a folder (and parents) that the postgres user can traverse, through the lab's file guard (infra/lab-fs.ts). */
 export function ensureDir(dir: string, mode = 0o755): string {
-  mkdirSync(dir, { recursive: true, mode });
+  makeLabDir(dir, { mode });
   accessSync(dir, constants.W_OK);
   return dir;
+}
+
+/** Where local backup stores live: beside the hosts folder (the Postgres OS user reaches it), or STORAGE_LAB_BACKUPS_DIR. */
+export function backupsDirFor(hostsDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.STORAGE_LAB_BACKUPS_DIR) return path.resolve(env.STORAGE_LAB_BACKUPS_DIR);
+  const base = path.basename(hostsDir);
+  return base === 'hosts' ? path.join(path.dirname(hostsDir), 'backups') : `${hostsDir}-backups`;
+}
+
+/** The key local hosts derive shared database passwords from: beside the hosts folder, never below a host's. */
+export function hostsKeyFile(hostsDir: string): string {
+  return `${hostsDir}.key`;
+}
+
+/** Registers a lab's folders with the file guard: the only places the lab writes or deletes (infra/lab-fs.ts). */
+export function registerLabPaths(paths: LabPaths, env: NodeJS.ProcessEnv = process.env): void {
+  registerLabRoot(paths.home, paths.hostsDir, paths.resultsDir, paths.logsDir, paths.runDir, backupsDirFor(paths.hostsDir, env), hostsKeyFile(paths.hostsDir));
 }

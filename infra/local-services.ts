@@ -6,11 +6,12 @@
  */
 import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { controlTaskQueue, temporalEnv } from '../worker/env';
 import { deriveBuildId, versioningSettings } from '../worker/versioning';
-import { ensureDir, labPaths, PROJECT_ROOT, type LabPaths } from './lab-paths';
+import { openLabFile, removeLabFile, writeLabFile } from './lab-fs';
+import { ensureDir, labPaths, PROJECT_ROOT, registerLabPaths, type LabPaths } from './lab-paths';
 import { startDevServer, waitForServer } from './temporal/dev-server';
 
 export interface ServiceStatus {
@@ -80,6 +81,7 @@ function buildStamp(): string {
 /** Starts the dev server and the control worker unless they already run. */
 export async function devUp(): Promise<LocalEndpoints> {
   const paths = labPaths();
+  registerLabPaths(paths);
   const ep = localEndpoints();
   ensureDir(paths.home);
   ensureDir(paths.logsDir);
@@ -97,12 +99,12 @@ export async function devUp(): Promise<LocalEndpoints> {
       metricsPort: ep.metricsPort,
       detached: true,
     });
-    writeFileSync(pidFile(paths, 'temporal'), `${started.process.pid}\n`);
+    writeLabFile(pidFile(paths, 'temporal'), `${started.process.pid}\n`);
   } else {
     await waitForServer(ep.address, 30_000);
   }
 
-  for (const name of drainingWorkers(paths)) if (!alive(readPid(paths, name)?.pid)) rmSync(pidFile(paths, name), { force: true });
+  for (const name of drainingWorkers(paths)) if (!alive(readPid(paths, name)?.pid)) removeLabFile(pidFile(paths, name));
   const worker = readPid(paths, 'control-worker');
   const stamp = buildStamp();
   if (!alive(worker?.pid) || worker?.stamp !== stamp) {
@@ -113,11 +115,12 @@ export async function devUp(): Promise<LocalEndpoints> {
       await stop(paths, 'control-worker');
     } else if (alive(worker?.pid) && worker?.buildId) {
       // Another build: the old one serves its pinned runs to the end and stops by itself (or at `dev down`).
-      renameSync(pidFile(paths, 'control-worker'), pidFile(paths, `${DRAINING_PREFIX}${worker.pid}`));
+      writeLabFile(pidFile(paths, `${DRAINING_PREFIX}${worker.pid}`), readFileSync(pidFile(paths, 'control-worker'), 'utf8'));
+      removeLabFile(pidFile(paths, 'control-worker'));
     } else if (alive(worker?.pid)) {
       await stop(paths, 'control-worker'); // Started before worker versioning: it cannot drain.
     }
-    const log = openSync(path.join(paths.logsDir, 'control-worker.log'), 'a');
+    const log = openLabFile(path.join(paths.logsDir, 'control-worker.log'), { append: true });
     const child = spawn(process.execPath, [path.join(__dirname, '..', 'worker', 'control-worker.js')], {
       detached: true,
       stdio: ['ignore', log, log],
@@ -126,7 +129,7 @@ export async function devUp(): Promise<LocalEndpoints> {
     });
     closeSync(log);
     child.unref();
-    writeFileSync(pidFile(paths, 'control-worker'), `${child.pid}\n${stamp}\n${buildId}\n`);
+    writeLabFile(pidFile(paths, 'control-worker'), `${child.pid}\n${stamp}\n${buildId}\n`);
     if (!settings.manual) await waitUntilCurrent(ep.address, settings.deploymentName, buildId, child, path.join(paths.logsDir, 'control-worker.log'));
   }
   return { address: ep.address, uiUrl: ep.uiUrl };
@@ -168,6 +171,7 @@ async function waitUntilCurrent(address: string, deploymentName: string, buildId
  */
 export async function devDown(): Promise<void> {
   const paths = labPaths();
+  registerLabPaths(paths);
   for (const name of drainingWorkers(paths)) await stop(paths, name);
   await stop(paths, 'control-worker');
   await stop(paths, 'temporal');
@@ -198,5 +202,5 @@ async function stop(paths: LabPaths, name: string): Promise<void> {
     for (let i = 0; i < 100 && alive(p.pid); i++) await new Promise((r) => setTimeout(r, 100));
     if (alive(p.pid)) process.kill(p.pid, 'SIGKILL');
   }
-  rmSync(pidFile(paths, name), { force: true });
+  removeLabFile(pidFile(paths, name));
 }

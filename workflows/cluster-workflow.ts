@@ -4,17 +4,20 @@
  * TPS run with diagnostics → bloat + VACUUM → replication backlog + drain; then, whatever happened, save the
  * results and tear the host down (workflows/compensation.ts).
  */
-import { ApplicationFailure, isCancellation } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, workflowInfo } from '@temporalio/workflow';
+import { z } from 'zod';
 import { clusterBounds } from '../common/bounds';
 import { latencyBreakdown } from '../common/breakdown';
-import { FAILURE_TYPES } from '../common/errors';
+import { FAILURE_TYPES, type SpecProblem } from '../common/errors';
+import { hostIdFor } from '../common/ids';
 import { tpsStall } from '../common/measurement';
 import { labPostgresSettings, userPostgresSettings } from '../common/postgres-settings';
 import type { ClusterResult, FailedAttempt } from '../common/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
-import { accountRows, classLimits, volumeBytes, type ExperimentSpec } from '../common/spec';
+import { InvalidSpecError, accountRows, classLimits, revalidateSpec, volumeBytes, type ExperimentSpec } from '../common/spec';
 import { explainHostFailure, oomDuringAttempt, waitForAgent } from './agents';
 import { runCompensated } from './compensation';
+import { checkedWorkflowId, parseAtDoor, refuseAtDoor, underField, type DoorInfo } from './doors';
 import { archiveAndBackUp, removeClusterBackups } from './durability';
 import { failureMessage, isNonRetryable } from './failures';
 import { ProgressBoard } from './progress';
@@ -31,7 +34,53 @@ export interface ClusterInput {
 /** Measured phases get this many attempts; each failed one is recorded in the result. */
 const MEASURE_ATTEMPTS = 3;
 
-export async function clusterWorkflow(input: ClusterInput): Promise<ClusterResult> {
+/** The fields a cluster's input has; the spec is checked by revalidateSpec. */
+const ClusterInputShape = z
+  .object({ runId: z.string(), className: z.string(), index: z.number().int().min(0), hostId: z.string(), spec: z.unknown() })
+  .strict();
+
+/**
+ * The cluster's door. Only experimentWorkflow starts clusters, after validating the spec and running its preflight,
+ * and a client cannot forge a parent: a run without one is refused, and with one it must be the run it names, under
+ * the workflow id and host id the experiment derives. The spec must still parse again unchanged (defence in depth).
+ * The preflight is not run again here: it would add a command to every cluster (replay), and the parent ran it.
+ */
+export function clusterInputAtDoor(input: unknown, info: DoorInfo): ClusterInput {
+  const subject = 'clusterWorkflow start';
+  checkedWorkflowId(info);
+  const parent = info.parent;
+  if (!parent)
+    refuseAtDoor(
+      [{ path: 'parent', message: 'clusterWorkflow runs only as a child of experimentWorkflow, which validates the spec and runs its preflight (this run has no parent); start experimentWorkflow with the spec instead' }],
+      subject,
+    );
+  const shape = parseAtDoor(ClusterInputShape, input, null, subject);
+  const problems: SpecProblem[] = [];
+  let spec: ExperimentSpec | undefined;
+  try {
+    spec = revalidateSpec(shape.spec);
+  } catch (err) {
+    if (!(err instanceof InvalidSpecError)) throw err;
+    problems.push(...err.problems.map((p) => underField(p, 'spec')));
+  }
+  if (shape.runId !== parent.workflowId)
+    problems.push({ path: 'runId', message: `${JSON.stringify(shape.runId)} is not the run that started this cluster (${JSON.stringify(parent.workflowId)}); the experiment passes its own workflow id` });
+  const workflowId = clusterWorkflowId(shape.runId, shape.className, shape.index);
+  if (info.workflowId !== workflowId)
+    problems.push({ path: 'workflowId', message: `${JSON.stringify(info.workflowId)} is not this cluster's (${JSON.stringify(workflowId)}); the experiment names its clusters <run>/<class>-<index>` });
+  const hostId = hostIdFor(shape.runId, shape.className, shape.index);
+  if (shape.hostId !== hostId)
+    problems.push({ path: 'hostId', message: `${JSON.stringify(shape.hostId)} is not this cluster's host (${JSON.stringify(hostId)}); the experiment derives it from the run, the class and the index` });
+  if (spec && !Object.prototype.hasOwnProperty.call(spec.storageClasses, shape.className))
+    problems.push({ path: 'className', message: `${JSON.stringify(shape.className)} is not a storage class of the spec; use one of ${Object.keys(spec.storageClasses).join(', ')}` });
+  if (spec && shape.index >= spec.clustersPerClass)
+    problems.push({ path: 'index', message: `${shape.index} is beyond the spec's ${spec.clustersPerClass} clusters per class; use 0 to ${spec.clustersPerClass - 1}` });
+  if (problems.length || !spec) refuseAtDoor(problems, subject);
+  return { ...shape, spec };
+}
+
+export async function clusterWorkflow(rawInput: ClusterInput): Promise<ClusterResult> {
+  const input = clusterInputAtDoor(rawInput, workflowInfo());
   const { spec, hostId, className, index, runId } = input;
   const provider = spec.provider;
   const board = new ProgressBoard(`Cluster ${hostId}`, runId);

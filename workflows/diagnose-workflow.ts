@@ -6,10 +6,11 @@
  * connect_timeout as parameters, no password in any form (none lands in history); the worker variable
  * `passwordEnv` names (STORAGE_LAB_DSN_PASSWORD_*) supplies it.
  */
-import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import { resolveDiagnoseInput, resolveDiagnoseInputBeforeDsnRules, type DiagnoseInput, type DiagnoseSummary } from '../common/diagnose';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import { checkedWorkflowId } from './doors';
 import { activityCause } from './failures';
 import { acceptInput, searchAttributes } from './search-attributes';
 
@@ -20,9 +21,9 @@ const OVERHEAD_SECONDS = 300;
 const DSN_RULES_PATCH = 'diagnose-dsn-rules';
 
 export async function diagnoseWorkflow(input: Partial<DiagnoseInput> = {}): Promise<DiagnoseSummary> {
+  const runId = checkedWorkflowId();
   const resolve = patched(DSN_RULES_PATCH) ? resolveDiagnoseInput : resolveDiagnoseInputBeforeDsnRules;
   const diagnose = acceptInput(resolve, input, () => ({ experiment: 'diagnose' }));
-  const runId = workflowInfo().workflowId;
   setCurrentDetails(`### Diagnose\n**sampling** for ${diagnose.seconds} s (read-only), then the verdict.`);
   // A server that is down or restarting may come back: a few attempts, spaced out; bad input is final.
   const { diagnoseDatabase } = proxyActivities<ControlActivities>({

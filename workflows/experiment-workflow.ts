@@ -9,7 +9,6 @@ import {
   executeChild,
   isCancellation,
   upsertSearchAttributes,
-  workflowInfo,
 } from '@temporalio/workflow';
 import type { ResultsSummary } from '../activities/control';
 import { hostIdFor } from '../common/ids';
@@ -17,6 +16,7 @@ import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../commo
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/drill-result';
 import { runCompensated } from './compensation';
+import { checkedWorkflowId } from './doors';
 import { runExperimentDrills } from './experiment-drills';
 import { failureMessage, resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
@@ -45,7 +45,7 @@ export function validateOrFail(input: unknown): ExperimentSpec {
 }
 
 export async function experimentWorkflow(input: ExperimentInput = {}): Promise<ExperimentSummary> {
-  const runId = workflowInfo().workflowId;
+  const runId = checkedWorkflowId();
   const board = new ProgressBoard(`Experiment ${runId}`, runId);
   board.setPhase('validating');
   const spec = acceptInput(resolveSpec, input, (s) => ({

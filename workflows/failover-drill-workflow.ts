@@ -14,10 +14,11 @@
  * those copies differ, so a shared store refuses all but one and that node's archiver is stuck (seen here with WAL-G).
  * Results are saved, then every host (and the store) is torn down in a non-cancellable scope. One object argument: {"preset":"ci"}.
  */
-import { ApplicationFailure, continueAsNew, sleep, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, continueAsNew, sleep } from '@temporalio/workflow';
+import { z } from 'zod';
 import type { DrillNode, runFailoverWriter } from '../activities/host/failover-writer';
 import type { ConfigurePostgresInput } from '../activities/host/postgres';
-import { backupStoreLocation, type BackupToolName, type ResolvedBackupStore } from '../common/backup-store';
+import { BACKUP_TOOLS, backupStoreLocation, type BackupToolName, type ResolvedBackupStore } from '../common/backup-store';
 import {
   drillResultHead,
   repositoryVerification,
@@ -29,13 +30,16 @@ import {
 } from '../common/drill-result';
 import { drillLabSettings, resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/drill-spec';
 import { FAILURE_TYPES } from '../common/errors';
-import { hostIdFor } from '../common/ids';
+import { hostIdFor, runFolderName, segmentProblem } from '../common/ids';
+import { hostTaskQueue } from '../common/names';
+import { STORAGE_KINDS } from '../common/spec';
 import { compareLsn, parseSegmentName } from '../common/lsn';
 import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/postgres-settings';
 import { median } from '../common/stats';
 import type { HostRecord } from '../infra/providers/host-provider';
 import { failoverDrillBounds, type HostTimeouts } from '../common/bounds';
 import { runCompensated } from './compensation';
+import { checkedWorkflowId, continuationAtDoor } from './doors';
 import { drillHostRequest, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
@@ -114,8 +118,165 @@ interface Drill {
   progress: (phase: string, done: number, hostId?: string) => void;
 }
 
-export async function failoverDrillWorkflow(input: DrillInput = {}, continued?: FailoverContinuation): Promise<DrillSummary> {
-  const runId = workflowInfo().workflowId;
+/** pg_hba lines that let the drill's peers on other machines (AWS) connect over TCP, with a password. */
+export function peerHbaLines(addresses: string[]): string[] {
+  return [...new Set(addresses)].flatMap((h) => [`host all all ${h}/32 scram-sha-256`, `host replication all ${h}/32 scram-sha-256`]);
+}
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+/** An IPv4 address, or an IPv6 one (hex groups and colons, an IPv4 tail allowed); the host checks each again. */
+const IP_ADDRESS = /^(?:(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}|(?=[^:]*:)[0-9A-Fa-f:.]{2,45})$/;
+/** A word archive_command holds unquoted: what the backup tools' own commands are made of. */
+const SHELL_WORD = /^[\w@%+=:,./-]+$/;
+const Text = z.string().max(1_000).regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must not hold control characters' });
+
+/** An absolute path of safe segments (no `.`, `..`, empty or control characters) that ends with `tail`. */
+function safePathEndingWith(p: string, tail: string): boolean {
+  return p.startsWith('/') && p.endsWith(tail) && p.slice(1).split('/').every((s) => segmentProblem(s) === null);
+}
+
+/**
+ * Whether an archive_command is the one the backup tool configured on this host: WAL-G's wal-push with the host's
+ * own walg.json, or pgBackRest's archive-push with the host's own pgbackrest.conf; every word plain (no quoting, no
+ * shell syntax).
+ */
+export function isToolArchiveCommand(command: string, hostId: string): boolean {
+  const words = command.split(' ');
+  if (!words.every((w) => SHELL_WORD.test(w))) return false;
+  const [bin, a, b, c, d] = words;
+  if (words.length !== 5) return false;
+  if (a === '--config' && c === 'wal-push' && d === '%p')
+    return safePathEndingWith(bin, '/wal-g') && safePathEndingWith(b, `/${hostId}/wal-g/walg.json`);
+  return (
+    bin === 'pgbackrest' && a.startsWith('--config=') && safePathEndingWith(a.slice('--config='.length), `/${hostId}/pgbackrest/pgbackrest.conf`) &&
+    b === '--stanza=storage-lab' && c === 'archive-push' && d === '%p'
+  );
+}
+
+/**
+ * What a continuation must look like: the hosts this run's ids name, on loopback locally (or an IPv4 address on AWS),
+ * their peers as IP addresses (none locally), the drill's own backup tool archiving to this run's store, and rounds
+ * that all passed. A continuation written before peers and tools were carried (pg_hba lines, each node's archiving
+ * settings) is still read, and checked as strictly, so a drill in flight goes on across the change. `spec` is null when the input itself is invalid (then acceptInput refuses the run).
+ */
+export function failoverContinuationSchema(runId: string, spec: FailoverDrillSpec | null) {
+  const hostOf = (n: Node) => hostIdFor(runId, 'node', NODES.indexOf(n) + 1);
+  const limit = z.number().int().nonnegative().nullable();
+  const record = (n: Node) =>
+    z
+      .object({
+        hostId: z.literal(hostOf(n)),
+        runId: z.literal(runId),
+        provider: z.enum(['local', 'aws']),
+        className: z.literal('node'),
+        kind: z.enum(STORAGE_KINDS),
+        taskQueue: z.literal(hostTaskQueue(hostOf(n))),
+        emulated: z.boolean(),
+        emulationNote: Text.optional(),
+        limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit }).strict(),
+        postgres: z.object({ host: z.string().regex(IPV4, { error: 'must be an IPv4 address' }), port: z.number().int().min(1).max(65_535) }).strict(),
+        instanceId: z.string().regex(/^i-[0-9a-f]{8,32}$/).optional(),
+      })
+      .strict();
+  const runFolder = runFolderName(runId);
+  const storePath = z.string().refine((p) => safePathEndingWith(p, `/${runFolder}`), { error: `must be an absolute path of plain folder names ending with /${runFolder}` });
+  const store = z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('folder'), path: storePath }).strict(),
+    z
+      .object({
+        kind: z.literal('s3'),
+        bucket: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { error: 'must be an S3 bucket name' }),
+        path: storePath,
+        region: z.string().regex(/^[a-z0-9-]{1,40}$/),
+        endpoint: z.url().optional(),
+      })
+      .strict(),
+  ]);
+  const archiveSettings = (n: Node) =>
+    z
+      .object({
+        archive_mode: z.literal('on'),
+        archive_command: z
+          .string()
+          .refine((c) => isToolArchiveCommand(c, hostOf(n)), { error: `must be the backup tool's own archive command for host ${hostOf(n)}` })
+          .optional(),
+        archive_timeout: z.string().regex(/^\d{1,5}s$/).optional(),
+      })
+      .strict();
+  const node = z.enum(NODES);
+  return z
+    .object({
+      startedAt: z.iso.datetime(),
+      postgresVersion: Text.nullable(),
+      records: z.object({ n1: record('n1'), n2: record('n2'), n3: record('n3') }).strict(),
+      peers: z.array(z.string().regex(IP_ADDRESS, { error: 'must be an IP address' })).max(8).optional(),
+      /** Continuations written before `peers`: the pg_hba lines for them (a drill in flight across the change). */
+      hbaLines: z.array(Text).max(8).optional(),
+      primary: node,
+      standbys: z.array(node).min(1).max(2),
+      archiving: z
+        .object({
+          store,
+          tool: z.enum(BACKUP_TOOLS).optional(),
+          /** Continuations written before `tool`: each node's archiving settings, as its host wrote them. */
+          settings: z.object({ n1: archiveSettings('n1'), n2: archiveSettings('n2'), n3: archiveSettings('n3') }).strict().optional(),
+        })
+        .strict()
+        .nullable(),
+      archive: z
+        .object({
+          backupStore: Text,
+          backupTool: z.object({ name: Text, version: Text }).strict(),
+          backup: z.record(z.string(), z.union([Text, z.number(), z.null()])).nullable(),
+          throughSegment: z.null(),
+          timeline: z.null(),
+          check: z.null(),
+        })
+        .strict()
+        .nullable(),
+      rounds: z.array(z.looseObject({ round: z.number().int().min(1), ok: z.literal(true), lostCommits: z.number().int().nonnegative() })),
+      nextRound: z.number().int().min(ROUNDS_PER_EXECUTION + 1),
+    })
+    .strict()
+    .superRefine((c, ctx) => {
+      const add = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+      if (c.standbys.includes(c.primary) || new Set(c.standbys).size !== c.standbys.length)
+        add(['standbys'], `must name other nodes than the primary (${c.primary}), each once`);
+      if ((c.nextRound - 1) % ROUNDS_PER_EXECUTION !== 0 || c.rounds.length !== c.nextRound - 1 || c.rounds.some((r, i) => r.round !== i + 1))
+        add(['nextRound'], `a run continues after every ${ROUNDS_PER_EXECUTION} rounds, carrying each of them in order`);
+      if ((c.peers === undefined) === (c.hbaLines === undefined)) add(['peers'], 'give the peers (or, from a run continued before them, hbaLines), not both');
+      const addresses = (c.hbaLines ?? []).map((line) => line.split(/\s+/).map((w) => w.split('/')[0]).find((w) => IPV4.test(w)) ?? '');
+      if (c.hbaLines && JSON.stringify(peerHbaLines(addresses)) !== JSON.stringify(c.hbaLines))
+        add(['hbaLines'], 'must be the lines the drill writes for its peers, one IPv4 address each');
+      if (c.archiving && (c.archiving.tool === undefined) === (c.archiving.settings === undefined))
+        add(['archiving'], 'give the backup tool (or, from a run continued before it, the settings), not both');
+      if (!spec) return;
+      if (c.archiving?.tool !== undefined && c.archiving.tool !== spec.backup.tool) add(['archiving', 'tool'], `must be the drill's backup.tool, ${spec.backup.tool}`);
+      const records = Object.values(c.records);
+      if (records.some((r) => r.provider !== spec.provider)) add(['records'], `every host must come from provider ${spec.provider}`);
+      if (spec.provider === 'local' && records.some((r) => r.postgres.host !== '127.0.0.1')) add(['records'], 'local hosts listen on 127.0.0.1 only');
+      if (spec.provider === 'local' && (c.peers?.length || c.hbaLines?.length)) add([c.peers ? 'peers' : 'hbaLines'], 'local hosts reach each other on 127.0.0.1: no peers');
+      if (c.nextRound > spec.rounds) add(['nextRound'], `beyond the drill's ${spec.rounds} rounds`);
+      if ((c.archiving === null) !== !spec.backup.enabled) add(['archiving'], `must be ${spec.backup.enabled ? 'set: backup.enabled is true' : 'null: backup.enabled is false'}`);
+    });
+}
+
+/** The drill spec of an input, or null when it is invalid (acceptInput then refuses the run, naming every problem). */
+function specOrNull(input: unknown): FailoverDrillSpec | null {
+  try {
+    return resolveFailoverDrill(input ?? {});
+  } catch {
+    return null;
+  }
+}
+
+export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation): Promise<DrillSummary> {
+  const runId = checkedWorkflowId();
+  // The continuation's schema depends on the input: built only when there is one to check.
+  const continued =
+    rawContinued == null
+      ? undefined
+      : continuationAtDoor(failoverContinuationSchema(runId, specOrNull(input)) as unknown as z.ZodType<FailoverContinuation>, rawContinued, 'continued');
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
   if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));

@@ -10,12 +10,12 @@ import {
   executeChild,
   setCurrentDetails,
   upsertSearchAttributes,
-  workflowInfo,
 } from '@temporalio/workflow';
 import type { Verdict } from '../activities/control/verdict';
 import { FAILURE_TYPES, formatSpecProblems } from '../common/errors';
 import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/regression';
 import type { ExperimentInput } from '../common/spec';
+import { checkedWorkflowId } from './doors';
 import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
 import { preflightCalls, resultCalls } from './proxies';
 import { preflightOrFail, searchAttributes } from './search-attributes';
@@ -29,6 +29,7 @@ export interface NightlyRegressionSummary extends ExperimentSummary {
 }
 
 export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = {}): Promise<NightlyRegressionSummary> {
+  const nightlyId = checkedWorkflowId();
   const given: unknown = input ?? {};
   // A non-object input fails with the spec's own message ("must be a JSON object").
   if (typeof given !== 'object' || Array.isArray(given)) validateOrFail(given);
@@ -47,7 +48,7 @@ export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = 
 
   // The experiment's own preflight, here: a spec the tools refuse starts no child.
   await preflightOrFail(preflightCalls.preflight({ spec }));
-  const runId = `${workflowInfo().workflowId}/experiment`;
+  const runId = `${nightlyId}/experiment`;
   upsertSearchAttributes(searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', status: 'running' }));
   details('running the experiment', `Experiment \`${runId}\` (preset ${spec.preset ?? 'custom'}): its own page shows its progress.`);
   const summary = await executeChild(experimentWorkflow, {

@@ -4,7 +4,7 @@
 import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
-import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
 import type { HostTimeouts } from '../common/bounds';
 import { hostTaskQueue } from '../common/names';
 
@@ -28,18 +28,24 @@ export const providerCalls = proxyActivities<ControlActivities>({
   },
 });
 
-/** Teardown must eventually succeed, whatever happened before: retry for a long time, and keep retrying on cancel. */
+/** A path the lab refused to write or delete (a planted link, an unsafe id) stays refused: no retry changes it. */
+const REFUSED_PATH_TYPES = [FAILURE_TYPES.labPath, FAILURE_TYPES.unsafeId];
+
+/**
+ * Teardown must eventually succeed, whatever happened before: retry for a long time, and keep retrying on cancel;
+ * but not a path the file guard refused.
+ */
 export const teardownCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '2 seconds', maximumInterval: '2 minutes', maximumAttempts: 30 },
+  retry: { initialInterval: '2 seconds', maximumInterval: '2 minutes', maximumAttempts: 30, nonRetryableErrorTypes: REFUSED_PATH_TYPES },
 });
 
 /** Results are small writes to a folder or S3; nothing measured may be lost, so retry them generously. */
 export const resultCalls = proxyActivities<ControlActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20 },
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20, nonRetryableErrorTypes: REFUSED_PATH_TYPES },
 });
 
 /**

@@ -7,7 +7,6 @@
  * continuity and the repository check. Then, whatever happened, results are saved and every host is torn down.
  * One object argument with defaults, so the UI, the CLI and schedules start it alike: {"preset":"ci"}.
  */
-import { workflowInfo } from '@temporalio/workflow';
 import type { RecoveryTarget } from '../activities/lib/backup-tool';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
 import { drillResultHead, repositoryVerification, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/drill-result';
@@ -18,6 +17,7 @@ import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/l
 import { accountRows } from '../common/spec';
 import { restoreDrillBounds } from '../common/bounds';
 import { runCompensated } from './compensation';
+import { checkedWorkflowId } from './doors';
 import { drillHostRequest, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
@@ -46,7 +46,7 @@ const STEPS = [
 type Step = (typeof STEPS)[number];
 
 export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<DrillSummary> {
-  const runId = workflowInfo().workflowId;
+  const runId = checkedWorkflowId();
   const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists.
   await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));

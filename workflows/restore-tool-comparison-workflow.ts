@@ -14,7 +14,6 @@ import {
   executeChild,
   isCancellation,
   upsertSearchAttributes,
-  workflowInfo,
 } from '@temporalio/workflow';
 import {
   DRILL_RESULT_SCHEMA_VERSION,
@@ -25,6 +24,7 @@ import {
 import type { DrillInput } from '../common/drill-spec';
 import { FAILURE_TYPES } from '../common/errors';
 import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } from '../common/tool-comparison';
+import { checkedWorkflowId } from './doors';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
@@ -32,7 +32,7 @@ import { restoreDrillWorkflow } from './restore-drill-workflow';
 import { acceptInput, drillSearchAttributes, preflightOrFail, searchAttributes } from './search-attributes';
 
 export async function restoreToolComparisonWorkflow(input: DrillInput = {}): Promise<RestoreToolComparison> {
-  const runId = workflowInfo().workflowId;
+  const runId = checkedWorkflowId();
   const specs = acceptInput(resolveForEveryTool, input, (s) => drillSearchAttributes(s[0]));
   // Both tools' specs by the real tools and this environment, before either drill makes a host.
   for (const spec of specs) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));

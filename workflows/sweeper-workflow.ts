@@ -3,8 +3,10 @@
  * workflow runs no compensation), is unknown to this namespace, or has outlived its expiry. A host whose run is
  * running and not expired is never touched. With dryRun it only reports what it would remove.
  */
-import { continueAsNew, setCurrentDetails } from '@temporalio/workflow';
+import { continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { z } from 'zod';
 import { planSweep, runsToCheck, type SweepDecision } from '../common/sweep';
+import { checkedWorkflowId, continuationAtDoor, parseAtDoor, refuseAtDoor, type DoorInfo } from './doors';
 import { forEachBounded } from './experiment-workflow';
 import { failureMessage } from './failures';
 import { sweepCalls } from './proxies';
@@ -32,7 +34,49 @@ const PARALLEL_TEARDOWNS = 4;
  */
 export const REMOVALS_PER_EXECUTION = 100;
 
-export async function sweeperWorkflow(input: SweepInput = {}, carried?: SweepReport): Promise<SweepReport> {
+/** The sweeper's whole input: `{}` or `{"dryRun": true}`, nothing else. */
+const SweepInputSchema = z.object({ dryRun: z.boolean({ error: 'must be true or false' }).optional() }).strict();
+
+const SweepDecisionSchema = z
+  .object({
+    kind: z.enum(['host', 'backup-store']).optional(),
+    keep: z.boolean().optional(),
+    provider: z.enum(['local', 'aws']),
+    hostId: z.string(),
+    runId: z.string(),
+    expiresAt: z.string().nullable(),
+    resources: z.array(z.string()),
+    foreign: z.boolean().optional(),
+    reason: z.string(),
+  })
+  .strict();
+
+/** What one execution carries to the next (continue-as-new): only a real sweep continues, never a dry run. */
+const SweepCarrySchema = z
+  .object({
+    dryRun: z.literal(false),
+    checkedAt: z.iso.datetime({ error: 'must be an ISO date and time' }),
+    removed: z.array(SweepDecisionSchema),
+    kept: z.array(SweepDecisionSchema),
+    failed: z.array(SweepDecisionSchema.extend({ error: z.string() })),
+  })
+  .strict();
+
+/**
+ * What a continued sweep carries, checked at the door: only in a run the lab continued, in its shape, and with a
+ * start time not in the future (expiry is judged at checkedAt: a later one would make every host look expired).
+ */
+export function carriedAtDoor(raw: unknown, info: DoorInfo, now: number): SweepReport | undefined {
+  const carried = continuationAtDoor(SweepCarrySchema, raw, 'carried', info);
+  if (carried && Date.parse(carried.checkedAt) > now)
+    refuseAtDoor([{ path: 'carried.checkedAt', message: `${carried.checkedAt} is in the future; a sweep carries the time it started` }], 'sweeperWorkflow continuation');
+  return carried;
+}
+
+export async function sweeperWorkflow(rawInput: SweepInput = {}, rawCarried?: SweepReport): Promise<SweepReport> {
+  checkedWorkflowId();
+  const input = parseAtDoor(SweepInputSchema, rawInput ?? {}, null, 'sweeper input');
+  const carried = carriedAtDoor(rawCarried, workflowInfo(), Date.now());
   const dryRun = input.dryRun ?? false;
   const checkedAt = carried?.checkedAt ?? new Date().toISOString();
   // Hosts first, then their runs: a host listed here was made by a run that already existed when we look it up.

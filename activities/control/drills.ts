@@ -2,11 +2,14 @@
  * Control-plane activities of the durability drills: the run's backup store (a folder every local host reaches,
  * or an S3 prefix), and the drill's result.json and report, saved before its hosts are torn down.
  */
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedBackupStore } from '../../common/backup-store';
 import type { DrillResult, RestoreToolComparison } from '../../common/drill-result';
+import type { SpecProblem } from '../../common/errors';
 import type { BackupStoreSpec } from '../../common/spec';
+import { LabPathError, makeLabDir, removeLabFile, removeLabTree, writeLabFile } from '../../infra/lab-fs';
+import { backupsDirFor } from '../../infra/lab-paths';
 import { postgresOsUser } from '../../infra/postgres-binaries';
 import { renderDrillMarkdown, renderToolComparisonMarkdown } from './report/drills-markdown';
 import { runFolderName, type ResultsStore } from './results-store';
@@ -17,14 +20,32 @@ export interface DrillControlDeps {
   hostsDir: string;
 }
 
-/** Where local backup stores live: beside the hosts folder, so the Postgres OS user can reach them too. */
-export function backupsDirFor(hostsDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  if (env.STORAGE_LAB_BACKUPS_DIR) return path.resolve(env.STORAGE_LAB_BACKUPS_DIR);
-  const base = path.basename(hostsDir);
-  return base === 'hosts' ? path.join(path.dirname(hostsDir), 'backups') : `${hostsDir}-backups`;
+/**
+ * The folder a folder store's `path` names: the lab's backups folder, or a folder below it (a relative path is taken
+ * from there). Anything that resolves elsewhere is refused, whatever the input says: the lab deletes that folder.
+ */
+export function backupStoreFolder(store: { path?: string }, hostsDir: string): string {
+  const base = backupsDirFor(hostsDir);
+  if (store.path === undefined) return base;
+  const folder = path.resolve(base, store.path);
+  if (folder !== base && !folder.startsWith(base + path.sep))
+    throw new LabPathError(`backup store path ${JSON.stringify(store.path)} resolves to ${folder}, outside the lab's backups folder ${base}; use a sub-folder of it (a relative path) or leave path out`);
+  return folder;
 }
 
-/** The run's own prefix in a store: a folder below the store's (or the lab's backups folder), or a key prefix in S3. */
+/** The problem of a folder store's path for a spec field (`<field>.path`), or null; the preflight reports it. */
+export function backupStoreProblem(store: BackupStoreSpec, hostsDir: string, field: string): SpecProblem | null {
+  if (store.kind !== 'folder') return null;
+  try {
+    backupStoreFolder(store, hostsDir);
+    return null;
+  } catch (err) {
+    if (!(err instanceof LabPathError)) throw err;
+    return { path: `${field}.path`, message: err.message };
+  }
+}
+
+/** The run's own prefix in a store: a folder below the store's (within the lab's backups folder), or a key prefix in S3. */
 export function resolveBackupStore(runId: string, store: BackupStoreSpec, hostsDir: string): ResolvedBackupStore {
   const run = runFolderName(runId);
   if (store.kind === 's3') {
@@ -37,7 +58,7 @@ export function resolveBackupStore(runId: string, store: BackupStoreSpec, hostsD
       ...(store.endpoint ? { endpoint: store.endpoint } : {}),
     };
   }
-  return { kind: 'folder', path: path.join(store.path ? path.resolve(store.path) : backupsDirFor(hostsDir), run) };
+  return { kind: 'folder', path: path.join(backupStoreFolder(store, hostsDir), run) };
 }
 
 /** Which run a local backup folder belongs to, written beside it so the sweeper can find orphans. */
@@ -69,12 +90,11 @@ export function createDrillControlActivities(deps: DrillControlDeps) {
       const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
       if (store.kind === 'folder') {
         // The label first: a folder the sweeper finds is always one it can attribute to a run.
-        mkdirSync(path.dirname(store.path), { recursive: true, mode: 0o755 });
+        makeLabDir(path.dirname(store.path));
         const label: BackupStoreLabel = { runId: input.runId, keep: Boolean(input.keep) };
-        writeFileSync(backupLabelFile(store.path), JSON.stringify(label));
-        mkdirSync(store.path, { recursive: true, mode: 0o755 });
-        const user = postgresOsUser();
-        if (user) chownSync(store.path, user.uid, user.gid);
+        writeLabFile(backupLabelFile(store.path), JSON.stringify(label), { atomic: true });
+        // Marked as the lab's (beside it: the Postgres user owns and writes the folder), so only it is ever deleted.
+        makeLabDir(store.path, { marker: true, owner: postgresOsUser() });
       }
       return store;
     },
@@ -86,8 +106,8 @@ export function createDrillControlActivities(deps: DrillControlDeps) {
     async removeBackupStore(input: { runId: string; store: BackupStoreSpec }): Promise<string> {
       const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
       if (store.kind === 's3') return `left s3://${store.bucket}${store.path} in place (the bucket's lifecycle rules expire it)`;
-      rmSync(store.path, { recursive: true, force: true });
-      rmSync(backupLabelFile(store.path), { force: true });
+      await removeLabTree(store.path);
+      removeLabFile(backupLabelFile(store.path));
       return `removed ${store.path}`;
     },
 

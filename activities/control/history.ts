@@ -11,10 +11,10 @@ import path from 'node:path';
 import { runTag } from '../../common/ids';
 import type { ExperimentResult } from '../../common/result';
 import type { VerdictKind, TpsUnit } from './verdict';
-import { runFolderName, type ResultsStore } from './results-store';
+import { runFolderName, type ReservedRun, type ResultsStore } from './results-store';
 
-/** The pseudo run under which the index lives in a results store. */
-export const HISTORY_RUN = '_history';
+/** The pseudo run under which the index lives in a results store: reserved, so no workflow id can name it. */
+export const HISTORY_RUN: ReservedRun = { reserved: '_history' };
 export const HISTORY_SCHEMA_VERSION = 1;
 
 /** Where a run ran and what it ran: every field that must match for two runs to be compared, plus the limits. */

@@ -19,6 +19,7 @@ import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgre
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { detectCgroups } from '../../infra/providers/local/cgroups';
 import { findWalg } from '../lib/walg';
+import { backupStoreProblem } from './drills';
 import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from './spec-checks';
 
 export interface PreflightDeps {
@@ -210,6 +211,10 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       provider(spec.provider);
       const tools = await checkExperimentWithTools(spec, 'control-plane');
       refuseSpecProblems(tools, 'experiment spec');
+      const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
+      // A folder store the lab would create and delete must lie below its backups folder, whatever the spec says.
+      const store = backsUp ? backupStoreProblem(spec.durability.backupStore, deps.hostsDir, 'durability.backupStore') : null;
+      refuseSpecProblems({ problems: store ? [store] : [], notes: [] }, 'experiment spec');
       const problems: string[] = [];
       const warnings = [...tools.notes];
       if (spec.provider === 'local') {
@@ -226,7 +231,6 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
         warnings.push(...local.warnings);
       }
       if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
-      const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
       const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
       if (tool) problems.push(tool);
       // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
@@ -243,6 +247,9 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       provider(spec.provider);
       const tools = await checkDrillWithTools(spec, 'control-plane');
       refuseSpecProblems(tools, `${input.kind} drill spec`);
+      const backsUp = !('rounds' in spec) || spec.backup.enabled;
+      const store = backsUp ? backupStoreProblem(spec.backup.store, deps.hostsDir, 'backup.store') : null;
+      refuseSpecProblems({ problems: store ? [store] : [], notes: [] }, `${input.kind} drill spec`);
       const warnings = [...tools.notes];
       if (spec.provider === 'local') {
         const local = localProblems(deps.hostsDir, {
@@ -255,7 +262,6 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
         refuseEnvironmentProblems(local.problems);
         warnings.push(...local.warnings);
       }
-      const backsUp = !('rounds' in spec) || spec.backup.enabled;
       const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool', spec.provider) : null;
       if (tool) refuseEnvironmentProblems([tool]);
       return { warnings };

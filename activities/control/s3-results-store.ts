@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import path from 'node:path';
 import { awsErrorCode } from '../../infra/providers/aws/aws-clients';
-import { runFolderName, type ResultsStore } from './results-store';
+import { runFolderOf, safeKey, type ResultsStore, type RunKey } from './results-store';
 
 export interface S3ResultsStoreOptions {
   bucket: string;
@@ -38,15 +38,15 @@ export class S3ResultsStore implements ResultsStore {
     this.prefix = opts.prefix.replace(/^\/+|\/+$/g, '');
   }
 
-  location(runId: string): string {
-    return `s3://${this.opts.bucket}/${this.runPrefix(runId)}`;
+  location(run: RunKey): string {
+    return `s3://${this.opts.bucket}/${this.runPrefix(run)}`;
   }
 
-  async put(runId: string, key: string, body: string): Promise<void> {
+  async put(run: RunKey, key: string, body: string): Promise<void> {
     await this.s3.send(
       new PutObjectCommand({
         Bucket: this.opts.bucket,
-        Key: `${this.runPrefix(runId)}/${key}`,
+        Key: `${this.runPrefix(run)}/${safeKey(key)}`,
         Body: body,
         ContentType: CONTENT_TYPES[path.extname(key)] ?? 'text/plain; charset=utf-8',
         ...(this.opts.kmsKeyId
@@ -56,9 +56,9 @@ export class S3ResultsStore implements ResultsStore {
     );
   }
 
-  async get(runId: string, key: string): Promise<string | null> {
+  async get(run: RunKey, key: string): Promise<string | null> {
     try {
-      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: `${this.runPrefix(runId)}/${key}` }));
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: `${this.runPrefix(run)}/${safeKey(key)}` }));
       return (await out.Body?.transformToString('utf8')) ?? '';
     } catch (err) {
       if (awsErrorCode(err) === 'NoSuchKey') return null;
@@ -67,9 +67,9 @@ export class S3ResultsStore implements ResultsStore {
   }
 
   /** Keys directly below a prefix of the run (not deeper), as the folder store lists a folder. */
-  async list(runId: string, prefix: string): Promise<string[]> {
-    const base = `${this.runPrefix(runId)}/`;
-    const below = `${base}${prefix.replace(/^\/+|\/+$/g, '')}/`;
+  async list(run: RunKey, prefix: string): Promise<string[]> {
+    const base = `${this.runPrefix(run)}/`;
+    const below = `${base}${safeKey(prefix.replace(/^\/+|\/+$/g, ''), 'prefix')}/`;
     const keys: string[] = [];
     for await (const page of paginateListObjectsV2({ client: this.s3 }, { Bucket: this.opts.bucket, Prefix: below, Delimiter: '/' }))
       for (const o of page.Contents ?? []) if (o.Key) keys.push(o.Key.slice(base.length));
@@ -84,7 +84,7 @@ export class S3ResultsStore implements ResultsStore {
     return runs.sort();
   }
 
-  private runPrefix(runId: string): string {
-    return [this.prefix, runFolderName(runId)].filter(Boolean).join('/');
+  private runPrefix(run: RunKey): string {
+    return [this.prefix, runFolderOf(run)].filter(Boolean).join('/');
   }
 }

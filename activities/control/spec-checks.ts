@@ -6,8 +6,6 @@
  * meta-command never reaches a tool. Each tool runs as an unprivileged user in an empty temporary folder, with an
  * empty environment and no server to reach.
  */
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { drillPostgresSettings, type FailoverDrillSpec, type RestoreDrillSpec } from '../../common/drill-spec';
 import type { SpecProblem } from '../../common/errors';
@@ -16,6 +14,7 @@ import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
 import { settingProblems } from '../../common/server-settings';
 import type { ExperimentSpec } from '../../common/spec';
 import { scriptProblems } from '../../common/workload-script';
+import { makeScratchDir, removeLabTree, writeLabFile } from '../../infra/lab-fs';
 import { findClientBinDir, findPostgresBinDir, lookupUser, postgresInstalls, postgresOsUser, type OsUser } from '../../infra/postgres-binaries';
 import { workloadArgs } from '../host/pgbench';
 import { renderConf } from '../host/postgres';
@@ -47,19 +46,17 @@ interface ServerMessage {
 
 /** An empty folder of our own for one tool run, owned by the user the tool runs as; removed afterwards. */
 async function inScratchFolder<T>(user: OsUser | null, fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-check-'));
+  const dir = makeScratchDir('storage-lab-check-', user);
   try {
-    if (user) chownSync(dir, user.uid, user.gid);
     return await fn(dir);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await removeLabTree(dir);
   }
 }
 
 /** A file in a scratch folder, owned by the tool's user and readable by it only. */
 function writeScratchFile(file: string, text: string, user: OsUser | null): void {
-  writeFileSync(file, text, { mode: 0o600 });
-  if (user) chownSync(file, user.uid, user.gid);
+  writeLabFile(file, text, { mode: 0o600, owner: user });
 }
 
 /** Nothing from our environment: no credentials, no service files, messages in English. */

@@ -3,9 +3,10 @@
  * made them on this Temporal namespace. The decision itself is pure (common/sweep.ts), in the workflow.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { rmSync } from 'node:fs';
 import path from 'node:path';
 import type { RunState, SweepCandidate } from '../../common/sweep';
+import { LabPathError, removeLabFile, removeLabTree } from '../../infra/lab-fs';
+import { backupsDirFor } from '../../infra/lab-paths';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { backupLabelFile, listBackupFolders } from './drills';
 
@@ -38,12 +39,15 @@ export function createSweepActivities(deps: SweepDeps) {
       return out;
     },
 
-    /** Deletes a local backup store the sweeper found orphaned (and its label). */
+    /** Deletes a local backup store the sweeper found orphaned (and its label): only a folder of the backups folder. */
     async removeBackupFolder(input: { folder: string }): Promise<void> {
+      const base = backupsDirFor(deps.hostsDir);
+      if (path.dirname(path.resolve(input.folder)) !== base)
+        throw new LabPathError(`refused to remove ${input.folder}: not a backup store of the lab's backups folder ${base}`);
       const known = listBackupFolders(deps.hostsDir).some((b) => b.path === input.folder);
       if (!known) return; // Already gone, or not a lab backup folder: never delete anything else.
-      rmSync(input.folder, { recursive: true, force: true });
-      rmSync(backupLabelFile(input.folder), { force: true });
+      await removeLabTree(input.folder);
+      removeLabFile(backupLabelFile(input.folder));
     },
 
     /**

@@ -5,13 +5,13 @@
  * The slot and publication are dropped afterwards, on failure too, and a retry first drops what an earlier attempt left.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client } from 'pg';
 import type { BacklogPhaseResult } from '../../common/diagnostics';
 import { FAILURE_TYPES } from '../../common/errors';
 import { LAB_DATABASE } from '../../common/names';
 import { clientTool } from '../../infra/postgres-binaries';
+import { makeLabDir, writeLabFile } from '../../infra/lab-fs';
 import { connectLocal, libpqEnv } from '../lib/pg';
 import { ProcessError, runProcess } from '../lib/process-runner';
 import { etaSeconds, every, progressReporter } from '../lib/progress';
@@ -199,10 +199,10 @@ async function fillBacklog(
 ): Promise<void> {
   const ctx = Context.current();
   const dir = path.join(deps.config.hostDir, 'backlog');
-  await mkdir(dir, { recursive: true });
+  makeLabDir(dir);
   ownByClient(deps, dir);
   const scriptFile = path.join(dir, 'script.sql');
-  await writeFile(scriptFile, input.script, { mode: 0o644 });
+  writeLabFile(scriptFile, input.script, { mode: 0o644 });
   const appName = workloadAppName('backlog');
   const stop = new AbortController();
   const workload = runProcess(clientTool(deps.config, 'pgbench'), [...workloadArgs(input, scriptFile), '--time', String(FILL_LIMIT_SECONDS)], {

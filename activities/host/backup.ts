@@ -4,12 +4,13 @@
  * and promote (timed by the server's own log), and look at the archive (continuity, repository check).
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_BACKUP_COMPRESSION, type BackupCompression, type BackupKind, type BackupToolName, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { FAILURE_TYPES } from '../../common/errors';
 import { DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/lsn';
+import { removeLabFile } from '../../infra/lab-fs';
 import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../lib/backup-tool';
 import { heartbeatWhile } from '../lib/progress';
 import { parseRecoveryLog } from '../parsers/recovery-log';
@@ -99,7 +100,7 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
   closeSocketDir(deps);
   writeLabConfig(deps, lab);
   const logFile = path.join(deps.config.hostDir, 'logs', 'recovery.log');
-  rmSync(logFile, { force: true });
+  removeLabFile(logFile);
   const started = Date.now();
   await pgCtl(deps, ['start', '-W', '-l', logFile]);
   const deadline = started + input.timeoutSeconds * 1000;

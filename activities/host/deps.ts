@@ -1,7 +1,7 @@
 /** What every host activity gets from its agent: the host it runs on and the OS users it runs tools as. */
 import { ApplicationFailure } from '@temporalio/activity';
-import { chmodSync, chownSync } from 'node:fs';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../../common/errors';
+import { chownLab } from '../../infra/lab-fs';
 import type { HostConfig } from '../../infra/providers/host-provider';
 import type { OsUser } from '../../infra/postgres-binaries';
 
@@ -47,7 +47,7 @@ export function asClientUser(deps: HostDeps): { uid?: number; gid?: number } {
 
 /** Makes a folder the client user writes in (pgbench's logs) its own. */
 export function ownByClient(deps: HostDeps, dir: string): void {
-  if (deps.clientUser) chownSync(dir, deps.clientUser.uid, deps.clientUser.gid);
+  if (deps.clientUser) chownLab(dir, deps.clientUser);
 }
 
 /**
@@ -56,7 +56,7 @@ export function ownByClient(deps: HostDeps, dir: string): void {
  * authentication then decides which role each of them may connect as (pg_ident.conf).
  */
 export function closeSocketDir(deps: HostDeps): void {
-  const dir = deps.config.socketDir;
-  if (deps.osUser) chownSync(dir, deps.osUser.uid, deps.clientUser?.gid ?? deps.osUser.gid);
-  chmodSync(dir, deps.clientUser ? 0o750 : 0o700);
+  const mode = deps.clientUser ? 0o750 : 0o700;
+  const self = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  chownLab(deps.config.socketDir, deps.osUser ? { uid: deps.osUser.uid, gid: deps.clientUser?.gid ?? deps.osUser.gid } : self, mode);
 }

@@ -5,10 +5,11 @@
  * committed). Afterwards every acknowledged id is looked up on the new primary: under ANY 1 none may be missing.
  */
 import { Context } from '@temporalio/activity';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import type { WriterOutcome } from '../../common/drill-result';
+import { makeLabDir, openLabFile } from '../../infra/lab-fs';
 import { withConnection } from '../lib/pg';
 import { progressReporter } from '../lib/progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
@@ -53,9 +54,9 @@ export async function runFailoverWriter(deps: HostDeps, input: WriterInput): Pro
   assertHost(deps, input);
   const ctx = Context.current();
   const report = progressReporter(input.hostId, `writer round ${input.round}`);
-  mkdirSync(path.dirname(ledgerFile(deps, input.round, 'acked')), { recursive: true });
-  const acked = openSync(ledgerFile(deps, input.round, 'acked'), 'w');
-  const inDoubtFd = openSync(ledgerFile(deps, input.round, 'in-doubt'), 'w');
+  makeLabDir(path.dirname(ledgerFile(deps, input.round, 'acked')));
+  const acked = openLabFile(ledgerFile(deps, input.round, 'acked'));
+  const inDoubtFd = openLabFile(ledgerFile(deps, input.round, 'in-doubt'));
   const started = Date.now();
   let nextId = input.firstId;
   let acknowledged = 0;

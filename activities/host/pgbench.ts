@@ -4,7 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Diagnostics } from '../../common/diagnostics';
@@ -20,8 +20,10 @@ import { libpqEnv } from '../lib/pg';
 import { runProcess, type RunResult } from '../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../lib/progress';
 import { WORKLOAD_ROLE } from '../../common/names';
+import { safeSegment } from '../../common/ids';
 import { scriptProblems } from '../../common/workload-script';
 import { clientTool } from '../../infra/postgres-binaries';
+import { makeLabDir, removeLabTree, writeLabFile } from '../../infra/lab-fs';
 import { asClientUser, assertHost, ownByClient, refuseInput, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
 import { startSampler } from './sampler';
@@ -70,12 +72,12 @@ export async function runPgbench(deps: HostDeps, input: PgbenchInput): Promise<P
   const report = progressReporter(input.hostId, input.label);
   // An earlier attempt whose agent died may still be running its pgbench (and its backends): stop them first.
   const cleanup = await stopLeftovers(deps);
-  const runDir = path.join(deps.config.hostDir, 'pgbench', input.label);
-  await rm(runDir, { recursive: true, force: true });
-  await mkdir(runDir, { recursive: true });
+  const runDir = path.join(deps.config.hostDir, 'pgbench', safeSegment(input.label, 'label'));
+  await removeLabTree(runDir);
+  makeLabDir(runDir, { marker: true });
   ownByClient(deps, runDir);
   const scriptFile = path.join(runDir, 'script.sql');
-  await writeFile(scriptFile, input.script, { mode: 0o644 });
+  writeLabFile(scriptFile, input.script, { mode: 0o644 });
 
   const tpsSeries: number[] = [];
   const appName = workloadAppName(input.label);

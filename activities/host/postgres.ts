@@ -5,13 +5,14 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FAILURE_TYPES, type SpecProblem } from '../../common/errors';
 import { createHash } from 'node:crypto';
-import { appendFileSync, chownSync, existsSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { isIP, isIPv6 } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/names';
 import { labSettingProblems, tempFileLimitKb, type LabServerSettings } from '../../common/postgres-settings';
 import { serverSettingsProblems } from '../../common/server-settings';
+import { appendLabFile, writeLabFile } from '../../infra/lab-fs';
 import { runProcess } from '../lib/process-runner';
 import { every } from '../lib/progress';
 import { quoteIdent, quoteLiteral, withConnection } from '../lib/pg';
@@ -195,7 +196,7 @@ async function initCluster(deps: HostDeps): Promise<void> {
     ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256'],
     { ...asPostgresUser(deps), cwd: config.hostDir, timeoutMs: 600_000 },
   );
-  appendFileSync(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`);
+  appendLabFile(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`, { owner: deps.osUser });
 }
 
 /** The server's log file (pg_ctl -l); it lives in the host folder, not on the volume under test. */
@@ -279,6 +280,5 @@ export function renderIdent(deps: Pick<HostDeps, 'osUser' | 'clientUser'>, agent
 
 /** Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it). */
 export function writeOwned(deps: HostDeps, file: string, text: string): void {
-  writeFileSync(file, text, { mode: 0o600 });
-  if (deps.osUser) chownSync(file, deps.osUser.uid, deps.osUser.gid);
+  writeLabFile(file, text, { mode: 0o600, owner: deps.osUser });
 }

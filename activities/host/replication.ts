@@ -5,12 +5,13 @@
  * stays on the hosts, never in a workflow's input, result or history.
  */
 import { Context } from '@temporalio/activity';
-import { chownSync, existsSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import type { SpecProblem } from '../../common/errors';
 import { LAB_DATABASE, LAB_ROLE } from '../../common/names';
 import { synchronousStandbyNames } from '../../common/postgres-settings';
+import { appendLabFile, removeTreeAs, writeLabFile } from '../../infra/lab-fs';
 import { ProcessError, runProcess, toolEnv } from '../lib/process-runner';
 import { heartbeatWhile } from '../lib/progress';
 import { LAB_SESSION_OPTIONS, quoteLiteral, withConnection } from '../lib/pg';
@@ -58,8 +59,7 @@ export function ensurePassfile(deps: HostDeps): string {
   const password = readFileSync(deps.config.passwordFile, 'utf8').trim();
   // host:port:database:user:password, with ':' and '\' escaped.
   const escaped = password.replace(/([\\:])/g, '\\$1');
-  writeFileSync(file, `*:*:*:${LAB_ROLE}:${escaped}\n`, { mode: 0o600 });
-  if (deps.osUser) chownSync(file, deps.osUser.uid, deps.osUser.gid);
+  writeLabFile(file, `*:*:*:${LAB_ROLE}:${escaped}\n`, { mode: 0o600, owner: deps.osUser });
   return file;
 }
 
@@ -110,7 +110,7 @@ function writeReplicationConf(deps: HostDeps, settings: ReplicationSettings): vo
   const { dataDir } = deps.config;
   const conf = path.join(dataDir, 'postgresql.conf');
   const include = `include_if_exists = '${REPLICATION_CONF}'`;
-  if (!readFileSync(conf, 'utf8').includes(include)) appendFileSync(conf, `\n${include}\n`);
+  if (!readFileSync(conf, 'utf8').includes(include)) appendLabFile(conf, `\n${include}\n`, { owner: deps.osUser });
   const lines = ['# Written by Storage Lab: this server\'s place in the drill\'s replication.'];
   lines.push(`synchronous_standby_names = ${quoteLiteral(synchronousStandbyNames(settings.synchronousStandbys))}`);
   lines.push(`primary_conninfo = ${quoteLiteral(settings.primary ? peerConninfo(ensurePassfile(deps), settings.primary, settings.node) : '')}`);
@@ -127,7 +127,7 @@ export async function setReplication(deps: HostDeps, input: HostInput & Replicat
 
 async function basebackup(deps: HostDeps, primary: PeerAddress, node: string): Promise<void> {
   const passfile = ensurePassfile(deps);
-  rmSync(deps.config.dataDir, { recursive: true, force: true });
+  await removeTreeAs(deps.osUser, deps.config.dataDir);
   await heartbeatWhile('pg_basebackup', (signal) =>
     runProcess(
       path.join(deps.config.pgBinDir, 'pg_basebackup'),

@@ -7,14 +7,14 @@
  * but its own; diagnose makes that connection read-only). Independent of the activity context, so the
  * sampler-overhead bench can run it too.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { waitClassShares, CPU_EVENT } from '../../common/breakdown';
 import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond } from '../../common/diagnostics';
 import type { HostConfig } from '../../infra/providers/host-provider';
-import { cpuSeconds } from '../../infra/providers/local/cgroups';
+import { cpuSeconds, writeCgroupFile } from '../../infra/providers/local/cgroups';
 import { connectLocal } from '../lib/pg';
 import { blkioCounters, parseIoStat, parseMemoryStat, type CgroupIoCounters } from '../parsers/cgroup';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatRow, type StatSnapshot } from '../parsers/pg-stats';
@@ -105,7 +105,7 @@ export class HostCounters {
     if (cg?.kind !== 'v1' || !cg.ioDir || !this.majMin) return;
     const rules = path.join(cg.ioDir, 'blkio.throttle.read_iops_device');
     try {
-      if (!readFileSync(rules, 'utf8').split('\n').some((l) => l.startsWith(`${this.majMin} `))) writeFileSync(rules, `${this.majMin} 1000000000`);
+      if (!readFileSync(rules, 'utf8').split('\n').some((l) => l.startsWith(`${this.majMin} `))) writeCgroupFile(cg.ioDir, 'blkio.throttle.read_iops_device', `${this.majMin} 1000000000`);
     } catch {
       // Not ours to change (no permission): the cgroup figures are then absent, as without a cgroup.
     }

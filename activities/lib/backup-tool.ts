@@ -3,7 +3,7 @@
  * a restore into an empty data folder at a recovery target, a check of the repository, and a look at the archived
  * WAL. Two implementations: WAL-G (activities/lib/walg.ts) and pgBackRest (activities/lib/pgbackrest.ts).
  */
-import { chown } from 'node:fs/promises';
+import { chownLab } from '../../infra/lab-fs';
 import type { BackupCompression, BackupKind, BackupToolName, ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import type { HostConfig } from '../../infra/providers/host-provider';
@@ -68,9 +68,15 @@ export interface BackupTool {
   removeArchivedSegment(wal: ArchivedWal): Promise<void>;
 }
 
+/** The user a tool runs as, as a file owner; null when it runs as the agent's own user. */
+export function ownerOf(runAs: BackupToolHost['runAs']): { uid: number; gid: number } | null {
+  return runAs.uid === undefined ? null : { uid: runAs.uid, gid: runAs.gid ?? runAs.uid };
+}
+
 /** Gives a file or folder to the OS user the tool runs as (root agents; otherwise the agent owns it already). */
 export async function chownTo(file: string, runAs: BackupToolHost['runAs']): Promise<void> {
-  if (runAs.uid !== undefined) await chown(file, runAs.uid, runAs.gid ?? runAs.uid);
+  const owner = ownerOf(runAs);
+  if (owner) chownLab(file, owner);
 }
 
 /** Keys an S3 store is reached with, when the agent's environment holds them (locally; EC2 hosts use their role). */

@@ -4,7 +4,6 @@
  * user too, so it must own the logs, locks and the repository folder). pgBackRest runs with an allow-listed
  * environment: S3 keys of the agent's (PGBACKREST_REPO1_S3_KEY and friends) go into its 0600 config file.
  */
-import { mkdir, rm, writeFile, chown } from 'node:fs/promises';
 import path from 'node:path';
 import {
   BACKUP_STANZA,
@@ -16,11 +15,12 @@ import {
 } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { LAB_ROLE } from '../../common/names';
+import { makeLabDir, removeLabFile, writeLabFile } from '../../infra/lab-fs';
 import { parseArchiveListing, parseInfo, parseVerify } from '../parsers/pgbackrest';
 import { runProcess, type RunOptions } from './process-runner';
 import {
   checkConfigValues,
-  chownTo,
+  ownerOf,
   s3CredentialsFrom,
   storeFields,
   type ArchivedWal,
@@ -143,8 +143,7 @@ export class PgBackRest implements BackupTool {
       compression: settings.compression,
     });
     // It may hold keys: the Postgres user's alone.
-    await writeFile(this.configFile, text, { mode: 0o600 });
-    await chownTo(this.configFile, this.host.runAs);
+    writeLabFile(this.configFile, text, { mode: 0o600, owner: ownerOf(this.host.runAs) });
   }
 
   archiveSettings(archiveTimeoutSeconds: number): Record<string, string> {
@@ -227,7 +226,7 @@ export class PgBackRest implements BackupTool {
 
   async removeArchivedSegment(wal: ArchivedWal): Promise<void> {
     if (this.store.kind !== 'folder') throw new Error('removing an archived segment is supported for a folder store only');
-    await rm(path.join(this.store.path, 'archive', wal.file));
+    removeLabFile(path.join(this.store.path, 'archive', wal.file));
   }
 
   private async run(args: string[], opts: Pick<RunOptions, 'signal'> = {}, withStanza = true) {
@@ -242,7 +241,6 @@ export class PgBackRest implements BackupTool {
 
   /** A folder the Postgres OS user owns (it runs archive_command, restores and writes the tool's logs). */
   private async ownedDir(dir: string, mode = 0o750): Promise<void> {
-    await mkdir(dir, { recursive: true, mode });
-    if (this.host.runAs.uid !== undefined) await chown(dir, this.host.runAs.uid, this.host.runAs.gid ?? this.host.runAs.uid);
+    makeLabDir(dir, { mode, owner: ownerOf(this.host.runAs) });
   }
 }

@@ -5,13 +5,14 @@
  * too). WAL-G runs with an allow-listed environment, as does the server whose archive_command runs it: AWS keys in
  * the agent's environment go into the config (0600, the Postgres user's); with none there, the instance's role on EC2.
  */
-import { appendFile, copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo } from '../../common/drill-result';
 import { formatLsn, lastArchivedSegment, parseLsn, parseSegmentName, segmentEndLsn } from '../../common/lsn';
 import { LAB_ROLE } from '../../common/names';
+import { appendLabFile, copyLabFile, makeLabDir, writeLabFile } from '../../infra/lab-fs';
 import { labPaths, traversableByOthers } from '../../infra/lab-paths';
 import {
   archivedSegments,
@@ -29,6 +30,7 @@ import { runProcess, type RunOptions } from './process-runner';
 import {
   checkConfigValues,
   chownTo,
+  ownerOf,
   s3CredentialsFrom,
   storeFields,
   type ArchivedWal,
@@ -172,15 +174,14 @@ export class WalG implements BackupTool {
     const installed = this.requireInstalled();
     // A tools cache below a private folder (/root) is out of the Postgres user's reach: it runs a copy here.
     if (this.binary !== installed && !(await sameFile(installed, this.binary!))) {
-      await copyFile(installed, this.binary!);
+      copyLabFile(installed, this.binary!);
       await chownTo(this.binary!, this.host.runAs);
     }
     const pg = { dataDir: this.host.dataDir, socketDir: this.host.socketDir, port: this.host.postgres.port };
     const s3Credentials = s3CredentialsFrom(process.env, { key: 'AWS_ACCESS_KEY_ID', secret: 'AWS_SECRET_ACCESS_KEY', token: 'AWS_SESSION_TOKEN' });
     const config = renderWalgConfig({ store: this.store, pg, compression: settings.compression, s3Credentials });
     // It may hold keys: the Postgres user's alone.
-    await writeFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-    await chownTo(this.configFile, this.host.runAs);
+    writeLabFile(this.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, owner: ownerOf(this.host.runAs) });
   }
 
   archiveSettings(archiveTimeoutSeconds: number): Record<string, string> {
@@ -212,10 +213,9 @@ export class WalG implements BackupTool {
     const lines = Object.entries(settings).map(([k, v]) => `${k} = ${quoteLiteral(v)}`);
     // postgresql.auto.conf is read last, so these win over the settings restored with the backup.
     const autoConf = path.join(this.host.dataDir, 'postgresql.auto.conf');
-    await appendFile(autoConf, `\n# Written by Storage Lab for the restore.\n${lines.join('\n')}\n`, { mode: 0o600 });
+    appendLabFile(autoConf, `\n# Written by Storage Lab for the restore.\n${lines.join('\n')}\n`, { mode: 0o600, owner: ownerOf(this.host.runAs) });
     const signalFile = path.join(this.host.dataDir, 'recovery.signal');
-    await writeFile(signalFile, '', { mode: 0o600 });
-    for (const f of [autoConf, signalFile]) await chownTo(f, this.host.runAs);
+    writeLabFile(signalFile, '', { mode: 0o600, owner: ownerOf(this.host.runAs) });
     return { backupLabel: newest.name, seconds: r.durationMs / 1000 };
   }
 
@@ -288,7 +288,7 @@ export class WalG implements BackupTool {
 
   /** A folder the Postgres OS user owns (it runs archive_command, restores and writes into the folder store). */
   private async ownedDir(dir: string, mode = 0o750): Promise<void> {
-    await mkdir(dir, { recursive: true, mode });
+    makeLabDir(dir, { mode });
     await chownTo(dir, this.host.runAs);
   }
 }

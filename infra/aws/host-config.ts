@@ -4,8 +4,9 @@
  * the PostgreSQL binaries the bootstrap installed.
  *   node host-config.js <base.json> <out host.json> <private-ip> <instance-id> [postgres major]
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { registerLabRoot, writeLabFile } from '../lab-fs';
 import { findPostgresBinDir } from '../postgres-binaries';
 import type { HostConfig } from '../providers/host-provider';
 import { deviceOfPath } from '../providers/local/block-devices';
@@ -43,9 +44,9 @@ function main(argv: string[]): void {
     device: deviceOfPath(path.dirname(base.dataDir)),
     pgBinDir,
   });
-  const tmp = `${outFile}.tmp`;
-  writeFileSync(tmp, JSON.stringify(config, null, 2));
-  renameSync(tmp, outFile);
+  // The one file this boot step writes, where user-data.sh asks for it.
+  registerLabRoot(outFile);
+  writeLabFile(outFile, JSON.stringify(config, null, 2), { atomic: true });
   console.log(`host.json: ${config.hostId} at ${privateIp}:${config.postgres.port}, data on ${config.device ?? '?'}`);
 }
 

@@ -4,9 +4,10 @@
  */
 import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync } from 'node:fs';
+import { existsSync, closeSync } from 'node:fs';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../common/names';
+import { openLabFile, registerLabRoot } from '../lab-fs';
 import { labPaths } from '../lab-paths';
 import { freePort } from '../net';
 
@@ -70,7 +71,7 @@ export function devServerArgs(opts: DevServerOptions): string[] {
 
 /** Starts the dev server and waits until its frontend answers. */
 export async function startDevServer(opts: DevServerOptions, readyTimeoutMs = 90_000): Promise<DevServer> {
-  const log = openSync(opts.logFile, 'a');
+  const log = openLabFile(opts.logFile, { append: true });
   const child = spawn(opts.binary ?? temporalBinary(), devServerArgs(opts), {
     detached: opts.detached,
     stdio: ['ignore', log, log],
@@ -100,6 +101,8 @@ export async function freePortServerOptions(dir: string): Promise<DevServerOptio
  * on a busy machine), tries again with fresh ones. Returns the options too, so the same server can be restarted.
  */
 export async function startThrowawayServer(dir: string, attempts = 3): Promise<{ server: DevServer; options: DevServerOptions }> {
+  // The caller's folder for the server's database and log: the file guard lets the server's log be written there.
+  registerLabRoot(dir);
   for (let attempt = 1; ; attempt++) {
     const options = await freePortServerOptions(dir);
     try {

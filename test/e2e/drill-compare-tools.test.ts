@@ -7,13 +7,12 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { backupsDirFor } from '../../activities/control/drills';
 import { runFolderName } from '../../activities/control/results-store';
 import { runProcess } from '../../activities/lib/process-runner';
 import type { RestoreDrillResult, RestoreToolComparison } from '../../common/drill-result';
 import { hostIdFor } from '../../common/ids';
 import { comparedDrillId } from '../../common/tool-comparison';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { PROJECT_ROOT, backupsDirFor } from '../../infra/lab-paths';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { serverAddress } from '../helpers/temporal';
 

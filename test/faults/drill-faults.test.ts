@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { backupsDirFor } from '../../activities/control/drills';
+import { backupsDirFor } from '../../infra/lab-paths';
 import { runFolderName } from '../../activities/control/results-store';
 import type { RestoreDrillResult } from '../../common/drill-result';
 import { hostIdFor } from '../../common/ids';

@@ -9,7 +9,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { backupsDirFor } from '../../activities/control/drills';
+import { backupsDirFor } from '../../infra/lab-paths';
 import { runFolderName } from '../../activities/control/results-store';
 import { WalG } from '../../activities/lib/walg';
 import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/drill-result';

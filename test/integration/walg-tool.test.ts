@@ -27,6 +27,7 @@ import { findWalg, WalG } from '../../activities/lib/walg';
 import type { ResolvedBackupStore } from '../../common/backup-store';
 import type { BackupInfo, RestoreTarget } from '../../common/drill-result';
 import { parseSegmentName, segmentOfLsn } from '../../common/lsn';
+import { registerLabRoot } from '../../infra/lab-fs';
 import { postgresOsUser } from '../../infra/postgres-binaries';
 import { startMoto, type Moto } from '../helpers/moto';
 
@@ -61,6 +62,8 @@ describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (i
     } else {
       storeDir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-walg-store-'));
       chmodSync(storeDir, 0o755);
+      // The store stands in for the lab's backups folder: the file guard lets the hosts write there.
+      registerLabRoot(storeDir);
       store = { kind: 'folder', path: path.join(storeDir, 'run') };
     }
     source = await startBenchHost(`walg-${kind}-source`, SETTINGS);
@@ -207,6 +210,7 @@ describe('the wal-g binary the Postgres OS user runs', () => {
     const hostDir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-walg-host-'));
     dirs.push(privateRoot, hostDir);
     chmodSync(hostDir, 0o755);
+    registerLabRoot(hostDir);
     mkdirSync(path.join(privateRoot, 'bin'));
     const privateBinary = path.join(privateRoot, 'bin', 'wal-g');
     copyFileSync(installed!, privateBinary);

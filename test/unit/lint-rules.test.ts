@@ -1,4 +1,7 @@
-/** The determinism guard: workflow code may not import Node built-ins or activity implementations; no floating promises. */
+/**
+ * The lint guards: workflow code may not import Node built-ins or activity implementations; no floating promises; and
+ * activities, infra and workers create, write, chown and delete files only through infra/lab-fs.ts.
+ */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runProcess } from '../../activities/lib/process-runner';
@@ -14,8 +17,17 @@ const PROBES = {
   floatingInWorkflow: ['workflows', 'async function step(): Promise<void> {}\nexport function plan(): void {\n  step();\n}\n'],
   floatingInActivity: ['activities/host', 'async function step(): Promise<void> {}\nexport function plan(): void {\n  step();\n}\n'],
   awaitedInWorkflow: ['workflows', 'async function step(): Promise<void> {}\nexport async function plan(): Promise<void> {\n  await step();\n}\n'],
-  nodeFsInActivity: ['activities/host', "import fs from 'node:fs';\nexport const x = fs;\n"],
+  nodeFsInActivity: ['activities/host', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n"],
+  rmSyncInActivity: ['activities/host', "import { rmSync } from 'node:fs';\nexport const x = (p: string) => rmSync(p, { recursive: true });\n"],
+  chownSyncInActivity: ['activities/host', "import { chownSync } from 'fs';\nexport const x = (p: string) => chownSync(p, 0, 0);\n"],
+  writeFileSyncInActivity: ['activities/host', "import { writeFileSync } from 'node:fs';\nexport const x = (p: string) => writeFileSync(p, '');\n"],
+  promisesWriteInInfra: ['infra', "import { writeFile } from 'node:fs/promises';\nexport const x = writeFile;\n"],
+  memberCallInWorker: ['worker', "import * as fs from 'node:fs';\nexport const x = (p: string) => fs.rmSync(p);\n"],
+  fsWriteInClient: ['client', "import { writeFileSync } from 'node:fs';\nexport const x = writeFileSync;\n"],
 } as const;
+
+/** The file guard itself may call what it guards. */
+const GUARD_FILE = path.join(PROJECT_ROOT, 'infra', 'lab-fs.ts');
 
 /**
  * Lints every probe in one run of the ESLint CLI (its config loader needs real ESM, not jest's; typed rules take
@@ -30,16 +42,19 @@ async function lintProbes(): Promise<Record<keyof typeof PROBES, string[]>> {
   try {
     const out = await runProcess(
       process.execPath,
-      [path.join(PROJECT_ROOT, 'node_modules/eslint/bin/eslint.js'), '--format', 'json', ...Object.values(files)],
+      [path.join(PROJECT_ROOT, 'node_modules/eslint/bin/eslint.js'), '--format', 'json', ...Object.values(files), GUARD_FILE],
       { cwd: PROJECT_ROOT, okExitCodes: [0, 1] },
     );
     const results = JSON.parse(out.stdout) as { filePath: string; messages: { ruleId: string; message: string }[] }[];
     const byFile = new Map(results.map((r) => [r.filePath, r.messages.map((m) => `${m.ruleId}: ${m.message}`)]));
+    guardErrors = byFile.get(GUARD_FILE) ?? ['(not linted)'];
     return Object.fromEntries(Object.entries(files).map(([name, file]) => [name, byFile.get(file) ?? ['(not linted)']])) as Record<keyof typeof PROBES, string[]>;
   } finally {
     for (const file of Object.values(files)) rmSync(file, { force: true });
   }
 }
+
+let guardErrors: string[] = [];
 
 describe('lint rules', () => {
   let errors: Record<keyof typeof PROBES, string[]>;
@@ -69,5 +84,14 @@ describe('lint rules', () => {
 
   it('allows Node built-ins outside workflow code', () => {
     expect(errors.nodeFsInActivity).toEqual([]);
+  });
+
+  it('refuses an rm, chown or write in activities, infra and workers that bypasses the file guard, and lets the guard do it', () => {
+    for (const name of ['rmSyncInActivity', 'chownSyncInActivity', 'writeFileSyncInActivity', 'promisesWriteInInfra'] as const)
+      expect(`${name}: ${errors[name].join('\n')}`).toMatch(/no-restricted-imports: '\w+' import from '(node:)?fs(\/promises)?' is restricted\. Create, write, chown and delete files through infra\/lab-fs\.ts/);
+    expect(errors.memberCallInWorker.join('\n')).toMatch(/no-restricted-properties: 'fs\.rmSync' is restricted/);
+    expect(errors.memberCallInWorker.join('\n')).toMatch(/no-restricted-syntax: Import the fs functions you need by name/);
+    expect(errors.fsWriteInClient).toEqual([]);
+    expect(guardErrors).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The cluster workflow's measured phases on the real dev server with mocked activities: the sampler runs with the
  * TPS run only, VACUUM and backlog follow in that order, a failed phase attempt is recorded and retried, and the
- * result carries diagnostics, the breakdown and both phases before teardown.
+ * result carries diagnostics, the breakdown and both phases before teardown. Each cluster runs as the lab runs it,
+ * the child of an experiment of one storage class (a cluster started directly is refused at its door).
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -10,11 +11,31 @@ import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
 import type { PgbenchInput } from '../../activities/host/pgbench';
 import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from '../../common/diagnostics';
+import { hostIdFor } from '../../common/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
 import type { ClusterResult } from '../../common/result';
-import { resolveSpec } from '../../common/spec';
+import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
+
+/** The experiment's own steps around its one cluster, mocked. */
+const experimentSteps: Partial<ControlActivities> = {
+  async preflight() {
+    return { warnings: [] };
+  },
+  async saveSpec() {
+    return 'mock://spec';
+  },
+  async writeResults() {
+    return { location: 'mock://results', status: 'completed', medianTps: {}, ratios: {}, failedChecks: [] };
+  },
+};
+
+/** Runs the one local-disk cluster of an experiment; resolves or rejects as the cluster itself did. */
+async function executeCluster(client: Client, taskQueue: string, runId: string, input: Record<string, unknown>): Promise<ClusterResult> {
+  await client.workflow.execute(WORKFLOW_TYPES.experiment, { taskQueue, workflowId: runId, args: [{ preset: 'ci', storageClasses: { gp3: null }, compare: null, ...input }] });
+  return client.workflow.getHandle(clusterWorkflowId(runId, 'local-disk', 0)).result();
+}
 
 const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as Diagnostics;
 
@@ -30,11 +51,13 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
 
   it('runs the sampler with the TPS run, then VACUUM and backlog, recording a failed attempt', async () => {
     const calls: string[] = [];
-    const hostId = uniqueId('h');
+    const runId = uniqueId('exp-phases');
+    const hostId = hostIdFor(runId, 'local-disk', 0);
     const taskQueue = uniqueId('cluster-phases');
     let saved: ClusterResult | undefined;
     let vacuumAttempts = 0;
     const control: Partial<ControlActivities> = {
+      ...experimentSteps,
       async provisionHost({ request }) {
         return fakeHostRecord(request);
       },
@@ -85,12 +108,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     ];
     const running = workers.map((w) => w.run());
     try {
-      const spec = resolveSpec({ preset: 'ci' });
-      await client.workflow.execute(WORKFLOW_TYPES.cluster, {
-        taskQueue,
-        workflowId: uniqueId('cluster'),
-        args: [{ runId: 'r', spec, className: 'local-disk', index: 0, hostId }],
-      });
+      await executeCluster(client, taskQueue, runId, {});
     } finally {
       for (const w of workers) w.shutdown();
       await Promise.all(running);
@@ -113,7 +131,8 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     stopAgentAt?: string,
   ): Promise<{ outcome: unknown; saved: ClusterResult | undefined; calls: string[] }> {
     const calls: string[] = [];
-    const hostId = uniqueId('h');
+    const runId = uniqueId('exp-faults');
+    const hostId = hostIdFor(runId, 'local-disk', 0);
     const taskQueue = uniqueId('cluster-faults');
     let saved: ClusterResult | undefined;
     const agent = await Worker.create({
@@ -142,6 +161,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       taskQueue,
       workflowBundle: workflowBundle(),
       activities: {
+        ...experimentSteps,
         async provisionHost({ request }) {
           return fakeHostRecord(request);
         },
@@ -157,10 +177,8 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const running = [agent.run(), controlWorker.run()];
     let outcome: unknown;
     try {
-      const spec = resolveSpec({ preset: 'ci', phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0 }, ...overrides });
-      outcome = await client.workflow
-        .execute(WORKFLOW_TYPES.cluster, { taskQueue, workflowId: uniqueId('cluster'), args: [{ runId: 'r', spec, className: 'local-disk', index: 0, hostId }] })
-        .catch((err: unknown) => err);
+      const input = { phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0 }, ...overrides };
+      outcome = await executeCluster(client, taskQueue, runId, input).catch((err: unknown) => err);
     } finally {
       if (agent.getState() === 'RUNNING') agent.shutdown();
       controlWorker.shutdown();

@@ -7,13 +7,13 @@
  */
 import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { runProcess } from '../../../activities/lib/process-runner';
 import { findWalg } from '../../../activities/lib/walg';
 import { parseWalgVersion } from '../../../activities/parsers/walg';
+import { makeScratchDir, removeLabTree } from '../../lab-fs';
 import { PROJECT_ROOT } from '../../lab-paths';
 import { awsErrorCode } from './aws-clients';
 
@@ -80,13 +80,13 @@ export class S3AgentPackage implements AgentPackageSource {
     const files = packageFiles(root);
     const key = `${this.opts.prefix}/storage-lab-agent-${contentHash(root, files).slice(0, 20)}.tgz`;
     const sha256 = await this.uploadOnce(key, 'application/gzip', async () => {
-      const dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-agent-'));
+      const dir = makeScratchDir('storage-lab-agent-');
       try {
         const tarball = path.join(dir, 'agent.tgz');
         await runProcess('tar', ['-czf', tarball, '--owner=0', '--group=0', '--numeric-owner', '-C', root, ...files]);
         return readFileSync(tarball);
       } finally {
-        rmSync(dir, { recursive: true, force: true });
+        await removeLabTree(dir);
       }
     });
     return { key, sha256 };

@@ -3,13 +3,30 @@
  * host's device (emulated EBS) and CPU accounting. cgroup v1 (memory, blkio, cpuacct controllers) and v2 (one
  * unified tree with memory.max, io.max, cpu.stat) are both supported. Host cgroups sit below the cgroup this
  * process already lives in, so whatever supervises us keeps supervising the hosts.
+ * The cgroup file system is its own root for the file guard (infra/lab-fs.ts, eslint.config.js): only root creates
+ * entries there and it holds no symbolic links, so plain fs calls are safe once a path is checked to stay inside it
+ * (cgroupPath) and a host id is one safe segment.
  */
 import { existsSync, readFileSync, writeFileSync, mkdirSync, rmdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { safeSegment } from '../../../common/ids';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 const V1_CONTROLLERS = ['memory', 'blkio', 'cpuacct'] as const;
 type V1Controller = (typeof V1_CONTROLLERS)[number];
+
+/** A path inside the cgroup file system's host parent, or an error: the guard of this module's writes and removals. */
+function cgroupPath(p: string): string {
+  const resolved = path.resolve(p);
+  if (!resolved.startsWith(`${CGROUP_ROOT}/`) || !resolved.split('/').includes('storage-lab'))
+    throw new Error(`refused to change ${p}: not a lab cgroup below ${CGROUP_ROOT}`);
+  return resolved;
+}
+
+/** Writes one control file of a host's cgroup (a limit, an accounting rule). */
+export function writeCgroupFile(dir: string, name: string, value: string): void {
+  writeFileSync(cgroupPath(path.join(dir, safeSegment(name, 'cgroup file'))), value);
+}
 
 /** The cgroup directories of one host. */
 export interface HostCgroup {
@@ -59,6 +76,7 @@ function labParent(kind: 'v1' | 'v2', controller: V1Controller | ''): string {
 
 /** The cgroup directories a host uses (whether or not they exist yet). */
 export function hostCgroupPaths(kind: 'v1' | 'v2', hostId: string): HostCgroup {
+  safeSegment(hostId, 'hostId');
   if (kind === 'v2') {
     const dir = path.join(labParent('v2', ''), hostId);
     return { kind, dirs: [dir], memoryDir: dir, ioDir: dir, cpuDir: dir };
@@ -77,10 +95,8 @@ export function hostCgroupPaths(kind: 'v1' | 'v2', hostId: string): HostCgroup {
 export function createHostCgroup(kind: 'v1' | 'v2', hostId: string, memoryLimitMiB: number): HostCgroup {
   const cg = hostCgroupPaths(kind, hostId);
   if (kind === 'v2') enableV2Controllers(path.dirname(cg.memoryDir));
-  for (const dir of cg.dirs) mkdirSync(dir, { recursive: true });
-  const bytes = String(memoryLimitMiB * 1024 * 1024);
-  if (kind === 'v1') writeFileSync(path.join(cg.memoryDir, 'memory.limit_in_bytes'), bytes);
-  else writeFileSync(path.join(cg.memoryDir, 'memory.max'), bytes);
+  for (const dir of cg.dirs) mkdirSync(cgroupPath(dir), { recursive: true });
+  writeCgroupFile(cg.memoryDir, kind === 'v1' ? 'memory.limit_in_bytes' : 'memory.max', String(memoryLimitMiB * 1024 * 1024));
   return cg;
 }
 
@@ -88,7 +104,7 @@ export function createHostCgroup(kind: 'v1' | 'v2', hostId: string, memoryLimitM
 function enableV2Controllers(labDir: string): void {
   const chain: string[] = [];
   for (let d = labDir; d.startsWith(CGROUP_ROOT) && d !== CGROUP_ROOT; d = path.dirname(d)) chain.unshift(d);
-  mkdirSync(labDir, { recursive: true });
+  mkdirSync(cgroupPath(labDir), { recursive: true });
   for (const dir of [CGROUP_ROOT, ...chain]) {
     try {
       writeFileSync(path.join(dir, 'cgroup.subtree_control'), '+memory +io +cpu');
@@ -101,17 +117,13 @@ function enableV2Controllers(labDir: string): void {
 /** Caps IOPS and bandwidth on one block device (MAJ:MIN). v1 read and write limits are separate budgets. */
 export function setIoLimits(cg: HostCgroup, majMin: string, iops: number, bytesPerSecond: number): void {
   if (cg.kind === 'v1') {
-    const set = (file: string, value: number) =>
-      writeFileSync(path.join(cg.ioDir, `blkio.throttle.${file}`), `${majMin} ${value}`);
+    const set = (file: string, value: number) => writeCgroupFile(cg.ioDir, `blkio.throttle.${file}`, `${majMin} ${value}`);
     set('read_iops_device', iops);
     set('write_iops_device', iops);
     set('read_bps_device', bytesPerSecond);
     set('write_bps_device', bytesPerSecond);
   } else {
-    writeFileSync(
-      path.join(cg.ioDir, 'io.max'),
-      `${majMin} riops=${iops} wiops=${iops} rbps=${bytesPerSecond} wbps=${bytesPerSecond}`,
-    );
+    writeCgroupFile(cg.ioDir, 'io.max', `${majMin} riops=${iops} wiops=${iops} rbps=${bytesPerSecond} wbps=${bytesPerSecond}`);
   }
 }
 
@@ -169,7 +181,7 @@ export function memoryState(cg: Pick<HostCgroup, 'kind' | 'memoryDir'>): MemoryS
 /** Removes the host's cgroups; they must be empty (kill the processes first). */
 export function removeHostCgroup(cg: HostCgroup): void {
   for (const dir of cg.dirs) {
-    if (existsSync(dir)) rmdirSync(dir);
+    if (existsSync(dir)) rmdirSync(cgroupPath(dir));
   }
 }
 

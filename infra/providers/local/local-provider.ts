@@ -6,23 +6,14 @@
  */
 import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import {
-  chownSync,
-  closeSync,
-  existsSync,
-  linkSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { closeSync, existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { safeSegment } from '../../../common/ids';
 import { classLimits } from '../../../common/spec';
 import { hostTaskQueue } from '../../../common/names';
 import { hostAgentEnv } from '../../agent-env';
-import { ensureDir, traversableByOthers } from '../../lab-paths';
+import { LabPathError, chownLab, makeLabDir, openLabFile, registerLabRoot, removeLabTree, writeLabFile } from '../../lab-fs';
+import { backupsDirFor, ensureDir, hostsKeyFile, traversableByOthers } from '../../lab-paths';
 import { freePort } from '../../net';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
 import type { HostConfig, HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
@@ -53,7 +44,10 @@ export interface LocalProviderOptions {
 export class LocalProvider implements HostProvider {
   readonly name = 'local' as const;
 
-  constructor(private readonly opts: LocalProviderOptions) {}
+  constructor(private readonly opts: LocalProviderOptions) {
+    // Its hosts, the key beside them, and the runs' backup stores: where the file guard lets it write and delete.
+    registerLabRoot(opts.hostsDir, hostsKeyFile(opts.hostsDir), backupsDirFor(opts.hostsDir));
+  }
 
   async provision(req: HostRequest): Promise<HostRecord> {
     const hostDir = this.hostDir(req.hostId);
@@ -67,12 +61,12 @@ export class LocalProvider implements HostProvider {
     await unmount(path.join(hostDir, 'volume'));
     for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
     ensureDir(this.opts.hostsDir);
-    ensureDir(hostDir);
+    // Marked as the lab's (beside it, in the hosts folder), so teardown deletes this folder and never another.
+    makeLabDir(hostDir, { marker: true });
     // Labels first: from now on the sweeper knows whose host this is, while the rest is still being made.
-    writeFileAtomic(
-      path.join(hostDir, 'labels.json'),
-      JSON.stringify({ runId: req.runId, experiment: req.experiment, expiresAt: req.expiresAt }),
-    );
+    writeLabFile(path.join(hostDir, 'labels.json'), JSON.stringify({ runId: req.runId, experiment: req.experiment, expiresAt: req.expiresAt }), {
+      atomic: true,
+    });
     const osUser = postgresOsUser();
     const pgBinDir = findPostgresBinDir(req.postgresVersion);
     if (!pgBinDir)
@@ -116,11 +110,11 @@ export class LocalProvider implements HostProvider {
     // The agent narrows it further (postgres:client group, 0750) before its server starts; nobody else enters.
     const socketDir = ensureDir(path.join(hostDir, 'run'), 0o700);
     const logsDir = ensureDir(path.join(hostDir, 'logs'));
-    if (osUser) for (const dir of [storageRoot, socketDir, logsDir]) chownSync(dir, osUser.uid, osUser.gid);
+    if (osUser) for (const dir of [storageRoot, socketDir, logsDir]) chownLab(dir, osUser);
 
     const secretsDir = ensureDir(path.join(hostDir, 'secrets'), 0o700);
     const passwordFile = path.join(secretsDir, 'db-password');
-    writeFileSync(passwordFile, this.password(req.passwordScope), { mode: 0o600 });
+    writeLabFile(passwordFile, this.password(req.passwordScope), { mode: 0o600 });
 
     const config: HostConfig = {
       hostId: req.hostId,
@@ -147,7 +141,7 @@ export class LocalProvider implements HostProvider {
       ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
     };
-    writeFileAtomic(configFile, JSON.stringify(config, null, 2));
+    writeLabFile(configFile, JSON.stringify(config, null, 2), { atomic: true });
     this.startAgent(config, req);
     return toRecord(config);
   }
@@ -159,7 +153,7 @@ export class LocalProvider implements HostProvider {
     for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
     const cg = this.cgroupOf(hostId);
     if (cg) removeHostCgroup(cg);
-    rmSync(hostDir, { recursive: true, force: true });
+    await removeLabTree(hostDir);
   }
 
   async kill(hostId: string): Promise<void> {
@@ -182,7 +176,7 @@ export class LocalProvider implements HostProvider {
   async list(): Promise<ManagedHost[]> {
     const hosts = new Map<string, ManagedHost>();
     if (existsSync(this.opts.hostsDir)) {
-      for (const hostId of readdirSync(this.opts.hostsDir)) {
+      for (const hostId of readdirSync(this.opts.hostsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name)) {
         const labelsFile = path.join(this.hostDir(hostId), 'labels.json');
         const labels = existsSync(labelsFile)
           ? (JSON.parse(readFileSync(labelsFile, 'utf8')) as { runId: string; expiresAt: string })
@@ -235,24 +229,29 @@ export class LocalProvider implements HostProvider {
   /** A new random password, or the one every host of a scope shares: derived from the lab's key, never stored per scope. */
   private password(scope: string | undefined): string {
     if (!scope) return randomBytes(24).toString('base64url');
-    const keyFile = `${this.opts.hostsDir}.key`;
+    const keyFile = hostsKeyFile(this.opts.hostsDir);
     if (!existsSync(keyFile)) {
       // Written aside and linked into place: two hosts provisioned at once both end up with the first key.
-      const tmp = `${keyFile}.${process.pid}-${randomBytes(4).toString('hex')}`;
-      writeFileSync(tmp, randomBytes(32), { mode: 0o600 });
       try {
-        linkSync(tmp, keyFile);
+        writeLabFile(keyFile, randomBytes(32), { mode: 0o600, exclusive: true });
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      } finally {
-        rmSync(tmp, { force: true });
       }
     }
     return createHmac('sha256', readFileSync(keyFile)).update(scope).digest('base64url').slice(0, 32);
   }
 
+  /** A host's folder: its id is one safe path segment, and a link planted under that name is refused. */
   private hostDir(hostId: string): string {
-    return path.join(this.opts.hostsDir, hostId);
+    const dir = path.join(this.opts.hostsDir, safeSegment(hostId, 'hostId'));
+    let isLink = false;
+    try {
+      isLink = !lstatSync(dir).isDirectory();
+    } catch {
+      // Not made yet, or torn down.
+    }
+    if (isLink) throw new LabPathError(`host ${hostId}: ${dir} is not a folder (a link planted in the hosts folder?); refused`);
+    return dir;
   }
 
   /** Whether a process in the cgroup was started from this lab's hosts folder (agent, supervisor, postmaster). */
@@ -308,12 +307,12 @@ export class LocalProvider implements HostProvider {
    * host's cgroups (the host's OOM killer cannot reach it) and starts the agent inside them.
    */
   private startAgent(config: HostConfig, req: HostRequest): void {
-    const log = openSync(path.join(config.hostDir, 'agent.log'), 'a');
+    const log = openLabFile(path.join(config.hostDir, 'agent.log'), { append: true });
     const args = [this.opts.supervisorScript, path.join(config.hostDir, 'host.json')];
     const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: hostAgentEnv(process.env, this.opts.agentEnv, { s3Backups: req.s3Backups === true }) });
     closeSync(log);
     child.unref();
-    writeFileSync(path.join(config.hostDir, 'supervisor.pid'), String(child.pid));
+    writeLabFile(path.join(config.hostDir, 'supervisor.pid'), String(child.pid));
   }
 }
 
@@ -325,12 +324,6 @@ function toRecord(config: HostConfig): HostRecord {
 
 export function readConfig(file: string): HostConfig {
   return JSON.parse(readFileSync(file, 'utf8')) as HostConfig;
-}
-
-function writeFileAtomic(file: string, text: string): void {
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
 }
 
 /** Pids of the processes running `script` for this host (its host.json is on their command line). */
