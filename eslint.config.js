@@ -1,16 +1,84 @@
-// Lints the TypeScript sources. The rule that matters most: workflow code (and the common code it imports) must
-// stay deterministic, so Node built-ins are banned there; side effects belong in activities.
+// Lints the TypeScript sources. Three rules carry the architecture:
+// - workflow code (and the common code it imports) stays deterministic: no Node built-ins, no process;
+// - the layers import only downwards (LAYERS below; docs/architecture.md draws them);
+// - only lib/lab-fs.ts creates, writes, chowns or deletes files in the code that runs as root.
 const tseslint = require('typescript-eslint');
 const { builtinModules } = require('node:module');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
-// What creates, writes, chowns or deletes files: in activities/, infra/ and worker/ only infra/lab-fs.ts may call it
-// (it refuses paths outside the lab's folders, planted links and folders the lab did not make).
+/**
+ * Each folder and the folders it must never import from (value imports; `import type` is allowed where noted).
+ * Bottom to top: common (pure, workflow-safe) < lib (tools: process runner, tool wrappers, parsers, file guard,
+ * results stores) < analysis (pure analysis and reports) < infra (providers, Temporal dev server) < activities
+ * (thin adapters) < workflows < worker, client.
+ */
+const LAYERS = {
+  common: { never: ['lib', 'analysis', 'infra', 'activities', 'workflows', 'worker', 'client'], types: false },
+  lib: { never: ['analysis', 'infra', 'activities', 'workflows', 'worker', 'client'], types: false },
+  analysis: { never: ['infra', 'activities', 'workflows', 'worker', 'client'], types: false },
+  infra: { never: ['analysis', 'activities', 'workflows', 'worker', 'client'], types: false },
+  activities: { never: ['workflows', 'worker', 'client'], types: false },
+  // Workflows name activity and host types (proxies); their code stays deterministic.
+  workflows: {
+    never: ['lib', 'analysis', 'infra', 'activities', 'worker', 'client'],
+    types: true,
+    message: 'Workflows import activity types only (import type ...); side effects live in activities, and the layers import only downwards (docs/architecture.md).',
+  },
+  worker: { never: ['client'], types: false },
+  // The CLI uses the tools, the analysis and the providers, never an activity's insides.
+  client: { never: ['activities'], types: true },
+};
+
+/** What creates, writes, chowns or deletes files: in the code that runs as root only lib/lab-fs.ts may call it. */
 const fsWrites = ['rm', 'rmdir', 'unlink', 'chown', 'lchown', 'fchown', 'chmod', 'lchmod', 'fchmod', 'writeFile', 'appendFile', 'copyFile', 'cp', 'rename', 'mkdir', 'mkdtemp', 'symlink', 'link', 'truncate', 'ftruncate', 'open', 'utimes', 'lutimes'];
 const fsSyncWrites = [...fsWrites.map((n) => `${n}Sync`), 'createWriteStream'];
-const guardMessage = 'Create, write, chown and delete files through infra/lab-fs.ts (it refuses paths outside the lab and planted links).';
+const guardMessage = 'Create, write, chown and delete files through lib/lab-fs.ts (it refuses paths outside the lab and planted links).';
 const fsModules = { 'node:fs': [...fsWrites, ...fsSyncWrites, 'promises'], fs: [...fsWrites, ...fsSyncWrites, 'promises'], 'node:fs/promises': fsWrites, 'fs/promises': fsWrites };
+/** The folders whose code runs as root (the control worker, host agents); lib/lab-fs.ts and the exemptions below aside. */
+const GUARDED = ['lib', 'analysis', 'infra', 'activities', 'worker'];
+const GUARD_EXEMPT = [
+  // The guard itself.
+  'lib/lab-fs.ts',
+  // The cgroup file system is its own root: only root creates entries there and it has no links (cgroupPath checks).
+  'lib/cgroups.ts',
+  // A probe file beside a server's own data directory, outside the lab's folders by design (diagnose's module).
+  'lib/diagnose/fsync-probe.ts',
+];
+/** Folders whose code is workflow code or imported by it: deterministic. */
+const DETERMINISTIC = ['common', 'workflows'];
+
+/** The no-restricted-imports options of a folder: its layer's back edges, the file guard, the determinism rule. */
+function restrictedImports(folder, { guarded }) {
+  const { never, types, message } = LAYERS[folder];
+  const paths = [];
+  if (guarded) paths.push(...Object.entries(fsModules).map(([name, importNames]) => ({ name, importNames, message: guardMessage })));
+  if (DETERMINISTIC.includes(folder)) paths.push(...nodeBuiltins.map((name) => ({ name, message: 'Workflow code must be deterministic: do this in an activity.' })));
+  const patterns = [
+    {
+      // Relative imports that climb to a top-level folder named in `never` (package names such as @temporalio/client pass).
+      regex: `^(\\./)?(\\.\\./)+(${never.join('|')})(/|$)`,
+      allowTypeImports: types,
+      message: message ?? `${folder}/ sits below ${never.join(', ')}: an import from there runs against the layers (docs/architecture.md).${types ? ' Types only (import type ...).' : ''}`,
+    },
+  ];
+  return ['error', { paths, patterns }];
+}
+
+const guardRules = {
+  'no-restricted-properties': [
+    'error',
+    ...['fs', 'fsp', 'promises'].flatMap((object) => [...fsWrites, ...fsSyncWrites].map((property) => ({ object, property, message: guardMessage }))),
+  ],
+  'no-restricted-syntax': [
+    'error',
+    {
+      selector: "ImportDeclaration[source.value=/^(node:)?fs(\\/promises)?$/] > :matches(ImportDefaultSpecifier, ImportNamespaceSpecifier)",
+      message: `Import the fs functions you need by name. ${guardMessage}`,
+    },
+    { selector: "CallExpression[callee.name='require'][arguments.0.value=/^(node:)?fs/]", message: guardMessage },
+  ],
+};
 
 module.exports = tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.lab/**', 'test-artifacts/**', '*.js'] },
@@ -24,60 +92,25 @@ module.exports = tseslint.config(
   {
     // A promise nobody awaits in workflow code is a step of the plan that may never happen (or fail unseen), and in
     // activities and workers an error nobody handles: typed linting catches both.
-    files: ['workflows/**/*.ts', 'activities/**/*.ts', 'worker/**/*.ts', 'client/**/*.ts'],
+    files: ['workflows/**/*.ts', 'activities/**/*.ts', 'worker/**/*.ts', 'client/**/*.ts', 'lib/**/*.ts', 'analysis/**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: __dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
     },
   },
+  // One block per layer: its imports, and the file guard where its code runs as root.
+  ...Object.keys(LAYERS).map((folder) => ({
+    files: [`${folder}/**/*.ts`],
+    ignores: GUARD_EXEMPT,
+    rules: { 'no-restricted-imports': restrictedImports(folder, { guarded: GUARDED.includes(folder) }), ...(GUARDED.includes(folder) ? guardRules : {}) },
+  })),
   {
-    files: ['activities/**/*.ts', 'infra/**/*.ts', 'worker/**/*.ts'],
-    ignores: [
-      // The guard itself.
-      'infra/lab-fs.ts',
-      // The cgroup file system is its own root: only root creates entries there and it has no links (cgroupPath checks).
-      'infra/providers/local/cgroups.ts',
-      // A probe file beside a server's own data directory, outside the lab's folders by design (diagnose's module).
-      'activities/diagnose/fsync-probe.ts',
-    ],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { paths: Object.entries(fsModules).map(([name, importNames]) => ({ name, importNames, message: guardMessage })) },
-      ],
-      'no-restricted-properties': [
-        'error',
-        ...['fs', 'fsp', 'promises'].flatMap((object) => [...fsWrites, ...fsSyncWrites].map((property) => ({ object, property, message: guardMessage }))),
-      ],
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: "ImportDeclaration[source.value=/^(node:)?fs(\\/promises)?$/] > :matches(ImportDefaultSpecifier, ImportNamespaceSpecifier)",
-          message: `Import the fs functions you need by name. ${guardMessage}`,
-        },
-        { selector: "CallExpression[callee.name='require'][arguments.0.value=/^(node:)?fs/]", message: guardMessage },
-      ],
-    },
+    files: GUARD_EXEMPT,
+    rules: { 'no-restricted-imports': restrictedImports('lib', { guarded: false }) },
   },
   {
-    files: ['workflows/**/*.ts', 'common/**/*.ts'],
+    files: DETERMINISTIC.map((f) => `${f}/**/*.ts`),
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: nodeBuiltins.map((name) => ({
-            name,
-            message: 'Workflow code must be deterministic: do this in an activity.',
-          })),
-          patterns: [
-            {
-              group: ['**/activities/**', '**/infra/**', '**/worker/**', '**/client/**'],
-              allowTypeImports: true,
-              message: 'Workflows import activity types only (import type ...); side effects live in activities.',
-            },
-          ],
-        },
-      ],
       'no-restricted-globals': [
         'error',
         { name: 'process', message: 'Workflow code must not read the environment.' },

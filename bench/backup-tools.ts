@@ -17,12 +17,12 @@ import {
   restoreBackup,
   takeBackup,
 } from '../activities/host/backup';
-import { waitForArchive } from '../activities/host/drills';
+import { waitForArchive } from '../activities/host/restore-drill';
 import { loadData } from '../activities/host/load';
 import { configurePostgres, stopPostgres } from '../activities/host/postgres';
-import { withConnection } from '../activities/lib/pg';
-import type { BackupToolName, ResolvedBackupStore } from '../common/backup-store';
-import { segmentOfLsn } from '../common/lsn';
+import { withConnection } from '../lib/pg';
+import type { BackupToolName, ResolvedBackupStore } from '../common/input/backup-store';
+import { segmentOfLsn } from '../common/core/lsn';
 import { hostSettings, median, startBenchHost, type BenchHost } from './bench-host';
 
 const { values } = parseArgs({

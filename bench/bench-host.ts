@@ -8,12 +8,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { configurePostgres, stopPostgres, type LabConfigInput } from '../activities/host/postgres';
 import type { HostDeps } from '../activities/host/deps';
-import { LAB_SETTINGS } from '../common/postgres-settings';
-import { registerLabRoot } from '../infra/lab-fs';
-import { clientOsUser, findClientBinDir, findPostgresBinDir, postgresOsUser } from '../infra/postgres-binaries';
-import type { HostConfig } from '../infra/providers/host-provider';
-import { deviceOfPath } from '../infra/providers/local/block-devices';
-import { freePort } from '../infra/net';
+import { LAB_SETTINGS } from '../common/input/postgres-settings';
+import { registerLabRoot } from '../lib/lab-fs';
+import { clientOsUser, findClientBinDir, findPostgresBinDir, postgresOsUser } from '../lib/postgres-binaries';
+import type { HostConfig } from '../common/core/hosts';
+import { deviceOfPath } from '../lib/block-devices';
+import { freePort } from '../lib/net';
 
 export interface BenchHost {
   deps: HostDeps;

@@ -18,9 +18,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
-import { runFolderName } from '../common/ids';
-import { progressReporter } from '../activities/lib/progress';
-import type { HostRecord } from '../infra/providers/host-provider';
+import { runFolderName } from '../common/core/ids';
+import { progressReporter } from '../activities/progress';
+import type { HostRecord } from '../common/core/hosts';
 import { startThrowawayServer, type DevServer } from '../infra/temporal/dev-server';
 import { fakeHostRecord } from '../test/helpers/fake-host';
 

@@ -6,9 +6,9 @@
  */
 import { parseArgs } from 'node:util';
 import { loadData } from '../activities/host/load';
-import { libpqEnv, withConnection } from '../activities/lib/pg';
-import { runProcess } from '../activities/lib/process-runner';
-import { LAB_DATABASE } from '../common/names';
+import { libpqEnv, withConnection } from '../lib/pg';
+import { runProcess } from '../lib/process-runner';
+import { LAB_DATABASE } from '../common/core/names';
 import { median, startBenchHost, type BenchHost } from './bench-host';
 
 const { values } = parseArgs({

@@ -7,9 +7,9 @@
  *   node dist/bench/verdict-error-rates.js [--comparisons 1000] [--seed 1]
  */
 import { parseArgs } from 'node:util';
-import { decideVerdict, type Verdict, type VerdictKind, type TpsUnit } from '../activities/control/verdict';
-import { DEFAULT_VERDICT_OPTIONS, type VerdictOptions } from '../common/regression';
-import { normalCdf, seededRandom, studentTQuantile } from '../common/stats';
+import { decideVerdict, type Verdict, type VerdictKind, type TpsUnit } from '../analysis/regression-verdict';
+import { DEFAULT_VERDICT_OPTIONS, type VerdictOptions } from '../common/input/regression-options';
+import { normalCdf, seededRandom, studentTQuantile } from '../common/core/stats';
 import { printTable } from '../client/table';
 
 /** How run levels scatter around their mean: log-normal (what the t test assumes) or normal (skewed in logs). */

@@ -4,8 +4,8 @@
  * Commands load lazily; one top-level catch maps a user error to exit code 2 and an internal one to a stack trace.
  */
 import { Command } from 'commander';
-import { PredictTargetSchema } from '../common/predict';
-import { PRESET_NAMES } from '../common/presets';
+import { PredictTargetSchema } from '../common/model/predict';
+import { PRESET_NAMES } from '../common/input/presets';
 import { UserError } from './errors';
 
 const program = new Command('storage-lab')

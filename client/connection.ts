@@ -1,6 +1,6 @@
 /** The CLI's Temporal client, from the same environment variables the workers read. */
 import { Client, Connection } from '@temporalio/client';
-import { localEndpoints } from '../infra/local-services';
+import { localEndpoints } from './local-services';
 import { temporalEnv } from '../worker/env';
 import { UserError } from './errors';
 

@@ -6,8 +6,8 @@
  */
 import { defaultPayloadConverter, type Client, type WorkflowHandle } from '@temporalio/client';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
-import { progressQuery, type ActivityProgress, type PhaseProgress, type RunProgress } from '../common/messages';
-import { CLUSTER_PHASES, clusterPercent, detailText } from '../common/progress';
+import { progressQuery, type ActivityProgress, type PhaseProgress, type RunProgress } from '../common/core/messages';
+import { CLUSTER_PHASES, clusterPercent, detailText } from '../common/results/progress';
 
 const POLL_MS = 1_000;
 const PLAIN_EVERY_MS = 30_000;

@@ -1,8 +1,8 @@
 /** Builds an experiment input from --preset, --spec FILE and --set overrides, and validates it here first. */
 import { readFileSync } from 'node:fs';
-import type { ToolCheckOutcome } from '../activities/control/spec-checks';
-import { formatSpecProblems } from '../common/errors';
-import { InvalidSpecError, resolveSpec, type ExperimentSpec } from '../common/spec';
+import type { ToolCheckOutcome } from '../lib/spec-checks';
+import { formatSpecProblems } from '../common/core/errors';
+import { InvalidSpecError, resolveSpec, type ExperimentSpec } from '../common/input/spec';
 import { UserError } from './errors';
 
 export interface SpecFlags {

@@ -3,7 +3,7 @@
  * AWS keys, PGPASSWORD, Temporal API keys and tokens). The Temporal connection settings, the STORAGE_LAB_* settings
  * an agent reads, the path and locale, and S3 keys only for a host whose backups go to S3.
  */
-import { toolEnv } from '../activities/lib/process-runner';
+import { toolEnv } from '../lib/process-runner';
 
 /** Temporal connection settings a worker reads (worker/env.ts): the address, namespace and the files of its keys. */
 const TEMPORAL_SETTINGS = ['TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_API_KEY_FILE'];

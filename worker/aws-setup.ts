@@ -10,9 +10,9 @@
  */
 import { Ec2Provider } from '../infra/providers/aws/ec2-provider';
 import { S3AgentPackage } from '../infra/providers/aws/agent-package';
-import { awsClients, type AwsClients } from '../infra/providers/aws/aws-clients';
+import { awsClients, type AwsClients } from '../lib/aws-clients';
 import { awsPolicyFromEnv, DEFAULT_AWS_POLICY, type AwsPolicy } from '../infra/providers/aws/policy';
-import { S3ResultsStore } from '../activities/control/s3-results-store';
+import { S3ResultsStore } from '../lib/s3-results-store';
 import type { TemporalEnv } from './env';
 
 export interface AwsEnv {

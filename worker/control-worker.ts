@@ -12,10 +12,10 @@ import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptio
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createControlActivities } from '../activities/control';
-import { keepAlive } from '../activities/lib/heartbeat';
-import { DirResultsStore, type ResultsStore } from '../activities/control/results-store';
-import { CONTROL_TASK_QUEUE } from '../common/names';
-import { labPaths, PROJECT_ROOT, registerLabPaths, type LabPaths } from '../infra/lab-paths';
+import { keepAlive } from '../activities/heartbeat';
+import { DirResultsStore, type ResultsStore } from '../lib/results-store';
+import { CONTROL_TASK_QUEUE } from '../common/core/names';
+import { labPaths, PROJECT_ROOT, registerLabPaths, type LabPaths } from '../lib/lab-paths';
 import type { HostProvider } from '../infra/providers/host-provider';
 import { LocalProvider } from '../infra/providers/local/local-provider';
 import { awsControlSetup, awsEnv } from './aws-setup';
@@ -68,7 +68,7 @@ async function workflowCode(given: ControlWorkerOptions['workflowBundle']): Prom
  * next reaches it) and stops by itself when a newer build is current and no pinned run is left on its own.
  */
 export async function startControlWorker(opts: ControlWorkerOptions): Promise<ControlWorker> {
-  // The lab's folders: the only places its activities write or delete (infra/lab-fs.ts).
+  // The lab's folders: the only places its activities write or delete (lib/lab-fs.ts).
   registerLabPaths(opts.paths);
   const taskQueue = opts.taskQueue ?? CONTROL_TASK_QUEUE;
   const settings = opts.versioning ?? versioningSettings(taskQueue);

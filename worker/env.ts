@@ -1,7 +1,7 @@
 /** Worker environment, validated at start so a typo fails loudly before any task is taken. */
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
-import { CONTROL_TASK_QUEUE } from '../common/names';
+import { CONTROL_TASK_QUEUE } from '../common/core/names';
 
 export interface TemporalEnv {
   address: string;

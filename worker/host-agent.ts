@@ -5,9 +5,9 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import path from 'node:path';
 import { createHostActivities } from '../activities/host';
-import { clientOsUser, postgresOsUser } from '../infra/postgres-binaries';
-import { registerLabRoot } from '../infra/lab-fs';
-import { backupsDirFor } from '../infra/lab-paths';
+import { clientOsUser, postgresOsUser } from '../lib/postgres-binaries';
+import { registerLabRoot } from '../lib/lab-fs';
+import { backupsDirFor } from '../lib/lab-paths';
 import { readConfig } from '../infra/providers/local/local-provider';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';

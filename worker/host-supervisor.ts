@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { joinScript } from '../infra/providers/local/cgroups';
+import { joinScript } from '../lib/cgroups';
 import { readConfig } from '../infra/providers/local/local-provider';
 
 const RESTART_DELAY_MS = 1_000;

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runProcess } from '../activities/lib/process-runner';
+import { runProcess } from '../lib/process-runner';
 
 /** How a build id may be spelled: semver build metadata characters, so it is safe in a shell, a file name and a URL. */
 const BUILD_ID = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,254}$/;

@@ -4,9 +4,9 @@
  * when it was last heard from, and why when the provider knows.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
-import type { ProviderName } from '../activities/control';
-import { FAILURE_TYPES } from '../common/errors';
-import type { HostRecord } from '../infra/providers/host-provider';
+import type { ProviderName } from '../common/core/hosts';
+import { FAILURE_TYPES } from '../common/core/errors';
+import type { HostRecord } from '../common/core/hosts';
 import { isScheduleToStartTimeout } from './failures';
 import { hostCalls, providerCalls, type HostTimeouts } from './proxies';
 

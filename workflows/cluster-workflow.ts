@@ -6,15 +6,15 @@
  */
 import { ApplicationFailure, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
-import { clusterBounds } from '../common/bounds';
-import { latencyBreakdown } from '../common/breakdown';
-import { FAILURE_TYPES, type SpecProblem } from '../common/errors';
-import { hostIdFor } from '../common/ids';
-import { tpsStall } from '../common/measurement';
-import { labPostgresSettings, userPostgresSettings } from '../common/postgres-settings';
-import type { ClusterResult, FailedAttempt } from '../common/result';
+import { clusterBounds } from '../common/input/bounds';
+import { latencyBreakdown } from '../common/results/breakdown';
+import { FAILURE_TYPES, type SpecProblem } from '../common/core/errors';
+import { hostIdFor } from '../common/core/ids';
+import { tpsStall } from '../common/results/attempts';
+import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
+import type { ClusterResult, FailedAttempt } from '../common/results/result';
 import type { PgbenchRun } from '../activities/host/pgbench';
-import { InvalidSpecError, accountRows, classLimits, revalidateSpec, volumeBytes, type ExperimentSpec } from '../common/spec';
+import { InvalidSpecError, accountRows, classLimits, revalidateSpec, volumeBytes, type ExperimentSpec } from '../common/input/spec';
 import { explainHostFailure, oomDuringAttempt, waitForAgent } from './agents';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId, parseAtDoor, refuseAtDoor, underField, type DoorInfo } from './doors';

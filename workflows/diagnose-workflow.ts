@@ -8,8 +8,9 @@
  */
 import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
-import { resolveDiagnoseInput, resolveDiagnoseInputBeforeDsnRules, type DiagnoseInput, type DiagnoseSummary } from '../common/diagnose';
-import { NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
+import { type DiagnoseSummary } from '../common/results/diagnose-capture';
+import { resolveDiagnoseInput, resolveDiagnoseInputBeforeDsnRules, type DiagnoseInput } from '../common/input/diagnose';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
 import { checkedWorkflowId } from './doors';
 import { activityCause } from './failures';
 import { acceptInput, searchAttributes } from './search-attributes';

@@ -8,9 +8,9 @@
  */
 import { ApplicationFailure, workflowInfo, type WorkflowInfo } from '@temporalio/workflow';
 import type { z } from 'zod';
-import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../common/errors';
-import { CHILD_ID_ROOM, MAX_ID_LENGTH, workflowIdProblem } from '../common/ids';
-import { toProblem } from '../common/spec';
+import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../common/core/errors';
+import { CHILD_ID_ROOM, MAX_ID_LENGTH, workflowIdProblem } from '../common/core/ids';
+import { toProblem } from '../common/input/spec';
 
 /** What the doors read of a run's own info (a parameter, so unit tests can pass their own). */
 export type DoorInfo = Pick<WorkflowInfo, 'workflowId' | 'workflowType' | 'parent' | 'continuedFromExecutionRunId' | 'attempt' | 'cronSchedule'>;

@@ -3,12 +3,12 @@
  * and tearing every host down.
  */
 import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ProviderName } from '../activities/control';
-import type { HostTimeouts } from '../common/bounds';
-import type { DrillSummary } from '../common/drill-result';
-import type { FailoverDrillSpec, RestoreDrillSpec } from '../common/drill-spec';
-import { FAILURE_TYPES } from '../common/errors';
-import type { HostRecord, HostRequest } from '../infra/providers/host-provider';
+import type { ProviderName } from '../common/core/hosts';
+import type { HostTimeouts } from '../common/input/bounds';
+import type { DrillSummary } from '../common/results/drill-result';
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../common/input/drill-spec';
+import { FAILURE_TYPES } from '../common/core/errors';
+import type { HostRecord, HostRequest } from '../common/core/hosts';
 import { waitForAgent } from './agents';
 import type { PlanOutcome } from './compensation';
 import { failureMessage } from './failures';

@@ -4,10 +4,10 @@
  * that follow pay what a durable production cluster pays. The backups go to the cluster's own prefix of the
  * spec's backup store and are removed with the host.
  */
-import type { BackupInfo, BackupToolRun } from '../common/drill-result';
-import { backupStoreLocation } from '../common/backup-store';
-import { labPostgresSettings, userPostgresSettings } from '../common/postgres-settings';
-import type { ExperimentSpec } from '../common/spec';
+import type { BackupInfo, BackupToolRun } from '../common/results/drill-result';
+import { backupStoreLocation } from '../common/input/backup-store';
+import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
+import type { ExperimentSpec } from '../common/input/spec';
 import { providerCalls, type hostCalls } from './proxies';
 
 export interface ClusterDurability {

@@ -4,9 +4,9 @@
  * that fails is recorded with its verdict; it does not stop the others.
  */
 import { ParentClosePolicy, executeChild, isCancellation } from '@temporalio/workflow';
-import type { DrillSummary } from '../common/drill-result';
-import { drillInputFor, type DrillInput } from '../common/drill-spec';
-import type { ExperimentSpec } from '../common/spec';
+import type { DrillSummary } from '../common/results/drill-result';
+import { drillInputFor, type DrillInput } from '../common/input/drill-spec';
+import type { ExperimentSpec } from '../common/input/spec';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
 import { failureMessage } from './failures';
 import type { ProgressBoard } from './progress';

@@ -11,10 +11,10 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { ResultsSummary } from '../activities/control';
-import { hostIdFor } from '../common/ids';
-import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/spec';
+import { hostIdFor } from '../common/core/ids';
+import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
-import type { DrillSummary } from '../common/drill-result';
+import type { DrillSummary } from '../common/results/drill-result';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
 import { runExperimentDrills } from './experiment-drills';

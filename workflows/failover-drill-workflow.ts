@@ -18,7 +18,7 @@ import { ApplicationFailure, continueAsNew, sleep } from '@temporalio/workflow';
 import { z } from 'zod';
 import type { DrillNode, runFailoverWriter } from '../activities/host/failover-writer';
 import type { ConfigurePostgresInput } from '../activities/host/postgres';
-import { BACKUP_TOOLS, backupStoreLocation, type BackupToolName, type ResolvedBackupStore } from '../common/backup-store';
+import { BACKUP_TOOLS, backupStoreLocation, type BackupToolName, type ResolvedBackupStore } from '../common/input/backup-store';
 import {
   drillResultHead,
   repositoryVerification,
@@ -27,17 +27,17 @@ import {
   type FailoverDrillResult,
   type FailoverRound,
   type StandbyPosition,
-} from '../common/drill-result';
-import { drillLabSettings, resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/drill-spec';
-import { FAILURE_TYPES } from '../common/errors';
-import { hostIdFor, runFolderName, segmentProblem } from '../common/ids';
-import { hostTaskQueue } from '../common/names';
-import { STORAGE_KINDS } from '../common/spec';
-import { compareLsn, parseSegmentName } from '../common/lsn';
-import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/postgres-settings';
-import { median } from '../common/stats';
-import type { HostRecord } from '../infra/providers/host-provider';
-import { failoverDrillBounds, type HostTimeouts } from '../common/bounds';
+} from '../common/results/drill-result';
+import { drillLabSettings, resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/input/drill-spec';
+import { FAILURE_TYPES } from '../common/core/errors';
+import { hostIdFor, runFolderName, segmentProblem } from '../common/core/ids';
+import { hostTaskQueue } from '../common/core/names';
+import { STORAGE_KINDS } from '../common/input/spec';
+import { compareLsn, parseSegmentName } from '../common/core/lsn';
+import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
+import { median } from '../common/core/stats';
+import type { HostRecord } from '../common/core/hosts';
+import { failoverDrillBounds, type HostTimeouts } from '../common/input/bounds';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId, continuationAtDoor } from './doors';
 import { drillHostRequest, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';

@@ -1,8 +1,8 @@
 /** Small helpers for reading failures in workflow code. */
 import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
-import { FAILURE_TYPES } from '../common/errors';
-import { InvalidSpecError } from '../common/spec';
+import { FAILURE_TYPES } from '../common/core/errors';
+import { InvalidSpecError } from '../common/input/spec';
 
 /** The innermost message of a failure chain: what actually went wrong, not "Activity task failed". */
 export function failureMessage(err: unknown): string {

@@ -11,10 +11,10 @@ import {
   setCurrentDetails,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { Verdict } from '../activities/control/verdict';
-import { FAILURE_TYPES, formatSpecProblems } from '../common/errors';
-import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/regression';
-import type { ExperimentInput } from '../common/spec';
+import type { Verdict } from '../analysis/regression-verdict';
+import { FAILURE_TYPES, formatSpecProblems } from '../common/core/errors';
+import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/input/regression-options';
+import type { ExperimentInput } from '../common/input/spec';
 import { checkedWorkflowId } from './doors';
 import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
 import { preflightCalls, resultCalls } from './proxies';

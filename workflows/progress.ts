@@ -6,8 +6,8 @@
  * activities' heartbeats).
  */
 import { setCurrentDetails, setHandler } from '@temporalio/workflow';
-import { progressQuery, type ChildProgress, type PhaseProgress, type RunProgress } from '../common/messages';
-import { childrenPercent, clusterPercent, progressMarkdown } from '../common/progress';
+import { progressQuery, type ChildProgress, type PhaseProgress, type RunProgress } from '../common/core/messages';
+import { childrenPercent, clusterPercent, progressMarkdown } from '../common/results/progress';
 
 export class ProgressBoard {
   private readonly hosts: Record<string, PhaseProgress> = {};

@@ -4,9 +4,9 @@
 import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
-import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/errors';
-import type { HostTimeouts } from '../common/bounds';
-import { hostTaskQueue } from '../common/names';
+import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
+import type { HostTimeouts } from '../common/input/bounds';
+import { hostTaskQueue } from '../common/core/names';
 
 /**
  * Control activities heartbeat while they run (worker/control-worker.ts): a control worker that dies is noticed

@@ -7,15 +7,15 @@
  * continuity and the repository check. Then, whatever happened, results are saved and every host is torn down.
  * One object argument with defaults, so the UI, the CLI and schedules start it alike: {"preset":"ci"}.
  */
-import type { RecoveryTarget } from '../activities/lib/backup-tool';
-import { backupStoreLocation, type ResolvedBackupStore } from '../common/backup-store';
-import { drillResultHead, repositoryVerification, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/drill-result';
-import { drillLabSettings, resolveRestoreDrill, type DrillInput } from '../common/drill-spec';
-import { userPostgresSettings } from '../common/postgres-settings';
-import { hostIdFor } from '../common/ids';
-import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/lsn';
-import { accountRows } from '../common/spec';
-import { restoreDrillBounds } from '../common/bounds';
+import type { RecoveryTarget } from '../lib/backup-tool';
+import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
+import { drillResultHead, repositoryVerification, type DrillSummary, type FailurePoint, type RestoreDrillResult } from '../common/results/drill-result';
+import { drillLabSettings, resolveRestoreDrill, type DrillInput } from '../common/input/drill-spec';
+import { userPostgresSettings } from '../common/input/postgres-settings';
+import { hostIdFor } from '../common/core/ids';
+import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/core/lsn';
+import { accountRows } from '../common/input/spec';
+import { restoreDrillBounds } from '../common/input/bounds';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
 import { drillHostRequest, finishDrill, provisionAndWait, teardownAll } from './drill-hosts';

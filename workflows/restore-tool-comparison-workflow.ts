@@ -20,10 +20,10 @@ import {
   comparisonRow,
   type DrillSummary,
   type RestoreToolComparison,
-} from '../common/drill-result';
-import type { DrillInput } from '../common/drill-spec';
-import { FAILURE_TYPES } from '../common/errors';
-import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } from '../common/tool-comparison';
+} from '../common/results/drill-result';
+import type { DrillInput } from '../common/input/drill-spec';
+import { FAILURE_TYPES } from '../common/core/errors';
+import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } from '../common/input/tool-comparison';
 import { checkedWorkflowId } from './doors';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';

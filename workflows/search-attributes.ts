@@ -1,7 +1,7 @@
 /** The lab's search attributes as typed keys, so runs can be listed by experiment, preset, classes and status. */
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
-import { SEARCH_ATTRIBUTES } from '../common/names';
+import { SEARCH_ATTRIBUTES } from '../common/core/names';
 import { activityCause, resolveOrFail } from './failures';
 
 const keys = {

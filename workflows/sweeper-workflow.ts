@@ -5,7 +5,7 @@
  */
 import { continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
-import { planSweep, runsToCheck, type SweepDecision } from '../common/sweep';
+import { planSweep, runsToCheck, type SweepDecision } from '../common/core/sweep';
 import { checkedWorkflowId, continuationAtDoor, parseAtDoor, refuseAtDoor, type DoorInfo } from './doors';
 import { forEachBounded } from './experiment-workflow';
 import { failureMessage } from './failures';

@@ -8,19 +8,19 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { accessSync, constants, statfsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { awsRunProblems } from '../../common/aws';
-import type { BackupToolName } from '../../common/backup-store';
-import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/drill-spec';
-import { FAILURE_TYPES, formatSpecProblems } from '../../common/errors';
-import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/spec';
-import { drillVolumeBytes, failoverLedgerBytes, MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/spec-rules';
-import { traversableByOthers } from '../../infra/lab-paths';
-import { findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
+import { awsRunProblems } from '../../common/input/aws';
+import type { BackupToolName } from '../../common/input/backup-store';
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
+import { FAILURE_TYPES, formatSpecProblems } from '../../common/core/errors';
+import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
+import { drillVolumeBytes, failoverLedgerBytes, MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/input/rules';
+import { traversableByOthers } from '../../lib/lab-paths';
+import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
-import { detectCgroups } from '../../infra/providers/local/cgroups';
-import { findWalg } from '../lib/walg';
-import { backupStoreProblem } from './drills';
-import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from './spec-checks';
+import { detectCgroups } from '../../lib/cgroups';
+import { findWalg } from '../../lib/walg';
+import { backupStoreProblem } from '../../lib/backup-stores';
+import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from '../../lib/spec-checks';
 
 export interface PreflightDeps {
   /** Folder the local provider puts hosts in (free space, reachable by the postgres user). */

@@ -3,13 +3,13 @@
  * and record the verdict in result.json, the reports (report.md, report.html) and the history index.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { ExperimentResult } from '../../common/result';
-import { historyEntry, RunHistory } from './history';
-import { writeReports } from './report';
-import type { ResultsStore } from './results-store';
-import { formatSpecProblems, FAILURE_TYPES } from '../../common/errors';
-import { verdictOptionProblems, verdictOptions, type VerdictOptions } from '../../common/regression';
-import { decideVerdict, seedFrom, type Verdict } from './verdict';
+import type { ExperimentResult } from '../../common/results/result';
+import { historyEntry, RunHistory } from '../../analysis/history';
+import { writeReports } from '../../analysis/report';
+import type { ResultsStore } from '../../lib/results-store';
+import { formatSpecProblems, FAILURE_TYPES } from '../../common/core/errors';
+import { verdictOptionProblems, verdictOptions, type VerdictOptions } from '../../common/input/regression-options';
+import { decideVerdict, seedFrom, type Verdict } from '../../analysis/regression-verdict';
 
 export interface CompareInput {
   /** The run (experiment workflow id) to judge; its result.json must be written. */

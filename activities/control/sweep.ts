@@ -1,14 +1,14 @@
 /**
  * The sweeper's control activities: every host each configured provider manages, and the state of the runs that
- * made them on this Temporal namespace. The decision itself is pure (common/sweep.ts), in the workflow.
+ * made them on this Temporal namespace. The decision itself is pure (common/core/sweep.ts), in the workflow.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import path from 'node:path';
-import type { RunState, SweepCandidate } from '../../common/sweep';
-import { LabPathError, removeLabFile, removeLabTree } from '../../infra/lab-fs';
-import { backupsDirFor } from '../../infra/lab-paths';
+import type { RunState, SweepCandidate } from '../../common/core/sweep';
+import { LabPathError, removeLabFile, removeLabTree } from '../../lib/lab-fs';
+import { backupsDirFor } from '../../lib/lab-paths';
 import type { HostProvider } from '../../infra/providers/host-provider';
-import { backupLabelFile, listBackupFolders } from './drills';
+import { backupLabelFile, listBackupFolders } from '../../lib/backup-stores';
 
 export interface SweepDeps {
   providers: { local: HostProvider; aws?: HostProvider };

@@ -6,11 +6,11 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BACKUP_TOOLS, type BackupToolName, type ResolvedBackupStore } from '../../common/backup-store';
-import { FAILURE_TYPES } from '../../common/errors';
-import type { BackupTool } from '../lib/backup-tool';
-import { PgBackRest } from '../lib/pgbackrest';
-import { WalG } from '../lib/walg';
+import { BACKUP_TOOLS, type BackupToolName, type ResolvedBackupStore } from '../../common/input/backup-store';
+import { FAILURE_TYPES } from '../../common/core/errors';
+import type { BackupTool } from '../../lib/backup-tool';
+import { PgBackRest } from '../../lib/pgbackrest';
+import { WalG } from '../../lib/walg';
 import { asPostgresUser, type HostDeps } from './deps';
 
 /** What configureBackups records: the tool and the store it was configured for. */

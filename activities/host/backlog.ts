@@ -7,18 +7,19 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import path from 'node:path';
 import type { Client } from 'pg';
-import type { BacklogPhaseResult } from '../../common/diagnostics';
-import { FAILURE_TYPES } from '../../common/errors';
-import { LAB_DATABASE } from '../../common/names';
-import { clientTool } from '../../infra/postgres-binaries';
-import { makeLabDir, writeLabFile } from '../../infra/lab-fs';
-import { connectLocal, libpqEnv } from '../lib/pg';
-import { ProcessError, runProcess } from '../lib/process-runner';
-import { etaSeconds, every, progressReporter } from '../lib/progress';
+import type { BacklogPhaseResult } from '../../common/results/sampler-and-phases';
+import { FAILURE_TYPES } from '../../common/core/errors';
+import { LAB_DATABASE } from '../../common/core/names';
+import { clientTool } from '../../lib/postgres-binaries';
+import { makeLabDir, writeLabFile } from '../../lib/lab-fs';
+import { connectLocal, libpqEnv } from '../../lib/pg';
+import { ProcessError, runProcess } from '../../lib/process-runner';
+import { etaSeconds, every, progressReporter } from '../progress';
 import { asClientUser, asPostgresUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
-import { refuseScript, workloadAppName, workloadArgs, workloadEnv } from './pgbench';
-import { HostCounters } from './sampler';
+import { workloadAppName, workloadArgs } from '../../lib/pgbench-workload';
+import { refuseScript, workloadEnv } from './pgbench';
+import { HostCounters } from '../../lib/sampler';
 
 export interface BacklogPhaseInput extends HostInput {
   /** WAL the slot must hold back before the consumer starts, in MB of 2^20 bytes. */

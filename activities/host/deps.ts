@@ -1,9 +1,9 @@
 /** What every host activity gets from its agent: the host it runs on and the OS users it runs tools as. */
 import { ApplicationFailure } from '@temporalio/activity';
-import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../../common/errors';
-import { chownLab } from '../../infra/lab-fs';
-import type { HostConfig } from '../../infra/providers/host-provider';
-import type { OsUser } from '../../infra/postgres-binaries';
+import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../../common/core/errors';
+import { chownLab } from '../../lib/lab-fs';
+import type { HostConfig } from '../../common/core/hosts';
+import type { OsUser } from '../../lib/postgres-binaries';
 
 export interface HostDeps {
   config: HostConfig;

@@ -8,10 +8,10 @@ import { Context } from '@temporalio/activity';
 import { closeSync, existsSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
-import type { WriterOutcome } from '../../common/drill-result';
-import { makeLabDir, openLabFile } from '../../infra/lab-fs';
-import { withConnection } from '../lib/pg';
-import { progressReporter } from '../lib/progress';
+import type { WriterOutcome } from '../../common/results/drill-result';
+import { makeLabDir, openLabFile } from '../../lib/lab-fs';
+import { withConnection } from '../../lib/pg';
+import { progressReporter } from '../progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
 import { connectPeer, type PeerAddress } from './replication';
 

@@ -9,7 +9,7 @@ import { loadData, verifyAccounts, type LoadInput } from './load';
 import { runPgbench, type PgbenchInput } from './pgbench';
 import { runVacuumPhase, type VacuumPhaseInput } from './vacuum';
 import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
-import { createDrillHostActivities } from './drill-activities';
+import { createDrillHostActivities } from './durability';
 
 export function createHostActivities(deps: HostDeps) {
   return {

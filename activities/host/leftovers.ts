@@ -5,8 +5,8 @@
  * stopped.
  */
 import { readFileSync, readdirSync } from 'node:fs';
-import type { LeftoverCleanup } from '../../common/result';
-import { withConnection } from '../lib/pg';
+import type { LeftoverCleanup } from '../../common/results/result';
+import { withConnection } from '../../lib/pg';
 import type { HostDeps } from './deps';
 
 /** Client tools the lab runs against a host's Postgres (found by the socket folder in their environment). */

@@ -6,11 +6,11 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
-import type { LoadResult } from '../../common/result';
-import { WORKLOAD_ROLE } from '../../common/names';
-import { accountRows } from '../../common/spec';
-import { connectLocal, withConnection } from '../lib/pg';
-import { etaSeconds, every, progressReporter, type ReportProgress } from '../lib/progress';
+import type { LoadResult } from '../../common/results/result';
+import { WORKLOAD_ROLE } from '../../common/core/names';
+import { accountRows } from '../../common/input/spec';
+import { connectLocal, withConnection } from '../../lib/pg';
+import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
 
 export interface LoadInput extends HostInput {
@@ -45,7 +45,7 @@ function schemaSql(scale: number): string[] {
     `CREATE TABLE IF NOT EXISTS public.pgbench_tellers (tid int not null, bid int, tbalance int, filler char(84)) WITH (fillfactor=100)`,
     `CREATE TABLE IF NOT EXISTS public.pgbench_accounts (aid ${aid} not null, bid int, abalance int, filler char(84)) WITH (fillfactor=100)`,
     `CREATE TABLE IF NOT EXISTS public.pgbench_branches (bid int not null, bbalance int, filler char(88)) WITH (fillfactor=100)`,
-    // The workload role reads and writes pgbench's tables and nothing else (common/names.ts says why).
+    // The workload role reads and writes pgbench's tables and nothing else (common/core/names.ts says why).
     `GRANT SELECT, INSERT, UPDATE, DELETE ON public.pgbench_history, public.pgbench_tellers, public.pgbench_accounts, public.pgbench_branches TO ${WORKLOAD_ROLE}`,
   ];
 }

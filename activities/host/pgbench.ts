@@ -7,26 +7,27 @@ import { createReadStream } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
-import type { Diagnostics } from '../../common/diagnostics';
-import type { TpsRun } from '../../common/result';
+import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { TpsRun } from '../../common/results/result';
 import {
   ClientGaps,
   LatencyHistogram,
   parseProgressLine,
   parseSummary,
   parseTransactionLogLine,
-} from '../parsers/pgbench';
-import { libpqEnv } from '../lib/pg';
-import { runProcess, type RunResult } from '../lib/process-runner';
-import { heartbeatWhile, progressReporter } from '../lib/progress';
-import { WORKLOAD_ROLE } from '../../common/names';
-import { safeSegment } from '../../common/ids';
-import { scriptProblems } from '../../common/workload-script';
-import { clientTool } from '../../infra/postgres-binaries';
-import { makeLabDir, removeLabTree, writeLabFile } from '../../infra/lab-fs';
+} from '../../lib/parsers/pgbench';
+import { libpqEnv } from '../../lib/pg';
+import { workloadAppName, workloadArgs } from '../../lib/pgbench-workload';
+import { runProcess, type RunResult } from '../../lib/process-runner';
+import { heartbeatWhile, progressReporter } from '../progress';
+import { WORKLOAD_ROLE } from '../../common/core/names';
+import { safeSegment } from '../../common/core/ids';
+import { scriptProblems } from '../../common/input/workload-script';
+import { clientTool } from '../../lib/postgres-binaries';
+import { makeLabDir, removeLabTree, writeLabFile } from '../../lib/lab-fs';
 import { asClientUser, assertHost, ownByClient, refuseInput, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
-import { startSampler } from './sampler';
+import { startSampler } from '../../lib/sampler';
 
 export interface PgbenchInput extends HostInput {
   /** What the run is for; names its folder and its progress phase ("warmup", "tps", ...). */
@@ -43,22 +44,12 @@ export interface PgbenchInput extends HostInput {
 /** A TPS run and, when the sampler ran, what it saw. */
 export type PgbenchRun = TpsRun & { diagnostics?: Diagnostics };
 
-/** pgbench's flags for a workload of the spec: the script file, clients, threads; callers add duration and logs. */
-export function workloadArgs(input: Pick<PgbenchInput, 'scale' | 'clients' | 'threads'>, scriptFile: string): string[] {
-  return ['--no-vacuum', '--scale', String(input.scale), '--client', String(input.clients), '--jobs', String(input.threads), '--file', scriptFile];
-}
-
-/** application_name of a run's pgbench connections, so the sampler sees those backends and no others. */
-export function workloadAppName(label: string): string {
-  return `storage-lab pgbench ${label}`;
-}
-
 /** Seconds pgbench may overrun its -T before we call it hung (connection set-up, log flush). */
 const OVERRUN_SECONDS = 120;
 
 /**
  * Refuses a spec's script the host must not run, before it is written anywhere: pgbench's \shell and \setshell
- * would run a program as the client user; common/workload-script.ts says what a script may hold.
+ * would run a program as the client user; common/input/spec/workload-script.ts says what a script may hold.
  */
 export function refuseScript(deps: HostDeps, script: unknown): void {
   const problems = typeof script === 'string' ? scriptProblems(script) : ['must be a pgbench script (a string)'];

@@ -3,19 +3,20 @@
  * Every step is idempotent: a retried activity first looks at what is already there.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { FAILURE_TYPES, type SpecProblem } from '../../common/errors';
+import { FAILURE_TYPES, type SpecProblem } from '../../common/core/errors';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { isIP, isIPv6 } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
-import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/names';
-import { labSettingProblems, tempFileLimitKb, type LabServerSettings } from '../../common/postgres-settings';
-import { serverSettingsProblems } from '../../common/server-settings';
-import { appendLabFile, writeLabFile } from '../../infra/lab-fs';
-import { runProcess } from '../lib/process-runner';
-import { every } from '../lib/progress';
-import { quoteIdent, quoteLiteral, withConnection } from '../lib/pg';
+import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/core/names';
+import { labSettingProblems, tempFileLimitKb, type LabServerSettings } from '../../common/input/postgres-settings';
+import { serverSettingsProblems } from '../../common/input/server-settings';
+import { appendLabFile, writeLabFile } from '../../lib/lab-fs';
+import { runProcess } from '../../lib/process-runner';
+import { every } from '../progress';
+import { quoteIdent, quoteLiteral, withConnection } from '../../lib/pg';
+import { renderConf } from '../../lib/postgres-conf';
 import { archiveSettings } from './archiving';
 import { asPostgresUser, assertHost, closeSocketDir, refuseInput, type HostDeps, type HostInput } from './deps';
 
@@ -28,9 +29,9 @@ const DEFAULT_MAX_CONNECTIONS = 100;
 
 /** What a host's configuration is made of: each part typed, and checked on the host before anything is written. */
 export interface LabConfigInput {
-  /** The lab's own settings (common/postgres-settings.ts LAB_SETTINGS): only names the lab manages, in their shape. */
+  /** The lab's own settings (common/input/spec/postgres-settings.ts LAB_SETTINGS): only names the lab manages, in their shape. */
   server: LabServerSettings;
-  /** The spec's postgres.settings, checked here again against the refusals of common/server-settings.ts. */
+  /** The spec's postgres.settings, checked here again against the refusals of common/input/spec/server-settings.ts. */
   user: Record<string, string>;
   /** Archive WAL with the backup tool configureBackups set up on this host (the host writes the commands). */
   archiving?: { archiveTimeoutSeconds: number };
@@ -237,14 +238,6 @@ export async function pgCtl(deps: HostDeps, args: string[]): Promise<void> {
 export async function stopPostgres(deps: HostDeps, input: HostInput & { mode?: 'fast' | 'immediate' }): Promise<void> {
   assertHost(deps, input);
   if (await isRunning(deps)) await pgCtl(deps, ['stop', '-m', input.mode ?? 'fast', '-w', '-t', '600']);
-}
-
-/** The lab's settings file as the host writes it: sorted, numbers bare, everything else quoted. */
-export function renderConf(settings: Record<string, string>): string {
-  const lines = Object.entries(settings)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k} = ${/^-?\d+(\.\d+)?$/.test(v) ? v : quoteLiteral(v)}`);
-  return `# Written by Storage Lab on every configure; edit the spec, not this file.\n${lines.join('\n')}\n`;
 }
 
 /**

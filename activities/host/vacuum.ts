@@ -7,14 +7,14 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from 'pg';
-import type { VacuumPhaseResult } from '../../common/diagnostics';
-import { FAILURE_TYPES } from '../../common/errors';
-import { connectLocal } from '../lib/pg';
-import { etaSeconds, every, progressReporter, type ReportProgress } from '../lib/progress';
-import { parseVacuumVerbose } from '../parsers/vacuum';
+import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import { FAILURE_TYPES } from '../../common/core/errors';
+import { connectLocal } from '../../lib/pg';
+import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';
+import { parseVacuumVerbose } from '../../lib/parsers/vacuum';
 import { assertHost, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
-import { HostCounters } from './sampler';
+import { HostCounters } from '../../lib/sampler';
 
 export interface VacuumPhaseInput extends HostInput {
   /** Dead tuple bytes to produce, in MB of 2^20 bytes (as Postgres counts MB). */

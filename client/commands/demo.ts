@@ -1,5 +1,5 @@
 /** storage-lab demo: the main job. Starts the local services, runs local-quick end to end, says where to look. */
-import { devUp } from '../../infra/local-services';
+import { devUp } from '../local-services';
 import { runCommand } from './run';
 
 export async function demoCommand(opts: { preset: string }): Promise<void> {

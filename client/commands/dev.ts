@@ -1,5 +1,5 @@
 /** storage-lab dev up|down|status */
-import { devDown, devStatus, devUp } from '../../infra/local-services';
+import { devDown, devStatus, devUp } from '../local-services';
 
 export async function devUpCommand(): Promise<void> {
   const ep = await devUp();

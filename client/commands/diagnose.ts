@@ -6,12 +6,13 @@
  * may hold a password and name a socket directory, and what it leaves out comes from the user's libpq environment.
  */
 import { writeFile } from 'node:fs/promises';
-import { formatSpecProblems } from '../../common/errors';
-import { parseDiagnoseInput, verdictLine, type DiagnoseCapture } from '../../common/diagnose';
-import { captureDiagnosis } from '../../activities/diagnose/capture';
-import { ConnectError, NotReadOnlyError } from '../../activities/diagnose/connect';
-import { captureHtml, captureText } from '../../activities/diagnose/report';
-import { captureHistory, type CaptureIndexEntry } from '../../activities/diagnose/store';
+import { formatSpecProblems } from '../../common/core/errors';
+import { verdictLine, type DiagnoseCapture } from '../../common/results/diagnose-capture';
+import { parseDiagnoseInput } from '../../common/input/diagnose';
+import { captureDiagnosis } from '../../lib/diagnose/capture';
+import { ConnectError, NotReadOnlyError } from '../../lib/diagnose/connect';
+import { captureHtml, captureText } from '../../analysis/report/diagnose';
+import { captureHistory, type CaptureIndexEntry } from '../../analysis/diagnose-captures';
 import { UserError } from '../errors';
 import { printTable } from '../table';
 import { resultsStore } from './report';

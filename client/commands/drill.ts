@@ -6,19 +6,19 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runFolderName } from '../../activities/control/results-store';
-import { checkDrillWithTools } from '../../activities/control/spec-checks';
-import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/drill-result';
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { WORKFLOW_TYPES } from '../../common/names';
-import { labPaths } from '../../infra/lab-paths';
-import { restoreSection, failoverSection, toolComparisonTable } from '../../activities/control/report/drills-markdown';
+import { runFolderName } from '../../lib/results-store';
+import { checkDrillWithTools } from '../../lib/spec-checks';
+import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import { labPaths } from '../../lib/lab-paths';
+import { restoreSection, failoverSection, toolComparisonTable } from '../../analysis/report/drills-markdown';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
 import { buildInput, refuseToolProblems, resolveOrUserError, timestampedId, type SpecFlags } from '../spec-input';
 import { failureMessage } from '../../workflows/failures';
-import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/tool-comparison';
+import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/input/tool-comparison';
 import { controlTaskQueue } from '../../worker/env';
 
 export type DrillKind = 'restore' | 'failover';

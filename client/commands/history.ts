@@ -3,11 +3,11 @@
  * results store (the lab's folder, or S3 with STORAGE_LAB_AWS=1). `history pin RUN...` fixes the baseline of a
  * preset and environment, `history unpin RUN...` releases it.
  */
-import { historyEntry, RunHistory, type HistoryEntry } from '../../activities/control/history';
-import { runSpread } from '../../activities/control/verdict';
-import type { ResultsStore } from '../../activities/control/results-store';
-import type { ExperimentResult } from '../../common/result';
-import { median } from '../../common/stats';
+import { historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
+import { runSpread } from '../../analysis/regression-verdict';
+import type { ResultsStore } from '../../lib/results-store';
+import type { ExperimentResult } from '../../common/results/result';
+import { median } from '../../common/core/stats';
 import { UserError } from '../errors';
 import { printTable } from '../table';
 import { resultsStore } from './report';

@@ -1,13 +1,13 @@
 /**
  * storage-lab predict --from RUN_ID|FILE --target JSON: TPS and mean / p95 latency of a measured workload on other
- * storage and hosts (common/predict.ts). --from takes a run id (its result.json in the results store), a result.json
+ * storage and hosts (common/model/predict.ts). --from takes a run id (its result.json in the results store), a result.json
  * file, or a diagnose capture (storage-lab diagnose --json > capture.json). --reference predicts each class of the
  * published reference from the other's figures and prints them beside the published TPS.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { CAPTURE_KIND, type DiagnoseCapture } from '../../common/diagnose';
-import { demandsFromCapture, demandsFromClass } from '../../common/demands';
-import { formatSpecProblems } from '../../common/errors';
+import { CAPTURE_KIND, type DiagnoseCapture } from '../../common/results/diagnose-capture';
+import { demandsFromCapture, demandsFromClass } from '../../common/model/demands';
+import { formatSpecProblems } from '../../common/core/errors';
 import {
   describeTarget,
   predict,
@@ -18,10 +18,10 @@ import {
   type Prediction,
   type SourceCheck,
   type WorkloadDemands,
-} from '../../common/predict';
-import { referenceChecks, referenceDemands } from '../../common/predict-reference';
-import type { ExperimentResult } from '../../common/result';
-import { toProblem } from '../../common/spec';
+} from '../../common/model/predict';
+import { referenceChecks, referenceDemands } from '../../common/model/predict-reference';
+import type { ExperimentResult } from '../../common/results/result';
+import { toProblem } from '../../common/input/spec';
 import { UserError } from '../errors';
 import { resultsStore } from './report';
 

@@ -1,10 +1,10 @@
 /** storage-lab report RUN: renders report.md and report.html again from the run's stored result.json (its predictions computed again). */
 import path from 'node:path';
-import { DirResultsStore, type ResultsStore } from '../../activities/control/results-store';
-import { REPORT_FILES, writeReports } from '../../activities/control/report';
-import { runPredictions } from '../../activities/control/predictions';
-import type { ExperimentResult } from '../../common/result';
-import { labPaths } from '../../infra/lab-paths';
+import { DirResultsStore, type ResultsStore } from '../../lib/results-store';
+import { REPORT_FILES, writeReports } from '../../analysis/report';
+import { runPredictions } from '../../analysis/predictions';
+import type { ExperimentResult } from '../../common/results/result';
+import { labPaths } from '../../lib/lab-paths';
 import { UserError } from '../errors';
 
 export interface ReportFlags {
@@ -17,8 +17,8 @@ export async function resultsStore(flags: ReportFlags = {}): Promise<ResultsStor
   // The AWS modules load only when asked for: the SDK is slow to require.
   const aws = flags.resultsDir || !process.env.STORAGE_LAB_AWS ? null : (await import('../../worker/aws-setup')).awsEnv();
   if (!aws) return new DirResultsStore(path.resolve(flags.resultsDir ?? labPaths().resultsDir));
-  const { awsClients } = await import('../../infra/providers/aws/aws-clients');
-  const { S3ResultsStore } = await import('../../activities/control/s3-results-store');
+  const { awsClients } = await import('../../lib/aws-clients');
+  const { S3ResultsStore } = await import('../../lib/s3-results-store');
   const { s3 } = awsClients({ region: aws.region, endpoint: aws.endpoint });
   return new S3ResultsStore(s3, { bucket: aws.bucket, prefix: aws.resultsPrefix, kmsKeyId: aws.kmsKeyId });
 }

@@ -1,14 +1,14 @@
 /** storage-lab run: validate here, start the experiment workflow, optionally watch it and copy its results. */
 import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { awsRunProblems } from '../../common/aws';
-import { estimateCost, formatCost } from '../../common/cost';
-import { WORKFLOW_TYPES } from '../../common/names';
-import { planRun } from '../../common/plan';
-import type { ExperimentSpec } from '../../common/spec';
-import { labPaths } from '../../infra/lab-paths';
-import { runFolderName } from '../../activities/control/results-store';
-import { checkExperimentWithTools } from '../../activities/control/spec-checks';
+import { awsRunProblems } from '../../common/input/aws';
+import { estimateCost, formatCost } from '../../common/input/cost';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import { planRun } from '../../common/input/plan';
+import type { ExperimentSpec } from '../../common/input/spec';
+import { labPaths } from '../../lib/lab-paths';
+import { runFolderName } from '../../lib/results-store';
+import { checkExperimentWithTools } from '../../lib/spec-checks';
 import type { ExperimentSummary } from '../../workflows/experiment-workflow';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';

@@ -9,14 +9,14 @@ import {
   ScheduleOverlapPolicy,
   type ScheduleExecutionActionResult,
 } from '@temporalio/client';
-import { checkDrillWithTools, checkExperimentWithTools } from '../../activities/control/spec-checks';
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { formatSpecProblems } from '../../common/errors';
-import { WORKFLOW_TYPES } from '../../common/names';
-import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/regression';
+import { checkDrillWithTools, checkExperimentWithTools } from '../../lib/spec-checks';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { formatSpecProblems } from '../../common/core/errors';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/input/regression-options';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl, type LabClient } from '../connection';
-import { resolveDiagnoseInput } from '../../common/diagnose';
+import { resolveDiagnoseInput } from '../../common/input/diagnose';
 import { UserError } from '../errors';
 import { printTable } from '../table';
 import { buildInput, refuseToolProblems, resolveOrUserError, validateInput, type SpecFlags } from '../spec-input';

@@ -1,6 +1,6 @@
 /** storage-lab sweep: runs the sweeper workflow on the control worker and prints what it removed (or would). */
-import { WORKFLOW_TYPES } from '../../common/names';
-import type { SweepDecision } from '../../common/sweep';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import type { SweepDecision } from '../../common/core/sweep';
 import type { SweepReport } from '../../workflows/sweeper-workflow';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';

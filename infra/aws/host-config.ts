@@ -6,10 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { registerLabRoot, writeLabFile } from '../lab-fs';
-import { findPostgresBinDir } from '../postgres-binaries';
-import type { HostConfig } from '../providers/host-provider';
-import { deviceOfPath } from '../providers/local/block-devices';
+import { registerLabRoot, writeLabFile } from '../../lib/lab-fs';
+import { findPostgresBinDir } from '../../lib/postgres-binaries';
+import type { HostConfig } from '../../common/core/hosts';
+import { deviceOfPath } from '../../lib/block-devices';
 
 /** Facts about the instance, found at boot. */
 export interface InstanceFacts {

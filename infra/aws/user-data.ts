@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONTROL_CHARACTER } from '../../common/spec-fields';
-import { PROJECT_ROOT } from '../lab-paths';
+import { CONTROL_CHARACTER } from '../../common/input/fields';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 /** What the bootstrap of one host needs to know. Empty strings mean "not set". */
 export interface UserDataValues {

@@ -6,10 +6,10 @@ import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, closeSync } from 'node:fs';
 import path from 'node:path';
-import { SEARCH_ATTRIBUTES } from '../../common/names';
-import { openLabFile, registerLabRoot } from '../lab-fs';
-import { labPaths } from '../lab-paths';
-import { freePort } from '../net';
+import { SEARCH_ATTRIBUTES } from '../../common/core/names';
+import { openLabFile, registerLabRoot } from '../../lib/lab-fs';
+import { labPaths } from '../../lib/lab-paths';
+import { freePort } from '../../lib/net';
 
 /** The Temporal CLI tag the project builds (later tags carry a go.mod `replace` and cannot be go-installed). */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';

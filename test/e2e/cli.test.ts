@@ -5,8 +5,8 @@
  */
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { runProcess } from '../../activities/lib/process-runner';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { runProcess } from '../../lib/process-runner';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { freePort } from '../helpers/ports';
 
 const cli = path.join(PROJECT_ROOT, 'dist/client/cli.js');

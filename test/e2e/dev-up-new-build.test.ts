@@ -8,9 +8,9 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { chmodSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
-import { runProcess } from '../../activities/lib/process-runner';
-import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/names';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { runProcess } from '../../lib/process-runner';
+import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/core/names';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { freePort } from '../helpers/ports';
 

@@ -7,12 +7,12 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runFolderName } from '../../activities/control/results-store';
-import { runProcess } from '../../activities/lib/process-runner';
-import type { RestoreDrillResult, RestoreToolComparison } from '../../common/drill-result';
-import { hostIdFor } from '../../common/ids';
-import { comparedDrillId } from '../../common/tool-comparison';
-import { PROJECT_ROOT, backupsDirFor } from '../../infra/lab-paths';
+import { runFolderName } from '../../lib/results-store';
+import { runProcess } from '../../lib/process-runner';
+import type { RestoreDrillResult, RestoreToolComparison } from '../../common/results/drill-result';
+import { hostIdFor } from '../../common/core/ids';
+import { comparedDrillId } from '../../common/input/tool-comparison';
+import { PROJECT_ROOT, backupsDirFor } from '../../lib/lab-paths';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { serverAddress } from '../helpers/temporal';
 

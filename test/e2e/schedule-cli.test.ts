@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ScheduleNotFoundError } from '@temporalio/client';
-import { hostIdFor } from '../../common/ids';
+import { hostIdFor } from '../../common/core/ids';
 import type { NightlyRegressionSummary } from '../../workflows/nightly-regression-workflow';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { serverAddress, uniqueId } from '../helpers/temporal';

@@ -8,8 +8,8 @@ import type { Client } from '@temporalio/client';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runFolderName } from '../../activities/control/results-store';
-import { hostIdFor } from '../../common/ids';
+import { runFolderName } from '../../lib/results-store';
+import { hostIdFor } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { startTestLab, type TestLab } from '../helpers/lab';
 

@@ -6,8 +6,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { hostIdFor } from '../../common/ids';
-import { WORKFLOW_TYPES } from '../../common/names';
+import { hostIdFor } from '../../common/core/ids';
+import { WORKFLOW_TYPES } from '../../common/core/names';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { artifactPath, launchChromium, type Browser } from '../helpers/browser';
 import { startTestLab, type TestLab } from '../helpers/lab';

@@ -8,11 +8,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { toolProcesses } from '../../activities/host/leftovers';
-import { withConnection } from '../../activities/lib/pg';
-import { hostIdFor } from '../../common/ids';
-import { WORKLOAD_ROLE } from '../../common/names';
-import { CLIENT_OS_USER, lookupUser } from '../../infra/postgres-binaries';
-import type { HostConfig } from '../../infra/providers/host-provider';
+import { withConnection } from '../../lib/pg';
+import { hostIdFor } from '../../common/core/ids';
+import { WORKLOAD_ROLE } from '../../common/core/names';
+import { CLIENT_OS_USER, lookupUser } from '../../lib/postgres-binaries';
+import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, waitForActivity } from '../helpers/faults';
 import { agentPids, startTestLab, type TestLab } from '../helpers/lab';

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { hostIdFor } from '../../common/ids';
+import { hostIdFor } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, waitForActivity } from '../helpers/faults';
 import { startTestLab, type TestLab } from '../helpers/lab';

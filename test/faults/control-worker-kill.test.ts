@@ -6,7 +6,7 @@
  * writeResults (the results are written, the completion is lost). Host activities run on the host's agent and are
  * caught while pending: configure, load, warm-up, TPS run.
  */
-import { hostIdFor } from '../../common/ids';
+import { hostIdFor } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { startControlProcess, type ControlProcess } from '../helpers/control-process';
 import { readResult, SMALL_GP3, waitForActivity } from '../helpers/faults';

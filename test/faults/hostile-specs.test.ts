@@ -10,9 +10,9 @@ import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@tempor
 import { temporal } from '@temporalio/proto';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runProcess } from '../../activities/lib/process-runner';
-import { WORKFLOW_TYPES } from '../../common/names';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { runProcess } from '../../lib/process-runner';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { temporalBinary } from '../../infra/temporal/dev-server';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { serverAddress, uniqueId } from '../helpers/temporal';

@@ -5,7 +5,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { hostIdFor } from '../../common/ids';
+import { hostIdFor } from '../../common/core/ids';
 import { startDevServer, startThrowawayServer, type DevServer, type DevServerOptions } from '../../infra/temporal/dev-server';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, SMALL_GP3, waitForActivity } from '../helpers/faults';

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { hostIdFor } from '../../common/ids';
+import { hostIdFor } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { SMALL_GP3, waitForActivity } from '../helpers/faults';
 import { startTestLab, type TestLab } from '../helpers/lab';

@@ -4,16 +4,17 @@
  * workflow makes them; and, for workflow tests only, a provider whose EC2 side runs on moto while the host
  * itself is a local one (moto boots no machine), so the whole path but the VM runs.
  */
-import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/spec';
+import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/input/spec';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
-import type { HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../../infra/providers/host-provider';
+import type { HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
+import type { HostProvider } from '../../infra/providers/host-provider';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
-import { PROJECT_ROOT, type LabPaths } from '../../infra/lab-paths';
+import { PROJECT_ROOT, type LabPaths } from '../../lib/lab-paths';
 import path from 'node:path';
 import { serverAddress } from './temporal';
 import { planClusters } from '../../workflows/experiment-workflow';
 import { awsControlSetup, type AwsEnv } from '../../worker/aws-setup';
-import type { AwsClients } from '../../infra/providers/aws/aws-clients';
+import type { AwsClients } from '../../lib/aws-clients';
 import { DEFAULT_AWS_POLICY, type AwsPolicy } from '../../infra/providers/aws/policy';
 import { startMoto, type Moto, type MotoNetwork } from './moto';
 

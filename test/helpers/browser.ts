@@ -6,7 +6,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 export const CHROMIUM = '/usr/bin/chromium';
 

@@ -1,5 +1,5 @@
-import type { HostRecord, HostRequest } from '../../infra/providers/host-provider';
-import { hostTaskQueue } from '../../common/names';
+import type { HostRecord, HostRequest } from '../../common/core/hosts';
+import { hostTaskQueue } from '../../common/core/names';
 
 /** What a mocked provisionHost returns: the host as asked for, on loopback, with nothing enforced but its memory. */
 export function fakeHostRecord(request: HostRequest): HostRecord {

@@ -10,7 +10,7 @@ import { Context } from '@temporalio/activity';
 import { NativeConnection } from '@temporalio/worker';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { labPaths } from '../../infra/lab-paths';
+import { labPaths } from '../../lib/lab-paths';
 import { startControlWorker } from '../../worker/control-worker';
 import { connectionOptions, controlTaskQueue, temporalEnv } from '../../worker/env';
 

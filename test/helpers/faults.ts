@@ -2,8 +2,8 @@
 import type { Client } from '@temporalio/client';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { runFolderName } from '../../activities/control/results-store';
-import type { ExperimentResult } from '../../common/result';
+import { runFolderName } from '../../lib/results-store';
+import type { ExperimentResult } from '../../common/results/result';
 import type { TestLab } from './lab';
 
 /** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no VACUUM/backlog phases. */

@@ -7,9 +7,9 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { WORKFLOW_TYPES } from '../../common/names';
-import { labPaths, type LabPaths } from '../../infra/lab-paths';
-import { detectCgroups, hostCgroupPaths } from '../../infra/providers/local/cgroups';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import { labPaths, type LabPaths } from '../../lib/lab-paths';
+import { detectCgroups, hostCgroupPaths } from '../../lib/cgroups';
 import { startControlWorker, type ControlWorkerOptions } from '../../worker/control-worker';
 import { connect, serverAddress, uniqueId, workflowBundle } from './temporal';
 

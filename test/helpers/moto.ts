@@ -9,9 +9,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RESOURCE_TAGS } from '../../common/names';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
-import { awsClients, type AwsClients, type AwsConnection } from '../../infra/providers/aws/aws-clients';
+import { RESOURCE_TAGS } from '../../common/core/names';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
+import { awsClients, type AwsClients, type AwsConnection } from '../../lib/aws-clients';
 import { freePort } from './ports';
 
 export const MOTO_SERVER = path.join(PROJECT_ROOT, '.cache', 'venv', 'bin', 'moto_server');

@@ -1,2 +1,2 @@
 /** Free TCP ports on 127.0.0.1 for servers a test starts. */
-export { freePort } from '../../infra/net';
+export { freePort } from '../../lib/net';

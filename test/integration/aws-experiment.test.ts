@@ -7,12 +7,12 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { DescribeInstancesCommand } from '@aws-sdk/client-ec2';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { runFolderName } from '../../activities/control/results-store';
-import type { S3ResultsStore } from '../../activities/control/s3-results-store';
-import type { RunCost } from '../../common/cost';
-import { hostIdFor } from '../../common/ids';
-import { RESOURCE_TAGS } from '../../common/names';
-import type { ExperimentResult } from '../../common/result';
+import { runFolderName } from '../../lib/results-store';
+import type { S3ResultsStore } from '../../lib/s3-results-store';
+import type { RunCost } from '../../common/input/cost';
+import { hostIdFor } from '../../common/core/ids';
+import { RESOURCE_TAGS } from '../../common/core/names';
+import type { ExperimentResult } from '../../common/results/result';
 import { awsInput, Ec2WithLocalHosts, localProviderFor, startAwsTestbed, TEST_BUCKET, type AwsTestbed } from '../helpers/aws-lab';
 import { startTestLab, type TestLab } from '../helpers/lab';
 

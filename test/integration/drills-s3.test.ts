@@ -9,10 +9,10 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runFolderName } from '../../activities/control/results-store';
-import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/drill-result';
-import { hostIdFor } from '../../common/ids';
-import { WORKFLOW_TYPES } from '../../common/names';
+import { runFolderName } from '../../lib/results-store';
+import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/results/drill-result';
+import { hostIdFor } from '../../common/core/ids';
+import { WORKFLOW_TYPES } from '../../common/core/names';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { startMoto, type Moto } from '../helpers/moto';
 import { uniqueId } from '../helpers/temporal';

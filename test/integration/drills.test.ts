@@ -9,12 +9,12 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { backupsDirFor } from '../../infra/lab-paths';
-import { runFolderName } from '../../activities/control/results-store';
-import { WalG } from '../../activities/lib/walg';
-import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/drill-result';
-import { hostIdFor } from '../../common/ids';
-import { WORKFLOW_TYPES } from '../../common/names';
+import { backupsDirFor } from '../../lib/lab-paths';
+import { runFolderName } from '../../lib/results-store';
+import { WalG } from '../../lib/walg';
+import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/results/drill-result';
+import { hostIdFor } from '../../common/core/ids';
+import { WORKFLOW_TYPES } from '../../common/core/names';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
 

@@ -2,11 +2,11 @@
  * The run history over the S3 results store (moto's server on 127.0.0.1): the same index, baseline and pins as in
  * a folder, so a lab on AWS compares nightly runs the same way.
  */
-import { aggregate } from '../../activities/control/aggregate';
-import { historyEntry, RunHistory } from '../../activities/control/history';
-import { S3ResultsStore } from '../../activities/control/s3-results-store';
-import type { ClusterResult } from '../../common/result';
-import { resolveSpec } from '../../common/spec';
+import { aggregate } from '../../analysis/aggregate';
+import { historyEntry, RunHistory } from '../../analysis/history';
+import { S3ResultsStore } from '../../lib/s3-results-store';
+import type { ClusterResult } from '../../common/results/result';
+import { resolveSpec } from '../../common/input/spec';
 import { startMoto, type Moto } from '../helpers/moto';
 
 const BUCKET = 'history-test';

@@ -5,9 +5,9 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runFolderName } from '../../activities/control/results-store';
-import { hostIdFor } from '../../common/ids';
-import type { ExperimentResult } from '../../common/result';
+import { runFolderName } from '../../lib/results-store';
+import { hostIdFor } from '../../common/core/ids';
+import type { ExperimentResult } from '../../common/results/result';
 import { readProgress } from '../../client/progress-view';
 import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
 

@@ -7,10 +7,10 @@ import { runBacklogPhase } from '../../activities/host/backlog';
 import { loadData } from '../../activities/host/load';
 import { runPgbench } from '../../activities/host/pgbench';
 import { runVacuumPhase } from '../../activities/host/vacuum';
-import type { VacuumPhaseResult } from '../../common/diagnostics';
-import { withConnection } from '../../activities/lib/pg';
-import { latencyBreakdown } from '../../common/breakdown';
-import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
+import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import { withConnection } from '../../lib/pg';
+import { latencyBreakdown } from '../../common/results/breakdown';
+import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
 
 const SETTINGS = {

@@ -6,9 +6,10 @@
 import type { Client } from '@temporalio/client';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { hostIdFor } from '../../common/ids';
-import { WORKFLOW_TYPES } from '../../common/names';
-import type { HostProvider, HostRequest } from '../../infra/providers/host-provider';
+import { hostIdFor } from '../../common/core/ids';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import type { HostRequest } from '../../common/core/hosts';
+import type { HostProvider } from '../../infra/providers/host-provider';
 import type { LocalProvider } from '../../infra/providers/local/local-provider';
 import type { SweepReport } from '../../workflows/sweeper-workflow';
 import { awsSpec, hostRequests, localProviderFor, NVME_ONLY, startAwsTestbed, type AwsTestbed } from '../helpers/aws-lab';

@@ -18,17 +18,17 @@ import {
   restoreBackup,
   takeBackup,
 } from '../../activities/host/backup';
-import { markTarget, verifyRestore, waitForArchive, writeHistory } from '../../activities/host/drills';
+import { markTarget, verifyRestore, waitForArchive, writeHistory } from '../../activities/host/restore-drill';
 import { loadData } from '../../activities/host/load';
 import { configurePostgres, stopPostgres } from '../../activities/host/postgres';
-import { withConnection } from '../../activities/lib/pg';
-import type { RecoveryTarget } from '../../activities/lib/backup-tool';
-import { findWalg, WalG } from '../../activities/lib/walg';
-import type { ResolvedBackupStore } from '../../common/backup-store';
-import type { BackupInfo, RestoreTarget } from '../../common/drill-result';
-import { parseSegmentName, segmentOfLsn } from '../../common/lsn';
-import { registerLabRoot } from '../../infra/lab-fs';
-import { postgresOsUser } from '../../infra/postgres-binaries';
+import { withConnection } from '../../lib/pg';
+import type { RecoveryTarget } from '../../lib/backup-tool';
+import { findWalg, WalG } from '../../lib/walg';
+import type { ResolvedBackupStore } from '../../common/input/backup-store';
+import type { BackupInfo, RestoreTarget } from '../../common/results/drill-result';
+import { parseSegmentName, segmentOfLsn } from '../../common/core/lsn';
+import { registerLabRoot } from '../../lib/lab-fs';
+import { postgresOsUser } from '../../lib/postgres-binaries';
 import { startMoto, type Moto } from '../helpers/moto';
 
 const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };

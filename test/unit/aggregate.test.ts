@@ -1,6 +1,6 @@
-import { aggregate, median, pgbenchConsistencyChecks, speedup } from '../../activities/control/aggregate';
-import type { ClusterResult, TpsRun } from '../../common/result';
-import { resolveSpec } from '../../common/spec';
+import { aggregate, median, pgbenchConsistencyChecks, speedup } from '../../analysis/aggregate';
+import type { ClusterResult, TpsRun } from '../../common/results/result';
+import { resolveSpec } from '../../common/input/spec';
 
 const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 interface Statement {
   Sid: string;
@@ -37,7 +37,7 @@ describe('IAM policies', () => {
     const used = [
       ...actionsOf('infra/providers/aws/ec2-provider.ts'),
       ...actionsOf('infra/providers/aws/agent-package.ts'),
-      ...actionsOf('activities/control/s3-results-store.ts'),
+      ...actionsOf('lib/s3-results-store.ts'),
     ];
     expect(used).toEqual(expect.arrayContaining(['ec2:RunInstances', 'ec2:CreateVolume', 's3:PutObject', 'ssm:GetParameter']));
     expect(used.filter((a) => !allowed(control, a))).toEqual([]);

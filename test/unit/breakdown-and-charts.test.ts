@@ -1,13 +1,13 @@
 /** The latency breakdown, the diagnosis checks and the SVG charts: pure functions on made-up but plausible figures. */
-import { ABOVE_CAP, boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../activities/control/diagnosis';
-import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../activities/control/report/fidelity';
-import { markdownToHtml, renderHtml } from '../../activities/control/report/html';
-import { barChart, escapeXml, lineChart, niceTicks } from '../../activities/control/report/svg-charts';
-import { aggregate } from '../../activities/control/aggregate';
-import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/breakdown';
-import type { Diagnostics } from '../../common/diagnostics';
-import type { ClassResult, ClusterResult } from '../../common/result';
-import { resolveSpec } from '../../common/spec';
+import { ABOVE_CAP, boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../analysis/bottlenecks';
+import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../analysis/report/fidelity';
+import { markdownToHtml, renderHtml } from '../../analysis/report/html';
+import { barChart, escapeXml, lineChart, niceTicks } from '../../analysis/report/svg-charts';
+import { aggregate } from '../../analysis/aggregate';
+import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
+import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { ClassResult, ClusterResult } from '../../common/results/result';
+import { resolveSpec } from '../../common/input/spec';
 
 function diagnostics(waitEvents: Record<string, number>, over: Partial<Diagnostics> = {}): Diagnostics {
   const samples = 100;

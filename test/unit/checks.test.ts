@@ -2,11 +2,11 @@
  * Every self-check a result carries can fail: a complete, healthy run passes every check, and for each check a run
  * broken in the one way it guards against fails exactly it. A new check without a case here fails the last test.
  */
-import { aggregate, drillChecks } from '../../activities/control/aggregate';
-import { latencyBreakdown, waitClassShares } from '../../common/breakdown';
-import type { Diagnostics, DiagnosticsSecond } from '../../common/diagnostics';
-import type { Check, ClusterResult, ExperimentResult } from '../../common/result';
-import { resolveSpec } from '../../common/spec';
+import { aggregate, drillChecks } from '../../analysis/aggregate';
+import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
+import type { Diagnostics, DiagnosticsSecond } from '../../common/results/sampler-and-phases';
+import type { Check, ClusterResult, ExperimentResult } from '../../common/results/result';
+import { resolveSpec } from '../../common/input/spec';
 
 const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
 const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };

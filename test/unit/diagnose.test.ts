@@ -6,23 +6,15 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { blkioCounters, parseIoStat, parseMemoryStat } from '../../activities/parsers/cgroup';
-import { parsePgTestFsync } from '../../activities/parsers/pg-test-fsync';
+import { blkioCounters, parseIoStat, parseMemoryStat } from '../../lib/parsers/cgroup';
+import { parsePgTestFsync } from '../../lib/parsers/pg-test-fsync';
 import { parse as pgParse } from 'pg-connection-string';
-import { clientConfig } from '../../activities/diagnose/connect';
-import {
-  classify,
-  parseDiagnoseInput,
-  parseDsn,
-  redactDsn,
-  resolveDiagnoseInput,
-  verdictEvidence,
-  verdictGroupOf,
-  verdictLine,
-} from '../../common/diagnose';
-import type { Diagnostics } from '../../common/diagnostics';
-import { InvalidSpecError } from '../../common/spec';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { clientConfig } from '../../lib/diagnose/connect';
+import { classify, verdictEvidence, verdictGroupOf, verdictLine } from '../../common/results/diagnose-capture';
+import { parseDiagnoseInput, parseDsn, redactDsn, resolveDiagnoseInput } from '../../common/input/diagnose';
+import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import { InvalidSpecError } from '../../common/input/spec';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 const fixtures = path.join(PROJECT_ROOT, 'test', 'fixtures');
 const read = (...p: string[]) => readFileSync(path.join(fixtures, ...p), 'utf8');

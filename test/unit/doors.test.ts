@@ -6,10 +6,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { hostIdFor } from '../../common/ids';
-import { resolveFailoverDrill } from '../../common/drill-spec';
-import { resolveSpec, revalidateSpec } from '../../common/spec';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { hostIdFor } from '../../common/core/ids';
+import { resolveFailoverDrill } from '../../common/input/drill-spec';
+import { resolveSpec, revalidateSpec } from '../../common/input/spec';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { clusterInputAtDoor, clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { checkedWorkflowId, continuationProblem, type DoorInfo } from '../../workflows/doors';
 import { failoverContinuationSchema, isToolArchiveCommand } from '../../workflows/failover-drill-workflow';

@@ -2,13 +2,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { missingSegments } from '../../activities/host/backup';
-import { renderPgbackrestConfig } from '../../activities/lib/pgbackrest';
-import { parseAmcheck } from '../../activities/parsers/pg-amcheck';
-import { parseArchiveListing, parseInfo, parseVerify } from '../../activities/parsers/pgbackrest';
-import { isoTimestamp, parseRecoveryLog } from '../../activities/parsers/recovery-log';
-import { archiveCovers, archivedThroughLsn, compareLsn, lastArchivedSegment, lsnDiff, parseSegmentName, segmentArchived, segmentEndLsn, segmentOfLsn } from '../../common/lsn';
+import { renderPgbackrestConfig } from '../../lib/pgbackrest';
+import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
+import { parseArchiveListing, parseInfo, parseVerify } from '../../lib/parsers/pgbackrest';
+import { isoTimestamp, parseRecoveryLog } from '../../lib/parsers/recovery-log';
+import { archiveCovers, archivedThroughLsn, compareLsn, lastArchivedSegment, lsnDiff, parseSegmentName, segmentArchived, segmentEndLsn, segmentOfLsn } from '../../common/core/lsn';
 import { mostAdvanced, quorumOf, resumedState } from '../../workflows/failover-drill-workflow';
-import { resolveFailoverDrill } from '../../common/drill-spec';
+import { resolveFailoverDrill } from '../../common/input/drill-spec';
 
 const fixture = (tool: string, name: string) => readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'fixtures', tool, name), 'utf8');
 

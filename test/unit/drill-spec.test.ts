@@ -4,9 +4,9 @@ import {
   drillPostgresSettings,
   resolveFailoverDrill,
   resolveRestoreDrill,
-} from '../../common/drill-spec';
-import { PRESET_NAMES } from '../../common/presets';
-import { InvalidSpecError, resolveSpec } from '../../common/spec';
+} from '../../common/input/drill-spec';
+import { PRESET_NAMES } from '../../common/input/presets';
+import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {

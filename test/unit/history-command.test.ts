@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HISTORY_SCHEMA_VERSION, RunHistory, type HistoryEntry, type RunEnvironment } from '../../activities/control/history';
-import { DirResultsStore } from '../../activities/control/results-store';
+import { HISTORY_SCHEMA_VERSION, RunHistory, type HistoryEntry, type RunEnvironment } from '../../analysis/history';
+import { DirResultsStore } from '../../lib/results-store';
 import { historyCommand } from '../../client/commands/history';
 
 const environment: RunEnvironment = {

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { aggregate } from '../../activities/control/aggregate';
-import { environmentKey, historyEntry, RunHistory, type HistoryEntry } from '../../activities/control/history';
-import { DirResultsStore } from '../../activities/control/results-store';
-import type { ClusterResult } from '../../common/result';
-import { resolveSpec, type ExperimentInput } from '../../common/spec';
+import { aggregate } from '../../analysis/aggregate';
+import { environmentKey, historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
+import { DirResultsStore } from '../../lib/results-store';
+import type { ClusterResult } from '../../common/results/result';
+import { resolveSpec, type ExperimentInput } from '../../common/input/spec';
 
 const machine = { cpus: 2, memoryMiB: 24106, kernel: 'test', provider: 'local' };
 const gp3Only: ExperimentInput = {

@@ -1,8 +1,8 @@
-/** The one rule for ids that become path segments (common/ids.ts): every refusal, and the mapping of the lab's own ids. */
-import { CHILD_ID_ROOM, MAX_ID_LENGTH, UnsafeIdError, hostIdFor, runFolderName, safeSegment, segmentProblem, workflowIdProblem } from '../../common/ids';
+/** The one rule for ids that become path segments (common/core/ids.ts): every refusal, and the mapping of the lab's own ids. */
+import { CHILD_ID_ROOM, MAX_ID_LENGTH, UnsafeIdError, hostIdFor, runFolderName, safeSegment, segmentProblem, workflowIdProblem } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { drillWorkflowId } from '../../workflows/experiment-drills';
-import { comparedDrillId } from '../../common/tool-comparison';
+import { comparedDrillId } from '../../common/input/tool-comparison';
 
 describe('path segments', () => {
   it.each([

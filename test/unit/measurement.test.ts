@@ -1,4 +1,4 @@
-import { STALL_SECONDS, tpsStall } from '../../common/measurement';
+import { STALL_SECONDS, tpsStall } from '../../common/results/attempts';
 
 describe('stalled TPS runs', () => {
   it('finds the longest stretch of seconds without a transaction, 1-based as pgbench counts', () => {

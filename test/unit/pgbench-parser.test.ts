@@ -6,8 +6,8 @@ import {
   parseProgressLine,
   parseSummary,
   parseTransactionLogLine,
-} from '../../activities/parsers/pgbench';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+} from '../../lib/parsers/pgbench';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 const fixture = (name: string) => readFileSync(path.join(PROJECT_ROOT, 'test/fixtures/pgbench-15', name), 'utf8');
 

@@ -1,10 +1,10 @@
 /** Parsers of the measured phases, on output captured from real tools (PostgreSQL 15, Linux 6.18). */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatSnapshot } from '../../activities/parsers/pg-stats';
-import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat } from '../../activities/parsers/proc';
-import { parseVacuumVerbose } from '../../activities/parsers/vacuum';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatSnapshot } from '../../lib/parsers/pg-stats';
+import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat } from '../../lib/parsers/proc';
+import { parseVacuumVerbose } from '../../lib/parsers/vacuum';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 const fixtures = path.join(PROJECT_ROOT, 'test', 'fixtures');
 const read = (...p: string[]) => readFileSync(path.join(fixtures, ...p), 'utf8');

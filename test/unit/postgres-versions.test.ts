@@ -2,11 +2,11 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { postgresSettings } from '../../common/postgres-settings';
-import { versionProblems } from '../../common/postgres-versions';
-import { InvalidSpecError, resolveSpec } from '../../common/spec';
-import { clientTool, findClientBinDir, findPostgresBinDir, installedPostgresMajors } from '../../infra/postgres-binaries';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { postgresSettings } from '../../common/input/postgres-settings';
+import { versionProblems } from '../../common/input/postgres-versions';
+import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
+import { clientTool, findClientBinDir, findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 
 function problemsOf(resolve: () => unknown): { path: string; message: string }[] {
   try {

@@ -1,5 +1,5 @@
 /**
- * The prediction model (common/predict.ts): exact MVA against hand-computed cases, the caps that bind, the cache
+ * The prediction model (common/model/predict.ts): exact MVA against hand-computed cases, the caps that bind, the cache
  * model, the background write window, the residuals and the source self-check, and the published reference
  * predicted from its own inputs (printed beside 1,734 and 16,030 TPS).
  */
@@ -16,9 +16,9 @@ import {
   sourceCheck,
   sourceResiduals,
   type WorkloadDemands,
-} from '../../common/predict';
-import { pgbenchIndexBytes, referenceChecks, referenceDemands, referenceTarget } from '../../common/predict-reference';
-import { REFERENCE } from '../../common/reference';
+} from '../../common/model/predict';
+import { pgbenchIndexBytes, referenceChecks, referenceDemands, referenceTarget } from '../../common/model/predict-reference';
+import { REFERENCE } from '../../common/results/reference';
 
 const GIB = 2 ** 30;
 

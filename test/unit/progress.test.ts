@@ -1,5 +1,5 @@
-import type { RunProgress } from '../../common/messages';
-import { childrenPercent, clusterPercent, progressMarkdown, runPercent } from '../../common/progress';
+import type { RunProgress } from '../../common/core/messages';
+import { childrenPercent, clusterPercent, progressMarkdown, runPercent } from '../../common/results/progress';
 import { describePhase } from '../../client/progress-view';
 
 const at = '2026-11-30T00:00:00.000Z';

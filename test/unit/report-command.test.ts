@@ -2,11 +2,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { aggregate } from '../../activities/control/aggregate';
-import { DirResultsStore } from '../../activities/control/results-store';
+import { aggregate } from '../../analysis/aggregate';
+import { DirResultsStore } from '../../lib/results-store';
 import { reportCommand } from '../../client/commands/report';
 import { UserError } from '../../client/errors';
-import { resolveSpec } from '../../common/spec';
+import { resolveSpec } from '../../common/input/spec';
 
 describe('storage-lab report', () => {
   let dir: string;

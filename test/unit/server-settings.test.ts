@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { REFUSED_SETTINGS, refusedSetting, refusedSettingsMarkdown } from '../../common/server-settings';
-import { InvalidSpecError, resolveSpec } from '../../common/spec';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { REFUSED_SETTINGS, refusedSetting, refusedSettingsMarkdown } from '../../common/input/server-settings';
+import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {

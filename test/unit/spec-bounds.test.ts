@@ -4,10 +4,10 @@
  * the settings and scripts that would log without bound are refused on their field.
  */
 import { z } from 'zod';
-import { costCeilingProblems, estimateCost, withPriceFloor } from '../../common/cost';
-import { FailoverDrillSpecSchema, RestoreDrillSpecSchema, resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { ExperimentSpecSchema, InvalidSpecError, LIST_PRICES_USD, resolveSpec, SPEC_LIMITS } from '../../common/spec';
-import { failoverLedgerBytes, pgbenchLogBytes, serverLogProblems } from '../../common/spec-rules';
+import { costCeilingProblems, estimateCost, withPriceFloor } from '../../common/input/cost';
+import { FailoverDrillSpecSchema, RestoreDrillSpecSchema, resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { ExperimentSpecSchema, InvalidSpecError, LIST_PRICES_USD, resolveSpec, SPEC_LIMITS } from '../../common/input/spec';
+import { failoverLedgerBytes, pgbenchLogBytes, serverLogProblems } from '../../common/input/rules';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {

@@ -3,9 +3,9 @@
  * good values pass, hostile ones (a newline, a path, a scheme, "..", an absolute folder) are refused on their field
  * with the expected form, in the experiment spec and both drills.
  */
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { InvalidSpecError, resolveSpec } from '../../common/spec';
-import { AMI_ID, ENDPOINT_URL, HOST_AND_PORT, S3_BUCKET, SAFE_RELATIVE_PATH } from '../../common/spec-fields';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
+import { AMI_ID, ENDPOINT_URL, HOST_AND_PORT, S3_BUCKET, SAFE_RELATIVE_PATH } from '../../common/input/fields';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {

@@ -1,7 +1,7 @@
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/drill-spec';
-import { PRESET_NAMES } from '../../common/presets';
-import { HOST_MEMORY, memoryProblems, perClientMiB } from '../../common/spec-rules';
-import { InvalidSpecError, resolveSpec, volumeBytes } from '../../common/spec';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { PRESET_NAMES } from '../../common/input/presets';
+import { HOST_MEMORY, memoryProblems, perClientMiB } from '../../common/input/rules';
+import { InvalidSpecError, resolveSpec, volumeBytes } from '../../common/input/spec';
 
 function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
   try {

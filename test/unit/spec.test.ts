@@ -1,5 +1,5 @@
-import { PRESET_NAMES } from '../../common/presets';
-import { InvalidSpecError, mergeSpec, resolveSpec } from '../../common/spec';
+import { PRESET_NAMES } from '../../common/input/presets';
+import { InvalidSpecError, mergeSpec, resolveSpec } from '../../common/input/spec';
 
 function problemsOf(input: unknown): { path: string; message: string }[] {
   try {

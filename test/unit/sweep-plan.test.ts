@@ -1,5 +1,5 @@
 /** The sweeper's judgement: what goes, what stays, and that a running, unexpired run's host always stays. */
-import { planSweep, runsToCheck, type SweepCandidate } from '../../common/sweep';
+import { planSweep, runsToCheck, type SweepCandidate } from '../../common/core/sweep';
 
 const now = '2026-03-01T12:00:00.000Z';
 const host = (hostId: string, runId: string, expiresAt: string | null, extra: Partial<SweepCandidate> = {}): SweepCandidate => ({

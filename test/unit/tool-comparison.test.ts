@@ -2,10 +2,10 @@
  * The tool comparison's pure parts: the input checked for every tool at once (each tool's problems, and a backup.tool
  * the comparison would override), each tool's drill input, a row from a drill's summary, and the one table.
  */
-import { toolComparisonTable } from '../../activities/control/report/drills-markdown';
-import { comparisonRow, type DrillSummary } from '../../common/drill-result';
-import { InvalidSpecError } from '../../common/spec';
-import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } from '../../common/tool-comparison';
+import { toolComparisonTable } from '../../analysis/report/drills-markdown';
+import { comparisonRow, type DrillSummary } from '../../common/results/drill-result';
+import { InvalidSpecError } from '../../common/input/spec';
+import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } from '../../common/input/tool-comparison';
 
 function problemsOf(input: unknown): { path: string; message: string }[] {
   try {

@@ -12,10 +12,10 @@ import {
   VERDICT_METHOD,
   type TpsUnit,
   type Verdict,
-} from '../../activities/control/verdict';
-import { verdictMarkdown } from '../../activities/control/report/verdict-markdown';
+} from '../../analysis/regression-verdict';
+import { verdictMarkdown } from '../../analysis/report/verdict-markdown';
 import { powerCeiling, SECOND_NOISE, simulateVerdicts, targetMet, wilsonInterval, type Decide, type SimulationCase } from '../../bench/verdict-error-rates';
-import { DEFAULT_VERDICT_OPTIONS, verdictOptionProblems, verdictOptions } from '../../common/regression';
+import { DEFAULT_VERDICT_OPTIONS, verdictOptionProblems, verdictOptions } from '../../common/input/regression-options';
 import {
   logGamma,
   mannWhitneyLowerTail,
@@ -25,7 +25,7 @@ import {
   seededRandom,
   studentTCdf,
   studentTQuantile,
-} from '../../common/stats';
+} from '../../common/core/stats';
 
 /** A deterministic "measured" series: a level with a wobble and a slow drift, as pgbench -P 1 shows. */
 function series(level: number, seconds: number, wobble: number, phase = 0): number[] {

@@ -1,8 +1,8 @@
 /** WAL-G's parsers on real output captured from WAL-G 3.0.8 with PostgreSQL 15, and the pure parts of the WalG tool. */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { renderPgbackrestConfig } from '../../activities/lib/pgbackrest';
-import { renderWalgConfig, walgRecoverySettings, walVerifyStartLsn } from '../../activities/lib/walg';
+import { renderPgbackrestConfig } from '../../lib/pgbackrest';
+import { renderWalgConfig, walgRecoverySettings, walVerifyStartLsn } from '../../lib/walg';
 import {
   archivedSegments,
   parseBackupList,
@@ -13,7 +13,7 @@ import {
   parseWalVerify,
   walgBackupInfo,
   walVerifyCheck,
-} from '../../activities/parsers/walg';
+} from '../../lib/parsers/walg';
 
 const fixture = (name: string) => readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'wal-g-3.0.8', name), 'utf8');
 

@@ -1,5 +1,5 @@
-import { RANDOM_UPDATE_SCRIPT } from '../../common/presets';
-import { metaCommandProblems, scriptProblems, scriptWrites } from '../../common/workload-script';
+import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';
+import { metaCommandProblems, scriptProblems, scriptWrites } from '../../common/input/workload-script';
 
 describe('workload scripts', () => {
   it('accepts the reference script and every documented in-database meta-command', () => {

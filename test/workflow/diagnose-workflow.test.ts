@@ -7,8 +7,9 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
-import type { DiagnoseInput, DiagnoseSummary } from '../../common/diagnose';
-import { SEARCH_ATTRIBUTES, WORKFLOW_TYPES } from '../../common/names';
+import type { DiagnoseSummary } from '../../common/results/diagnose-capture';
+import type { DiagnoseInput } from '../../common/input/diagnose';
+import { SEARCH_ATTRIBUTES, WORKFLOW_TYPES } from '../../common/core/names';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 const SECRET = 'pw-that-must-never-be-stored';

@@ -7,10 +7,10 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
-import type { RestoreDrillResult, RestoreToolComparison } from '../../common/drill-result';
-import { comparedDrillId } from '../../common/tool-comparison';
-import { hostIdFor } from '../../common/ids';
-import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/names';
+import type { RestoreDrillResult, RestoreToolComparison } from '../../common/results/drill-result';
+import { comparedDrillId } from '../../common/input/tool-comparison';
+import { hostIdFor } from '../../common/core/ids';
+import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 

@@ -11,8 +11,8 @@ import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@tempo
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { WORKFLOW_TYPES } from '../../common/names';
-import { PROJECT_ROOT } from '../../infra/lab-paths';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { workflowBundle } from '../helpers/temporal';
 
 const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');

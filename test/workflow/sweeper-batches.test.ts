@@ -8,8 +8,8 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import type { ControlActivities } from '../../activities/control';
-import { WORKFLOW_TYPES } from '../../common/names';
-import type { SweepCandidate } from '../../common/sweep';
+import { WORKFLOW_TYPES } from '../../common/core/names';
+import type { SweepCandidate } from '../../common/core/sweep';
 import { REMOVALS_PER_EXECUTION, type SweepReport } from '../../workflows/sweeper-workflow';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 

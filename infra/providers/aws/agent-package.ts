@@ -10,12 +10,12 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runProcess } from '../../../activities/lib/process-runner';
-import { findWalg } from '../../../activities/lib/walg';
-import { parseWalgVersion } from '../../../activities/parsers/walg';
-import { makeScratchDir, removeLabTree } from '../../lab-fs';
-import { PROJECT_ROOT } from '../../lab-paths';
-import { awsErrorCode } from './aws-clients';
+import { runProcess } from '../../../lib/process-runner';
+import { findWalg } from '../../../lib/walg';
+import { parseWalgVersion } from '../../../lib/parsers/walg';
+import { makeScratchDir, removeLabTree } from '../../../lib/lab-fs';
+import { PROJECT_ROOT } from '../../../lib/lab-paths';
+import { awsErrorCode } from '../../../lib/aws-clients';
 
 /** A tool binary a host fetches beside the agent: its key, its sha256, its version and the CPU it runs on (Node's name). */
 export interface ToolBinaryRef {

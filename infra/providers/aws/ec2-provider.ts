@@ -32,17 +32,18 @@ import {
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
-import { dataVolumeGiB } from '../../../common/aws';
-import { costCeilingProblems, withPriceFloor } from '../../../common/cost';
-import { FAILURE_TYPES } from '../../../common/errors';
-import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/names';
-import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/spec';
-import { AMI_ID } from '../../../common/spec-fields';
-import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/spec-rules';
+import { dataVolumeGiB } from '../../../common/input/aws';
+import { costCeilingProblems, withPriceFloor } from '../../../common/input/cost';
+import { FAILURE_TYPES } from '../../../common/core/errors';
+import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/core/names';
+import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/input/spec';
+import { AMI_ID } from '../../../common/input/fields';
+import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
-import type { HostConfig, HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
+import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostProvider } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
-import { awsErrorCode, callAws, type AwsClients } from './aws-clients';
+import { awsErrorCode, callAws, type AwsClients } from '../../../lib/aws-clients';
 import type { AwsPolicy } from './policy';
 
 /** Instance states of a host that exists (terminated and shutting-down ones are gone, or going). */

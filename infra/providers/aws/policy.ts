@@ -9,8 +9,8 @@
  *                                    prices the ceiling is reckoned at (default m6id.4xlarge=0.9492)
  *   STORAGE_LAB_AWS_TEMPORAL_ADDRESS host:port the host agents dial (default: the control worker's TEMPORAL_ADDRESS)
  */
-import { HOST_AND_PORT, INSTANCE_TYPE } from '../../../common/spec-fields';
-import { LIST_PRICES_USD, SPEC_LIMITS } from '../../../common/spec';
+import { HOST_AND_PORT, INSTANCE_TYPE } from '../../../common/input/fields';
+import { LIST_PRICES_USD, SPEC_LIMITS } from '../../../common/input/spec';
 
 /** The operator's rules for runs on AWS. */
 export interface AwsPolicy {

@@ -8,15 +8,16 @@ import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { safeSegment } from '../../../common/ids';
-import { classLimits } from '../../../common/spec';
-import { hostTaskQueue } from '../../../common/names';
+import { safeSegment } from '../../../common/core/ids';
+import { classLimits } from '../../../common/input/spec';
+import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
-import { LabPathError, chownLab, makeLabDir, openLabFile, registerLabRoot, removeLabTree, writeLabFile } from '../../lab-fs';
-import { backupsDirFor, ensureDir, hostsKeyFile, traversableByOthers } from '../../lab-paths';
-import { freePort } from '../../net';
-import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../postgres-binaries';
-import type { HostConfig, HostDiagnosis, HostProvider, HostRecord, HostRequest, ManagedHost } from '../host-provider';
+import { LabPathError, chownLab, makeLabDir, openLabFile, registerLabRoot, removeLabTree, writeLabFile } from '../../../lib/lab-fs';
+import { backupsDirFor, ensureDir, hostsKeyFile, traversableByOthers } from '../../../lib/lab-paths';
+import { freePort } from '../../../lib/net';
+import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../../lib/postgres-binaries';
+import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostProvider } from '../host-provider';
 import {
   createHostCgroup,
   detectCgroups,
@@ -27,8 +28,8 @@ import {
   removeHostCgroup,
   setIoLimits,
   type HostCgroup,
-} from './cgroups';
-import { createLoopVolume, deviceOfPath, detachLoop, loopsBackedBy, unmount } from './block-devices';
+} from '../../../lib/cgroups';
+import { createLoopVolume, deviceOfPath, detachLoop, loopsBackedBy, unmount } from '../../../lib/block-devices';
 
 /** Extra room on an emulated volume beyond what the workflow asked for (file system overhead, WAL bursts). */
 const VOLUME_HEADROOM_BYTES = 2 * 1024 ** 3;

@@ -1,0 +1,63 @@
+/**
+ * Provider calls: make, tear down, kill and diagnose hosts through the provider the run names (local folders and
+ * cgroups, or EC2), and what Temporal knows of a host's agent.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { tsToDate } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { FAILURE_TYPES } from '../../common/core/errors';
+import type { HostDiagnosis, HostRecord, ProviderName } from '../../common/core/hosts';
+import { hostTaskQueue } from '../../common/core/names';
+import type { HostProvider } from '../../infra/providers/host-provider';
+import type { ControlDeps, HostRef, ProvisionInput } from './types';
+
+/** The configured provider of that name; a run asking for one this worker lacks fails, saying how to add it. */
+export function providerNamed(deps: Pick<ControlDeps, 'providers'>) {
+  return (name: ProviderName): HostProvider => {
+    const p = deps.providers[name];
+    if (!p)
+      throw ApplicationFailure.nonRetryable(
+        `provider "${name}" is not configured in this control worker; for AWS start it with STORAGE_LAB_AWS=1 (see README "Running on AWS")`,
+        FAILURE_TYPES.unsupported,
+      );
+    return p;
+  };
+}
+
+export function createProviderActivities(deps: ControlDeps) {
+  const provider = providerNamed(deps);
+  return {
+    async provisionHost(input: ProvisionInput): Promise<HostRecord> {
+      return provider(input.provider).provision(input.request);
+    },
+
+    async teardownHost(input: HostRef): Promise<void> {
+      await provider(input.provider).teardown(input.hostId);
+    },
+
+    async killHost(input: HostRef): Promise<void> {
+      await provider(input.provider).kill(input.hostId);
+    },
+
+    /**
+     * What is known of a host that stopped answering or whose attempt failed: the provider's view (processes, OOM
+     * kills, instance state, log) and Temporal's: when the host's agent last polled its queue.
+     */
+    async diagnoseHost(input: HostRef): Promise<HostDiagnosis & { lastPollAt: string | null }> {
+      const diagnosis = await provider(input.provider).diagnose(input.hostId);
+      return { ...diagnosis, lastPollAt: deps.client ? await lastPollAt(deps.client, hostTaskQueue(input.hostId)) : null };
+    },
+  };
+}
+
+/** When a worker last polled an activity task queue, as the server remembers it (null: no poller seen lately). */
+async function lastPollAt(client: Client, taskQueue: string): Promise<string | null> {
+  const queue = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  });
+  const times = (queue.pollers ?? []).map((p) => (p.lastAccessTime ? tsToDate(p.lastAccessTime).getTime() : 0)).filter((t) => t > 0);
+  return times.length ? new Date(Math.max(...times)).toISOString() : null;
+}

@@ -1,0 +1,92 @@
+/**
+ * The results store's activities: a run's spec before anything is made, each cluster's results before its host goes,
+ * the aggregated result.json with its reports and history entry, and the drills' own results.
+ */
+import os from 'node:os';
+import { runCost } from '../../common/input/cost';
+import type { ExperimentSpec } from '../../common/input/spec';
+import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
+import type { ClusterResult } from '../../common/results/result';
+import { aggregate, drillChecks, type EnvironmentInfo } from '../../analysis/aggregate';
+import { historyEntry, RunHistory } from '../../analysis/history';
+import { runPredictions } from '../../analysis/predictions';
+import { writeReports } from '../../analysis/report';
+import { renderDrillMarkdown, renderToolComparisonMarkdown } from '../../analysis/report/drills-markdown';
+import type { ControlDeps, ResultsSummary } from './types';
+
+export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
+  return {
+    /** Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create. */
+    async saveSpec(input: { runId: string; spec: ExperimentSpec }): Promise<string> {
+      await deps.results.put(input.runId, 'spec.json', JSON.stringify(input.spec, null, 2));
+      return deps.results.location(input.runId);
+    },
+
+    /** A cluster's results, saved before its host is torn down. */
+    async saveClusterResult(input: { runId: string; result: ClusterResult }): Promise<void> {
+      await deps.results.put(input.runId, `clusters/${input.result.hostId}.json`, JSON.stringify(input.result, null, 2));
+    },
+
+    /** Aggregates every saved cluster result into result.json and renders the report. */
+    async writeResults(input: {
+      runId: string;
+      spec: ExperimentSpec;
+      startedAt: string;
+      cancelled: boolean;
+      /** Summaries of the durability drills the experiment ran (spec.durability.drills). */
+      drills?: DrillSummary[];
+    }): Promise<ResultsSummary> {
+      const keys = await deps.results.list(input.runId, 'clusters');
+      const clusters: ClusterResult[] = [];
+      for (const key of keys) {
+        const text = await deps.results.get(input.runId, key);
+        if (text) clusters.push(JSON.parse(text) as ClusterResult);
+      }
+      const result = aggregate({
+        runId: input.runId,
+        spec: input.spec,
+        clusters,
+        startedAt: input.startedAt,
+        finishedAt: new Date().toISOString(),
+        environment: environmentInfo(input.spec.provider),
+        cancelled: input.cancelled,
+      });
+      if (input.spec.provider === 'aws') result.cost = runCost(input.spec, clusters);
+      result.predictions = await runPredictions(deps.results, result);
+      if (input.drills?.length) {
+        result.drills = input.drills.map((d) => ({ ...d, location: d.location || deps.results.location(d.runId) }));
+        result.checks.push(...drillChecks(input.drills));
+      }
+      await deps.results.put(input.runId, 'result.json', JSON.stringify(result, null, 2));
+      await writeReports(deps.results, input.runId, result);
+      // Indexed by preset and environment, so later runs can be compared with this one.
+      await new RunHistory(deps.results).record(historyEntry(result));
+      return {
+        location: deps.results.location(input.runId),
+        status: result.status,
+        medianTps: Object.fromEntries(Object.entries(result.classes).map(([k, v]) => [k, v.medianTps])),
+        ratios: result.ratios,
+        failedChecks: result.checks.filter((c) => !c.ok && c.severity !== 'warning').map((c) => `${c.name} (${c.scope}): ${c.detail}`),
+      };
+    },
+
+    /** A tool comparison's result.json and report.md (the drills saved their own); returns where they are. */
+    async saveToolComparison(input: { runId: string; comparison: RestoreToolComparison }): Promise<string> {
+      await deps.results.put(input.runId, 'result.json', JSON.stringify(input.comparison, null, 2));
+      await deps.results.put(input.runId, 'report.md', renderToolComparisonMarkdown(input.comparison));
+      return deps.results.location(input.runId);
+    },
+
+    /** The drill's result.json and report.md; returns where they are. */
+    async saveDrillResult(input: { runId: string; result: DrillResult }): Promise<string> {
+      await deps.results.put(input.runId, 'result.json', JSON.stringify(input.result, null, 2));
+      await deps.results.put(input.runId, 'report.md', renderDrillMarkdown(input.result));
+      return deps.results.location(input.runId);
+    },
+  };
+}
+
+/** This machine, as a result records where it ran. */
+export function environmentInfo(provider: string): EnvironmentInfo {
+  return { cpus: os.cpus().length, memoryMiB: Math.round(os.totalmem() / 2 ** 20), kernel: os.release(), provider };
+}

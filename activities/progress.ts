@@ -1,0 +1,44 @@
+/**
+ * Progress from a long activity: every report is a heartbeat. The UI shows a pending activity's last heartbeat
+ * details, the CLI reads them from the server (describe), and a stuck agent is caught by the heartbeat timeout.
+ * Nothing is signalled to the workflow: its history stays bounded however long the activity runs.
+ */
+import { Context } from '@temporalio/activity';
+import type { ActivityProgress } from '../common/core/messages';
+
+export type ProgressUpdate = Omit<ActivityProgress, 'hostId' | 'phase' | 'at'>;
+export type ReportProgress = (update: ProgressUpdate) => void;
+
+/** A reporter for one phase of one host. */
+export function progressReporter(hostId: string, phase: string): ReportProgress {
+  return (update) => {
+    const progress: ActivityProgress = { hostId, phase, ...update, at: new Date().toISOString() };
+    Context.current().heartbeat(progress);
+  };
+}
+
+/**
+ * Runs fn while heartbeating `{ phase }` every few seconds, for steps that report nothing themselves (a backup, a
+ * restore, pg_amcheck): a dead agent is still noticed by the heartbeat timeout. fn gets the cancellation signal.
+ */
+export async function heartbeatWhile<T>(phase: string, fn: (signal: AbortSignal) => Promise<T>, ms = 5_000): Promise<T> {
+  const ctx = Context.current();
+  const stop = every(ms, () => ctx.heartbeat({ phase }));
+  try {
+    return await fn(ctx.cancellationSignal);
+  } finally {
+    stop();
+  }
+}
+
+/** Calls `tick` every `ms` until the returned stop function is called. */
+export function every(ms: number, tick: () => void): () => void {
+  const timer = setInterval(tick, ms);
+  return () => clearInterval(timer);
+}
+
+/** Seconds left at the current rate, or undefined before there is a rate. */
+export function etaSeconds(done: number, total: number, elapsedSeconds: number): number | undefined {
+  if (done <= 0 || elapsedSeconds <= 0) return undefined;
+  return Math.max(0, Math.round(((total - done) * elapsedSeconds) / done));
+}

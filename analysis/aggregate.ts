@@ -1,0 +1,195 @@
+/**
+ * From cluster results to the run's result: medians per class, the candidate's speedup over the baseline, and
+ * self-checks that flag a run whose figures disagree with themselves. Pure, so it is unit-tested directly.
+ */
+import type { DrillSummary } from '../common/results/drill-result';
+import { classLimits, type ExperimentSpec } from '../common/input/spec';
+import { median } from '../common/core/stats';
+import {
+  RESULT_SCHEMA_VERSION,
+  type Check,
+  type ClassResult,
+  type ClusterResult,
+  type ExperimentResult,
+  type TpsRun,
+} from '../common/results/result';
+import { classDiagnostics, classPhases, diagnosticChecks } from './bottlenecks';
+
+export interface EnvironmentInfo {
+  cpus: number;
+  memoryMiB: number;
+  kernel: string;
+  provider: string;
+}
+
+export interface AggregateInput {
+  runId: string;
+  spec: ExperimentSpec;
+  clusters: ClusterResult[];
+  startedAt: string;
+  finishedAt: string;
+  environment: EnvironmentInfo;
+  cancelled: boolean;
+}
+
+/** pgbench's summary and its own transaction log must agree within this. */
+export const PGBENCH_CONSISTENCY_TOLERANCE = 0.05;
+
+/**
+ * pgbench against itself, not against the server: its summary's TPS vs clients / (mean latency + the clients' own
+ * time between transactions), both from its per-transaction log. It catches a log that lost lines or a summary that
+ * counts another window; whether the server agrees is checked from the server's side (cross-checks.ts). And whether
+ * pgbench kept up: a client that needed more than the tolerance of the latency for itself is a warning (the host was
+ * short of CPU for the load generator, so TPS understates what the server could do).
+ */
+export function pgbenchConsistencyChecks(hostId: string, run: TpsRun): Check[] {
+  const gap = run.clientGapMs ?? 0;
+  const predicted = run.clients / ((run.latencyMs.mean + gap) / 1000);
+  const deviation = Math.abs(predicted - run.tps) / run.tps;
+  const gapShare = gap / run.latencyMs.mean;
+  return [
+    {
+      name: 'pgbench summary matches its transaction log',
+      scope: hostId,
+      ok: deviation <= PGBENCH_CONSISTENCY_TOLERANCE,
+      detail: `TPS ${round(run.tps)} vs clients / (mean latency + client gap) = ${run.clients} / (${round(run.latencyMs.mean, 2)} + ${round(gap, 2)} ms) = ${round(predicted)} from the log (${round(deviation * 100)} % apart, tolerance ${PGBENCH_CONSISTENCY_TOLERANCE * 100} %)`,
+    },
+    {
+      name: 'load generator kept up',
+      scope: hostId,
+      ok: gapShare <= PGBENCH_CONSISTENCY_TOLERANCE,
+      severity: 'warning',
+      detail: `clients spent ${round(gap, 2)} ms between transactions, ${round(gapShare * 100)} % of the ${round(run.latencyMs.mean, 2)} ms latency${gapShare > PGBENCH_CONSISTENCY_TOLERANCE ? ': pgbench was short of CPU on this host, so TPS < clients / latency and understates the server' : ''}`,
+    },
+  ];
+}
+
+export { median };
+
+/** Speedup of `fast` over `slow` where bigger is better (TPS), or null when either is missing. */
+export function speedup(fast: number | null, slow: number | null): number | null {
+  if (fast === null || slow === null || slow === 0) return null;
+  return round(fast / slow, 2);
+}
+
+export function round(v: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+export function aggregate(input: AggregateInput): ExperimentResult {
+  const { spec } = input;
+  const classes: Record<string, ClassResult> = {};
+  for (const [name, cls] of Object.entries(spec.storageClasses)) {
+    const clusters = input.clusters.filter((c) => c.className === name).sort((a, b) => a.index - b.index);
+    const ok = clusters.filter((c) => c.status === 'ok' && c.tpsRun);
+    const limits = classLimits(cls);
+    const emulated = clusters.length > 0 && clusters.every((c) => c.emulated);
+    classes[name] = {
+      kind: cls.kind,
+      emulated,
+      emulationNote: clusters.find((c) => c.emulationNote)?.emulationNote,
+      limits: {
+        iops: emulated ? (limits?.iops ?? null) : null,
+        throughputMiBps: emulated ? (limits?.throughputMiBps ?? null) : null,
+        memoryLimitMiB: cls.memoryLimitMiB ?? spec.host.memoryLimitMiB,
+      },
+      clusters,
+      medianTps: nullableRound(median(ok.map((c) => c.tpsRun!.tps))),
+      medianLatencyMs: nullableRound(median(ok.map((c) => c.tpsRun!.latencyMs.mean)), 2),
+      // Each phase's median counts the clusters that measured it.
+      phases: classPhases(clusters),
+    };
+    Object.assign(classes[name], classDiagnostics(ok, classes[name].limits));
+  }
+  const compare = spec.compare ?? null;
+  const base = compare ? classes[compare.baseline] : undefined;
+  const cand = compare ? classes[compare.candidate] : undefined;
+  const ratios: Record<string, number | null> = {
+    tps: speedup(cand?.medianTps ?? null, base?.medianTps ?? null),
+    // Latency: lower is better, so the speedup is baseline over candidate.
+    latency: speedup(base?.medianLatencyMs ?? null, cand?.medianLatencyMs ?? null),
+    // VACUUM and drain: seconds, lower is better, so baseline over candidate (the reference's 2.6x and 1.7x).
+    vacuum: speedup(base?.phases.vacuum?.vacuumSeconds ?? null, cand?.phases.vacuum?.vacuumSeconds ?? null),
+    backlog: speedup(base?.phases.backlog?.drainSeconds ?? null, cand?.phases.backlog?.drainSeconds ?? null),
+  };
+  const postgresVersion = input.clusters.find((c) => c.postgresVersion)?.postgresVersion ?? null;
+  const everyClassMeasured = Object.values(classes).every(
+    (c) =>
+      c.medianTps !== null &&
+      (!spec.phases.vacuum.enabled || c.phases.vacuum !== undefined) &&
+      (!spec.phases.backlog.enabled || c.phases.backlog !== undefined),
+  );
+  return {
+    schemaVersion: RESULT_SCHEMA_VERSION,
+    runId: input.runId,
+    name: spec.name,
+    preset: spec.preset ?? null,
+    status: input.cancelled ? 'cancelled' : everyClassMeasured ? 'completed' : 'failed',
+    startedAt: input.startedAt,
+    finishedAt: input.finishedAt,
+    postgresVersion,
+    host: input.environment,
+    spec,
+    classes,
+    ratios,
+    compare,
+    checks: runChecks(classes),
+  };
+}
+
+function nullableRound(v: number | null, digits = 1): number | null {
+  return v === null ? null : round(v, digits);
+}
+
+/** A check per durability drill the experiment ran: it passed, or its verdict says why not. */
+export function drillChecks(drills: DrillSummary[]): Check[] {
+  return drills.map((d) => ({ name: `${d.kind} passes`, scope: 'durability', ok: d.status === 'passed', detail: d.verdict }));
+}
+
+/** Checks every result carries; a failed one is shown in the report, never hidden. */
+export function runChecks(classes: Record<string, ClassResult>): Check[] {
+  const checks: Check[] = [];
+  for (const [name, cls] of Object.entries(classes)) {
+    for (const c of cls.clusters) {
+      if (c.status !== 'ok')
+        checks.push({ name: 'cluster completed', scope: c.hostId, ok: false, detail: `${c.status}: ${c.error ?? ''}` });
+      for (const f of c.failedAttempts)
+        checks.push({
+          name: 'attempt failed (not averaged in)',
+          scope: c.hostId,
+          ok: false,
+          detail: `${f.phase} attempt ${f.attempt}: ${f.error}`,
+        });
+      const run = c.tpsRun;
+      if (!run) continue;
+      checks.push(...pgbenchConsistencyChecks(c.hostId, run));
+      checks.push({
+        name: 'no failed transactions',
+        scope: c.hostId,
+        ok: run.failedTransactions === 0,
+        detail: `${run.failedTransactions} failed of ${run.transactions + run.failedTransactions}`,
+      });
+      const memoryRatio = c.load ? c.load.heapBytes / (cls.limits.memoryLimitMiB * 1024 * 1024) : 0;
+      checks.push(...diagnosticChecks(c, cls, memoryRatio >= 1));
+      if (c.load) {
+        checks.push({
+          name: 'data set larger than memory',
+          scope: c.hostId,
+          ok: !cls.emulated || memoryRatio >= 1,
+          // A caveat of the sizes chosen (tiny presets fit in RAM), not a wrong figure.
+          severity: 'warning',
+          detail: `heap ${round(c.load.heapBytes / 2 ** 30, 2)} GiB = ${round(memoryRatio, 1)}x the ${cls.limits.memoryLimitMiB} MiB memory limit${memoryRatio < 1 ? ': a working set that fits in RAM shows little difference between storage classes' : ''}`,
+        });
+      }
+    }
+    if (!cls.emulated)
+      checks.push({
+        name: 'storage emulated',
+        scope: name,
+        ok: false,
+        detail: cls.emulationNote ?? 'memory and I/O limits not enforced',
+      });
+  }
+  return checks;
+}

@@ -1,0 +1,227 @@
+/**
+ * What the diagnostics and the measured phases say about a run: medians per class, the resource that bound each
+ * cluster, and the self-checks on the breakdown, the sampler, the throttle and the phases. Pure; aggregate.ts
+ * calls it, and unit tests call it directly.
+ */
+import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../common/results/breakdown';
+import { crossChecks } from './cross-checks';
+import type { VacuumVerboseReport } from '../common/results/sampler-and-phases';
+import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../common/results/result';
+import { median } from '../common/core/stats';
+
+/** Dead bytes made must be within this of the bytes asked for. */
+export const BLOAT_TOLERANCE = 0.1;
+/** The sampler must take at least this many samples a second. */
+export const MIN_SAMPLES_PER_SECOND = 10;
+/** The sampler's own CPU may be at most this share of the host's (the overhead target of the bench). */
+export const SAMPLER_COST = 0.03;
+/** A throttled device counts as "at its cap" between these shares of it; above the upper one it escaped the cap. */
+export const AT_CAP = 0.8;
+// A volume holds its cap; 10 % covers per-second sampling jitter (O_DIRECT writes measured at 1.02x of it).
+export const ABOVE_CAP = 1.1;
+/** A wait share above this names what bound the cluster. */
+const DOMINANT_SHARE = 0.3;
+/** CPU busy above this share of the host's cores names the CPU. */
+const CPU_SATURATED = 0.85;
+
+/** Medians of each key over records that have it. */
+function medianRecord(records: Record<string, number>[]): Record<string, number> | undefined {
+  if (records.length === 0) return undefined;
+  const keys = [...new Set(records.flatMap((r) => Object.keys(r)))];
+  return Object.fromEntries(keys.map((k) => [k, median(records.map((r) => r[k] ?? 0)) ?? 0]));
+}
+
+/** Medians per class of the VACUUM and backlog phases, over the clusters that measured them. */
+export function classPhases(clusters: ClusterResult[]): ClassPhases {
+  const phases: ClassPhases = {};
+  const vac = clusters.flatMap((c) => (c.phases.vacuum ? [c.phases.vacuum] : []));
+  if (vac.length)
+    phases.vacuum = {
+      vacuumSeconds: median(vac.map((v) => v.vacuumSeconds))!,
+      deadBytes: median(vac.map((v) => v.deadBytes))!,
+      requestedBytes: vac[0].requestedBytes,
+      readMBps: median(vac.map((v) => v.verbose.avgReadMBps))!,
+      writeMBps: median(vac.map((v) => v.verbose.avgWriteMBps))!,
+      clusters: vac.length,
+    };
+  const back = clusters.flatMap((c) => (c.phases.backlog ? [c.phases.backlog] : []));
+  if (back.length)
+    phases.backlog = {
+      drainSeconds: median(back.map((b) => b.drainSeconds))!,
+      backlogBytes: median(back.map((b) => b.backlogBytes))!,
+      requestedBytes: back[0].requestedBytes,
+      drainMBps: median(back.map((b) => b.drainMBps))!,
+      clusters: back.length,
+    };
+  return phases;
+}
+
+/** Medians per class of the breakdown, latency figures and wait shares. */
+export function classDiagnostics(
+  clusters: ClusterResult[],
+  limits: { iops: number | null; throughputMiBps: number | null },
+): Pick<ClassResult, 'breakdownMs' | 'latencyMs' | 'waitClassShares' | 'waitEventShares' | 'boundBy'> {
+  const measured = clusters.filter((c) => c.tpsRun);
+  const sampled = measured.filter((c) => c.diagnostics);
+  const eventShares = sampled.map((c) => {
+    const events = c.diagnostics!.waitEvents;
+    return Object.fromEntries(Object.keys(events).map((e) => [e, eventShare(events, e)]));
+  });
+  const bounds = measured.map((c) => boundBy(c, limits)?.resource).filter((b): b is string => !!b);
+  return {
+    breakdownMs: medianRecord(measured.flatMap((c) => (c.breakdownMs ? [c.breakdownMs] : []))),
+    latencyMs: medianRecord(measured.map((c) => ({ ...c.tpsRun!.latencyMs }))) as LatencyMs | undefined,
+    waitClassShares: medianRecord(sampled.map((c) => c.diagnostics!.waitClassShares)),
+    waitEventShares: medianRecord(eventShares),
+    boundBy: mostCommon(bounds),
+  };
+}
+
+function mostCommon(values: string[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+}
+
+/** The 90th percentile of a series (robust against a single idle or burst second). */
+function p90(values: number[]): number | null {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(0.9 * s.length))];
+}
+
+/**
+ * How close the device ran to its emulated cap during the TPS run, for IOPS and MiB/s of reads and writes (p90 of
+ * the per-second figures): `ratio` of the busiest figure still within reach of the cap, and the figures far above
+ * it, which escaped the throttle (cgroup v1 charges kernel writeback to the root cgroup, not the host's).
+ */
+export function throttleUse(
+  c: ClusterResult,
+  limits: { iops: number | null; throughputMiBps: number | null },
+): { ratio: number; busiest: string | null; escaped: string[]; detail: string } | null {
+  const series = c.diagnostics?.series.filter((s) => s.readIops !== null) ?? [];
+  if (!limits.iops || !limits.throughputMiBps || series.length === 0) return null;
+  const figures = [
+    { name: 'read IOPS', value: p90(series.map((s) => s.readIops!))!, cap: limits.iops },
+    { name: 'write IOPS', value: p90(series.map((s) => s.writeIops!))!, cap: limits.iops },
+    { name: 'read MiB/s', value: p90(series.map((s) => s.readMBps!))!, cap: limits.throughputMiBps },
+    { name: 'write MiB/s', value: p90(series.map((s) => s.writeMBps!))!, cap: limits.throughputMiBps },
+  ].map((f) => ({ ...f, ratio: f.value / f.cap }));
+  const within = figures.filter((f) => f.ratio <= ABOVE_CAP);
+  const top = within.length ? within.reduce((a, b) => (b.ratio > a.ratio ? b : a)) : null;
+  const escaped = figures.filter((f) => f.ratio > ABOVE_CAP).map((f) => `${f.name} ${Math.round(f.value)} (cap ${f.cap})`);
+  return {
+    ratio: top?.ratio ?? 0,
+    busiest: top?.name ?? null,
+    escaped,
+    detail: `${top ? `${top.name} ${Math.round(top.value)} of the ${top.cap} cap` : 'no figure near its cap'} (p90 of per-second figures; ${figures.map((f) => `${f.name} ${Math.round(f.value)}`).join(', ')})`,
+  };
+}
+
+/** The resource that bound a cluster's throughput, from its wait shares, CPU and device, or null without diagnostics. */
+export function boundBy(
+  c: ClusterResult,
+  limits: { iops: number | null; throughputMiBps: number | null } = { iops: null, throughputMiBps: null },
+): { resource: string; detail: string } | null {
+  const d = c.diagnostics;
+  if (!d) return null;
+  const counts = breakdownCounts(d.waitEvents);
+  const total = breakdownTotal(counts);
+  if (total === 0) return null;
+  const share = (k: (typeof BREAKDOWN_KEYS)[number]) => counts[k] / total;
+  const cpu = d.cpu ? d.cpu.coresBusy / d.cpu.cores : null;
+  const pct = (v: number) => `${Math.round(v * 100)} %`;
+  const throttle = throttleUse(c, limits);
+  const detail = [
+    `page reads ${pct(share('pageReads'))}, WAL ${pct(share('walFsync'))}, locks ${pct(share('lockAndScheduler'))}, CPU ${pct(share('cpu'))} of active time`,
+    d.cpu ? `${d.cpu.coresBusy.toFixed(2)} of ${d.cpu.cores} cores busy (${d.cpu.source})` : 'CPU not measured',
+    throttle ? `device ${throttle.detail}` : null,
+  ]
+    .filter(Boolean)
+    .join('; ');
+  // The device at its cap names the bound by the figure that hit it: with O_DIRECT data files that can be the writes.
+  if (throttle && throttle.ratio >= AT_CAP) return { resource: `IO-bound (${throttle.busiest} at the cap)`, detail };
+  if (share('pageReads') >= DOMINANT_SHARE) return { resource: 'IO-bound (page reads)', detail };
+  if (share('walFsync') >= DOMINANT_SHARE) return { resource: 'IO-bound (WAL flushes)', detail };
+  if (cpu !== null && cpu >= CPU_SATURATED) return { resource: `CPU-bound at ${d.cpu!.cores} cores`, detail };
+  if (share('lockAndScheduler') >= DOMINANT_SHARE) return { resource: 'lock-bound', detail };
+  return { resource: 'no single bound', detail };
+}
+
+/** Self-checks of one cluster's diagnostics and phases. `dataExceedsMemory` decides whether a cold throttle is an error. */
+export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceedsMemory: boolean): Check[] {
+  const checks: Check[] = [];
+  const scope = c.hostId;
+  const run = c.tpsRun;
+  const d = c.diagnostics;
+  if (run && d) {
+    checks.push({
+      name: 'sampler rate',
+      scope,
+      ok: d.samplesPerSecond >= MIN_SAMPLES_PER_SECOND,
+      detail: `${d.samples} wait-event samples in ${d.seconds.toFixed(1)} s = ${d.samplesPerSecond.toFixed(1)}/s (at least ${MIN_SAMPLES_PER_SECOND}/s)`,
+    });
+    if (d.samplerCpuSeconds !== null && d.cpu && d.cpu.seconds > 0)
+      checks.push({
+        name: 'sampler cost',
+        scope,
+        ok: d.samplerCpuSeconds <= SAMPLER_COST * d.cpu.seconds,
+        severity: 'warning',
+        detail: `the sampler's backend used ${d.samplerCpuSeconds.toFixed(2)} CPU s of the host's ${d.cpu.seconds.toFixed(1)} (${((100 * d.samplerCpuSeconds) / d.cpu.seconds).toFixed(1)} %, target <= ${SAMPLER_COST * 100} %)`,
+      });
+    checks.push(...crossChecks(scope, run, d));
+    if (cls.emulated && cls.limits.iops) {
+      const t = throttleUse(c, cls.limits);
+      checks.push({
+        name: 'throttle engaged',
+        scope,
+        ok: t !== null && t.ratio >= AT_CAP,
+        severity: dataExceedsMemory ? 'error' : 'warning',
+        detail: t
+          ? `${t.detail}${t.ratio < AT_CAP ? `: below ${AT_CAP * 100} % of the cap${dataExceedsMemory ? '' : ' (the data fits in memory, so the device is rarely needed)'}` : ''}`
+          : 'no device figures: the I/O cap could not be observed',
+      });
+    }
+    const held = cls.emulated && cls.limits.iops ? throttleUse(c, cls.limits) : null;
+    if (held)
+      checks.push({
+        name: 'throttle held',
+        scope,
+        ok: held.escaped.length === 0,
+        severity: 'warning',
+        detail: held.escaped.length
+          ? `above the emulated cap: ${held.escaped.join(', ')}; with cgroup v1 the kernel's background writeback is charged to the root cgroup, so writes through the page cache escape the limit (a real gp3 volume would hold them; postgres.directIo keeps them in)`
+          : `reads and writes within ${Math.round((ABOVE_CAP - 1) * 100)} % of their caps (${held.detail})`,
+      });
+  } else if (run) {
+    checks.push({ name: 'diagnostics sampled', scope, ok: false, severity: 'warning', detail: 'the TPS run has no diagnostics (sampler disabled?)' });
+  }
+  const v = c.phases.vacuum;
+  if (v) {
+    checks.push({
+      name: 'dead bytes as requested',
+      scope,
+      ok: Math.abs(v.deadBytesDeviation) <= BLOAT_TOLERANCE,
+      detail: `pgstattuple_approx counted ${mib(v.deadBytes)} MiB of dead tuples for ${mib(v.requestedBytes)} MiB requested (${(v.deadBytesDeviation * 100).toFixed(1)} %, tolerance ${BLOAT_TOLERANCE * 100} %); heap used space grew ${mib(v.usedBytesGrowth)} MiB`,
+    });
+    checks.push({
+      name: 'VACUUM removed the dead tuples',
+      scope,
+      ok: v.verbose.tuples.removed >= v.deadTuples * (1 - BLOAT_TOLERANCE),
+      detail: `${v.verbose.tuples.removed} tuples removed of ${v.deadTuples} made dead, ${v.verbose.pages.scanned} pages scanned in ${v.vacuumSeconds.toFixed(1)} s${leftBehind(v.verbose)}`,
+    });
+  }
+  return checks;
+}
+
+/** What VACUUM said it could not remove, and why: the reason a check falls short, or a near miss worth seeing. */
+function leftBehind(verbose: VacuumVerboseReport): string {
+  const missed = verbose.missedDead ?? { tuples: 0, pages: 0 };
+  const parts = [
+    ...(verbose.tuples.deadNotYetRemovable > 0 ? [`${verbose.tuples.deadNotYetRemovable} still visible to another session's snapshot`] : []),
+    ...(missed.tuples > 0 ? [`${missed.tuples} on ${missed.pages} pages another backend had pinned`] : []),
+  ];
+  return parts.length > 0 ? `; left dead: ${parts.join(', ')}` : '';
+}
+
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);

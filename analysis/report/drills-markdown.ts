@@ -1,0 +1,191 @@
+/**
+ * Drill reports: a restore drill's RTO split, RPO and verifications; a failover drill's rounds, lost commits and its
+ * archive's check; an experiment's archiving and its drills. Every section names the backup tool and its version.
+ */
+import type { BackupInfo, DrillResult, DrillSummary, FailoverDrillResult, RestoreDrillResult, RestoreToolComparison, ToolComparisonRow } from '../../common/results/drill-result';
+import type { ExperimentResult } from '../../common/results/result';
+
+const s = (v: number | null | undefined, digits = 2): string =>
+  v === null || v === undefined || Number.isNaN(v) ? '–' : `${v.toLocaleString('en-US', { maximumFractionDigits: digits })} s`;
+const n = (v: number | null | undefined): string => (v === null || v === undefined ? '–' : v.toLocaleString('en-US'));
+const mark = (ok: boolean | undefined): string => (ok === undefined ? '–' : ok ? 'PASS' : '**FAIL**');
+const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+/** One base backup in words: label, tool, kind, what it stored of how much, how long it took. */
+function backupLine(b: BackupInfo): string {
+  return `${b.type} backup ${b.label} (${b.tool} ${b.toolVersion}): stored ${mib(b.repositoryBytes)} of ${mib(b.databaseBytes)} in ${s(b.seconds)}, WAL ${b.walStart}–${b.walStop}`;
+}
+
+/** The whole report of a drill run (report.md). */
+export function renderDrillMarkdown(result: DrillResult): string {
+  const title = result.kind === 'restore-drill' ? 'Restore drill' : 'Failover drill';
+  const lines = [
+    `# Storage Lab ${title.toLowerCase()}: ${result.name}`,
+    '',
+    `Run \`${result.runId}\` (preset ${result.preset ?? 'custom'}), **${result.status}**, ${result.startedAt} → ${result.finishedAt}; PostgreSQL ${result.postgresVersion ?? '?'}.`,
+    '',
+    `**Verdict:** ${result.verdict}`,
+    '',
+    ...(result.kind === 'restore-drill' ? restoreSection(result) : failoverSection(result)),
+  ];
+  if (result.errors.length) lines.push('## Errors', '', ...result.errors.map((e) => `- ${e.split('\n')[0]}`), '');
+  lines.push('Every figure was measured by this drill.', '');
+  return lines.join('\n');
+}
+
+/** A restore drill as report lines: backup, target, RTO split, RPO and each verification. */
+export function restoreSection(r: RestoreDrillResult): string[] {
+  const lines: string[] = ['## Restore', ''];
+  const tool = r.backupTool ? `${r.backupTool.name} ${r.backupTool.version}` : (r.backup?.tool ?? '–');
+  lines.push(`Source ${r.hosts.source}, restored onto a fresh host ${r.hosts.restore}; backups with ${tool} in ${r.backupStore ?? '–'}.`);
+  if (r.fullBackup) lines.push(`Full ${backupLine(r.fullBackup).replace(/^full /, '')}.`);
+  if (r.backup) lines.push(`Restored from the ${backupLine(r.backup)}.`);
+  if (r.target)
+    lines.push(
+      `Target: ${r.target.type}${r.target.time ? ` ${r.target.time}` : ''}${r.target.lsn ? ` ${r.target.lsn}` : ''}, after marker row ${r.target.lastIdBefore}.`,
+    );
+  if (r.injectedMissingSegment) lines.push(`Injected fault: archived WAL segment ${r.injectedMissingSegment} removed before the restore.`);
+  lines.push('');
+  lines.push('| RTO: fetch | replay | promote | total | RPO: archive lag | unarchived WAL | marker rows lost |');
+  lines.push('|---|---|---|---|---|---|---|');
+  lines.push(
+    `| ${s(r.rto?.fetchSeconds)} | ${s(r.rto?.replaySeconds)} | ${s(r.rto?.promoteSeconds)} | ${s(r.rto?.totalSeconds)} | ${s(r.rpo?.seconds)} | ${r.rpo ? `${n(r.rpo.bytes)} bytes` : '–'} | ${n(r.rpo?.lostMarkers)} |`,
+  );
+  lines.push('');
+  if (r.recovery) lines.push(`Recovery: ${mark(r.recovery.ok)} ${r.recovery.detail.split('\n')[0]}`, '');
+  const v = r.verification;
+  lines.push('| check | outcome | detail |', '|---|---|---|');
+  for (const [name, outcome] of [
+    ['marker rows', v.ledger],
+    ['table checksums', v.checksums],
+    ['pg_amcheck', v.amcheck],
+    ['archive continuity', v.archiveContinuity],
+    // The tool's own words name it and its command (pgbackrest verify, wal-g wal-verify); older results lack the time.
+    [`repository check${v.backupVerify?.seconds !== undefined ? ` (${s(v.backupVerify.seconds)})` : ''}`, v.backupVerify],
+  ] as const)
+    lines.push(`| ${name} | ${mark(outcome?.ok)} | ${outcome ? cell(outcome.detail) : 'not run'} |`);
+  lines.push('');
+  return lines;
+}
+
+/** Text fit for one Markdown table cell: its first line, pipes escaped. */
+function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').split('\n')[0];
+}
+
+/** A failover drill as report lines: one row per round, then the totals. */
+export function failoverSection(r: FailoverDrillResult): string[] {
+  const lines: string[] = ['## Failovers', ''];
+  lines.push(
+    `Mode ${r.mode}${r.synchronousStandbyNames ? ` (synchronous_standby_names = '${r.synchronousStandbyNames}')` : ' (no synchronous standbys)'}; nodes ${Object.entries(r.hosts.nodes)
+      .map(([node, host]) => `${node} = ${host}`)
+      .join(', ')}; the writer ran on ${r.hosts.client}.`,
+  );
+  lines.push('');
+  lines.push('| round | killed | promoted | RTO (write downtime) | promote | acknowledged | lost | in doubt (landed) | old primary | archived on the new timeline |');
+  lines.push('|---|---|---|---|---|---|---|---|---|---|');
+  for (const x of r.rounds)
+    lines.push(
+      `| ${x.round} | ${x.killedNode} | ${x.promotedNode} | ${s(x.rtoSeconds)} | ${s(x.promoteSeconds)} | ${n(x.acknowledgedTotal)} | ${x.lostCommits === 0 ? '0' : `**${x.lostCommits}**`} | ${n(x.writer.inDoubt)} (${n(x.inDoubtPresent)}) | ${x.oldPrimary.action}${x.oldPrimary.seconds !== null ? ` in ${s(x.oldPrimary.seconds)}` : ''} | ${x.archivedOnNewTimeline ?? '–'} |`,
+    );
+  lines.push('');
+  lines.push(
+    `${r.summary.rounds} failover${r.summary.rounds === 1 ? '' : 's'}, ${r.summary.lostCommits} acknowledged commits lost; RTO median ${s(r.summary.rtoSecondsMedian)}, max ${s(r.summary.rtoSecondsMax)}.`,
+  );
+  lines.push('');
+  lines.push(...archiveLines(r));
+  return lines;
+}
+
+/** The failover drill's continuous archive: the tool, the base backup, and the tool's check across the timelines. */
+function archiveLines(r: FailoverDrillResult): string[] {
+  if (!r.archive) return ['No archive (backup.enabled is false).', ''];
+  const a = r.archive;
+  const lines = ['### Archive', ''];
+  lines.push(`The primary archived its WAL with ${a.backupTool.name} ${a.backupTool.version} to ${a.backupStore}, each new primary on its new timeline.`);
+  if (a.backup) lines.push(`Base backup after set-up: ${backupLine(a.backup)}.`);
+  if (a.check)
+    lines.push(
+      `Archive check through ${a.throughSegment} (timeline ${a.timeline ?? '?'}): ${mark(a.check.ok)} ${cell(a.check.detail)} (${s(a.check.seconds)}).`,
+    );
+  else lines.push('Archive check: not run (the drill ended before its rounds did).');
+  lines.push('');
+  return lines;
+}
+
+/** An experiment's WAL archiving (durability.enabled): per cluster, the tool and the base backup it took. */
+export function durabilityMarkdown(result: ExperimentResult): string[] {
+  const rows = Object.values(result.classes).flatMap((cls) =>
+    cls.clusters.flatMap((c) => {
+      const d = c.phases.durability as { backupStore: string; backupTool?: { name: string; version: string }; archiveTimeoutSeconds: number; backup: BackupInfo } | undefined;
+      if (!d) return [];
+      const tool = d.backupTool ? `${d.backupTool.name} ${d.backupTool.version}` : `${d.backup.tool} ${d.backup.toolVersion}`;
+      return [`| ${c.hostId} | ${tool} | ${d.archiveTimeoutSeconds} s | ${d.backup.type} | ${mib(d.backup.repositoryBytes)} of ${mib(d.backup.databaseBytes)} | ${s(d.backup.seconds)} | ${d.backupStore} |`];
+    }),
+  );
+  if (!rows.length) return [];
+  return [
+    '## Durability',
+    '',
+    'WAL archived and a base backup taken after the load, so the measured runs paid what a durable cluster pays.',
+    '',
+    '| host | backup tool | archive_timeout | backup | stored | backup time | store |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ];
+}
+
+/** The drills an experiment ran, one row each, with the figures that matter and where the drill's own report is. */
+export function drillsSummaryMarkdown(drills: DrillSummary[]): string[] {
+  const figures = (d: DrillSummary) =>
+    d.kind === 'restore-drill'
+      ? `RTO ${s(d.figures.rtoSeconds as number | null)} (fetch ${s(d.figures.fetchSeconds as number | null)}, replay ${s(d.figures.replaySeconds as number | null)}, promote ${s(d.figures.promoteSeconds as number | null)}); RPO ${s(d.figures.rpoSeconds as number | null)}`
+      : `${n(d.figures.rounds as number | null)} failover${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}${d.figures.archiveThrough ? `; archive continuous through ${d.figures.archiveThrough}` : ''}`;
+  return [
+    '## Durability drills',
+    '',
+    '| drill | backup tool | outcome | figures | verdict | report |',
+    '|---|---|---|---|---|---|',
+    ...drills.map(
+      (d) =>
+        `| ${d.kind} | ${d.figures.tool ? `${d.figures.tool} ${d.figures.toolVersion ?? ''}`.trim() : '–'} | ${d.status === 'passed' ? 'PASS' : `**${d.status.toUpperCase()}**`} | ${d.status === 'passed' ? figures(d) : '–'} | ${d.verdict.replace(/\|/g, '\\|')} | ${d.location}/report.md |`,
+    ),
+    '',
+  ];
+}
+
+/** The comparison's one table: per tool, backup size and time, the RTO split, RPO and the repository check's time. */
+export function toolComparisonTable(rows: ToolComparisonRow[]): string[] {
+  const size = (r: ToolComparisonRow) =>
+    r.backupBytes === null ? '–' : `${mib(r.backupBytes)}${r.databaseBytes ? ` (${((100 * r.backupBytes) / r.databaseBytes).toFixed(0)} %)` : ''}`;
+  return [
+    '| tool | backup size (of the database) | backup time | RTO: fetch | replay | promote | total | RPO | verify time | outcome |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${[r.tool, r.toolVersion].filter(Boolean).join(' ')} | ${size(r)} | ${s(r.backupSeconds)} | ${s(r.fetchSeconds)} | ${s(r.replaySeconds)} | ${s(r.promoteSeconds)} | ${s(r.rtoSeconds)} | ${s(r.rpoSeconds)}${r.rpoBytes !== null ? ` (${n(r.rpoBytes)} bytes)` : ''} | ${s(r.verifySeconds)} | ${r.status === 'passed' ? 'PASS' : `**${r.status.toUpperCase()}**: ${cell(r.verdict)}`} |`,
+    ),
+  ];
+}
+
+/** The comparison's report.md: the table, what each check was, and where each drill's own report is. */
+export function renderToolComparisonMarkdown(c: RestoreToolComparison): string {
+  return [
+    `# Storage Lab restore drill, backup tools compared: ${c.runId}`,
+    '',
+    `Preset ${c.preset ?? 'custom'}, **${c.status}**, ${c.startedAt} → ${c.finishedAt}. The same restore drill with each tool, one after the other on the same machine.`,
+    '',
+    `**Verdict:** ${c.verdict}`,
+    '',
+    ...toolComparisonTable(c.rows),
+    '',
+    'Backup size is what the backup stored, compressed; RTO is from an empty host: fetch the backup, replay the WAL to the target (from the server\'s log), promote; RPO is the archive lag at the failure point; verify time is the tool\'s own repository check (pgbackrest verify reads back every file; wal-g wal-verify checks the archived WAL is continuous and on the right timeline, so they check different things).',
+    '',
+    ...c.rows.map((r) => `- ${r.tool}: ${r.drillRunId}${r.location ? `, ${r.location}/report.md` : ''}`),
+    '',
+    ...(c.errors.length ? ['## Errors', '', ...c.errors.map((e) => `- ${e}`), ''] : []),
+    'Every figure was measured by the drills of this run.',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,105 @@
+/**
+ * The figures both reports put side by side with the reference: the summary table shaped like the reference's,
+ * and the latency breakdown. Pure, so report.md and report.html show the same numbers.
+ */
+import { BREAKDOWN_KEYS, BREAKDOWN_LABELS, type BreakdownKey } from '../../common/results/breakdown';
+import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
+import type { ClassResult, ExperimentResult } from '../../common/results/result';
+
+export const fmt = (v: number | null | undefined, digits = 1): string =>
+  v === null || v === undefined || Number.isNaN(v)
+    ? '–'
+    : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+
+export const ratio = (v: number | null | undefined): string => (v === null || v === undefined ? '–' : `${fmt(v, 2)}x`);
+
+/** One row of the summary table: this run's baseline, candidate and ratio, then the reference's. */
+export interface SummaryRow {
+  metric: string;
+  baseline: string;
+  candidate: string;
+  ratio: string;
+  refBaseline: string;
+  refCandidate: string;
+  refRatio: string;
+}
+
+const refBase = () => REFERENCE.results[REFERENCE_ROLES.baseline];
+const refCand = () => REFERENCE.results[REFERENCE_ROLES.candidate];
+
+/** The reference-shaped summary: TPS, latency, VACUUM over bloat, backlog drain. Empty without a comparison. */
+export function summaryRows(result: ExperimentResult): SummaryRow[] {
+  if (!result.compare) return [];
+  const base: ClassResult | undefined = result.classes[result.compare.baseline];
+  const cand: ClassResult | undefined = result.classes[result.compare.candidate];
+  const spec = result.spec;
+  const rows: SummaryRow[] = [
+    {
+      metric: 'median throughput (TPS)',
+      baseline: fmt(base?.medianTps),
+      candidate: fmt(cand?.medianTps),
+      ratio: ratio(result.ratios.tps),
+      refBaseline: fmt(refBase().medianTps),
+      refCandidate: fmt(refCand().medianTps),
+      refRatio: ratio(REFERENCE.ratios.tps),
+    },
+    {
+      metric: 'median transaction latency (ms)',
+      baseline: fmt(base?.medianLatencyMs, 2),
+      candidate: fmt(cand?.medianLatencyMs, 2),
+      ratio: ratio(result.ratios.latency),
+      refBaseline: fmt(refBase().medianLatencyMs),
+      refCandidate: fmt(refCand().medianLatencyMs),
+      refRatio: ratio(REFERENCE.ratios.latency),
+    },
+  ];
+  if (spec.phases.vacuum.enabled)
+    rows.push({
+      metric: `VACUUM over ${fmt(spec.phases.vacuum.bloatMB, 0)} MB of bloat (s; reference: 10 GB)`,
+      baseline: fmt(base?.phases.vacuum?.vacuumSeconds, 2),
+      candidate: fmt(cand?.phases.vacuum?.vacuumSeconds, 2),
+      ratio: ratio(result.ratios.vacuum),
+      refBaseline: fmt(refBase().vacuumSeconds),
+      refCandidate: fmt(refCand().vacuumSeconds),
+      refRatio: ratio(REFERENCE.ratios.vacuum),
+    });
+  if (spec.phases.backlog.enabled)
+    rows.push({
+      metric: `drain a ${fmt(spec.phases.backlog.backlogMB, 0)} MB logical-replication backlog (s; reference: 10 GB)`,
+      baseline: fmt(base?.phases.backlog?.drainSeconds, 2),
+      candidate: fmt(cand?.phases.backlog?.drainSeconds, 2),
+      ratio: ratio(result.ratios.backlog),
+      refBaseline: fmt(refBase().backlogDrainSeconds),
+      refCandidate: fmt(refCand().backlogDrainSeconds),
+      refRatio: ratio(REFERENCE.ratios.backlogDrain),
+    });
+  return rows;
+}
+
+/** The reference's breakdown of one class (it has no "other" part). */
+export function referenceBreakdown(role: 'baseline' | 'candidate'): Partial<Record<BreakdownKey, number>> {
+  return (role === 'baseline' ? refBase() : refCand()).latencyBreakdownMs;
+}
+
+/** Breakdown rows (ms per transaction): this run's baseline and candidate, then the reference's. */
+export function breakdownRows(result: ExperimentResult): { part: string; values: string[] }[] {
+  if (!result.compare) return [];
+  const base = result.classes[result.compare.baseline]?.breakdownMs;
+  const cand = result.classes[result.compare.candidate]?.breakdownMs;
+  if (!base && !cand) return [];
+  const refB = referenceBreakdown('baseline');
+  const refC = referenceBreakdown('candidate');
+  const rows = BREAKDOWN_KEYS.map((k) => ({
+    part: BREAKDOWN_LABELS[k],
+    values: [fmt(base?.[k], 2), fmt(cand?.[k], 2), fmt(refB[k], 1), fmt(refC[k], 1)],
+  }));
+  const total = (b: Partial<Record<BreakdownKey, number>> | undefined) =>
+    b ? BREAKDOWN_KEYS.reduce((s, k) => s + (b[k] ?? 0), 0) : undefined;
+  rows.push({ part: 'total', values: [fmt(total(base), 2), fmt(total(cand), 2), fmt(total(refB), 1), fmt(total(refC), 1)] });
+  return rows;
+}
+
+/** A check's verdict word: PASS, FAIL, or WARN for a failed warning. */
+export function checkVerdict(c: { ok: boolean; severity?: 'error' | 'warning' }): 'PASS' | 'FAIL' | 'WARN' {
+  return c.ok ? 'PASS' : c.severity === 'warning' ? 'WARN' : 'FAIL';
+}

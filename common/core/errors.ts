@@ -1,0 +1,51 @@
+/**
+ * Failure types in one place. They are the `type` of ApplicationFailures and feed `nonRetryableErrorTypes`:
+ * a retry cannot fix bad input or a missing prerequisite, so those fail fast.
+ */
+export const FAILURE_TYPES = {
+  invalidSpec: 'InvalidSpecError',
+  preflight: 'PreflightError',
+  unsupported: 'UnsupportedError',
+  agentUnreachable: 'AgentUnreachableError',
+  verification: 'VerificationError',
+  regression: 'RegressionError',
+  hostGone: 'HostGoneError',
+  /** The host's memory limit killed a process of the workload: the same workload would be killed again. */
+  outOfMemory: 'HostOutOfMemoryError',
+  /** Tearing a host down failed after every retry: its resources may be left (the sweeper tries again). */
+  teardown: 'TeardownFailedError',
+  /** The cloud API refused the request as given (bad parameter, quota, permission): a retry gets the same answer. */
+  cloudRejected: 'CloudRequestRejectedError',
+  /** A path the lab refused to write or delete (outside its folders, a planted link, not its own): it stays so. */
+  labPath: 'LabPathError',
+  /** An id that cannot become a path segment (common/core/ids.ts): the same id is refused again. */
+  unsafeId: 'UnsafeIdError',
+} as const;
+
+export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
+
+/** Failure types that no retry can fix. */
+export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
+  FAILURE_TYPES.invalidSpec,
+  FAILURE_TYPES.preflight,
+  FAILURE_TYPES.unsupported,
+  FAILURE_TYPES.verification,
+  FAILURE_TYPES.regression,
+  FAILURE_TYPES.hostGone,
+  FAILURE_TYPES.outOfMemory,
+  FAILURE_TYPES.cloudRejected,
+  FAILURE_TYPES.labPath,
+  FAILURE_TYPES.unsafeId,
+];
+
+/** One problem with a spec: the dotted path of the field, what is wrong, and how to fix it. */
+export interface SpecProblem {
+  path: string;
+  message: string;
+}
+
+/** Renders spec problems as the one message users see, every problem at once. */
+export function formatSpecProblems(problems: SpecProblem[], subject = 'experiment spec'): string {
+  const lines = problems.map((p) => `  - ${p.path || '(spec)'}: ${p.message}`);
+  return `Invalid ${subject} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines.join('\n')}`;
+}

@@ -1,0 +1,362 @@
+/**
+ * The durability drills' specs: one zod schema each (restore, failover), with defaults, named presets and semantic
+ * rules, resolved like the experiment spec (preset + overrides, every problem named with its dotted path).
+ * Pure and workflow-safe: a drill validates its own input before anything is provisioned.
+ */
+import { z } from 'zod';
+import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
+import type { SpecProblem } from '../core/errors';
+import type { ExperimentSpec } from './spec';
+import { userPostgresSettings, type LabServerSettings } from './postgres-settings';
+import { versionProblems } from './postgres-versions';
+import { DRILL_MAX_CONNECTIONS, drillSpecRules } from './rules';
+import {
+  AWS_KINDS,
+  AwsSchema,
+  BackupStoreSchema,
+  BoundedServerSettings,
+  InvalidSpecError,
+  LOCAL_KINDS,
+  RunName,
+  StorageClassSchema,
+  hostSchema,
+  int,
+  mergeSpec,
+  toProblem,
+} from './spec';
+
+export const DRILL_SPEC_VERSION = 1;
+export const DRILL_PRESET_NAMES = ['ci', 'local-quick'] as const;
+export type DrillPresetName = (typeof DRILL_PRESET_NAMES)[number];
+
+const seconds = (min: number, max: number) =>
+  z
+    .number({ error: 'must be a number (seconds)' })
+    .min(min, { error: `must be at least ${min} (seconds)` })
+    .max(max, { error: `must be at most ${max} (seconds)` });
+
+/** Tables a restore drill compares by checksum. */
+const MAX_CHECKSUM_TABLES = 32;
+
+const TableName = z
+  .string()
+  .max(63, { error: 'must be at most 63 characters (a PostgreSQL name)', abort: true })
+  .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'must be a plain lower-case table name of the public schema' });
+
+/** The backup tool and how it writes: both drills' backup sections start with these. */
+const backupToolFields = {
+  /** WAL-G (the reference's) or pgBackRest. */
+  tool: z.enum(BACKUP_TOOLS, { error: `must be ${BACKUP_TOOLS.map((t) => `"${t}"`).join(' or ')}` }).default(DEFAULT_BACKUP_TOOL),
+  /** Compression of archived WAL and base backups alike. */
+  compression: z.enum(BACKUP_COMPRESSIONS, { error: `must be one of ${BACKUP_COMPRESSIONS.join(', ')}` }).default(DEFAULT_BACKUP_COMPRESSION),
+  store: BackupStoreSchema.default({ kind: 'folder' }),
+  archiveTimeoutSeconds: int(1, 3_600, 'seconds'),
+  /** Keep the drill's backups and archived WAL after it ends (default: removed with the hosts). */
+  keep: z.boolean().default(false),
+};
+
+/** What both drills share: where hosts come from and how their Postgres runs. */
+const drillBase = {
+  specVersion: z.literal(DRILL_SPEC_VERSION).default(DRILL_SPEC_VERSION),
+  name: RunName,
+  preset: z.enum(DRILL_PRESET_NAMES).optional(),
+  provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
+  /** The storage of every host of the drill. */
+  storageClass: StorageClassSchema,
+  host: hostSchema(128),
+  postgres: z
+    .object({
+      version: int(12, 18, 'PostgreSQL major version').optional(),
+      sharedBuffersMiB: int(16, 1_048_576, 'MiB'),
+      settings: BoundedServerSettings,
+    })
+    .strict(),
+  aws: AwsSchema.optional(),
+  /** Hosts older than this are the sweeper's, whatever their drill's state. */
+  expiresAfterHours: z.number().positive().max(24 * 14),
+};
+
+export const RestoreDrillSpecSchema = z
+  .object({
+    ...drillBase,
+    /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in checkpointed chunks. */
+    data: z
+      .object({
+        scale: int(1, 100_000, 'pgbench scale'),
+        chunkRows: int(1_000, 100_000_000, 'rows per chunk'),
+        /** Parallel chunk writers: at seed scale a single writer would need more than a day. */
+        loadWriters: int(1, 64, 'parallel chunk writers').default(2),
+      })
+      .strict(),
+    /** Writes before and after the target: pgbench (tpcb-like) next to a ledger writer that commits a marker row each interval. */
+    workload: z
+      .object({
+        clients: int(0, 256, 'pgbench clients; 0 for markers only'),
+        beforeSeconds: seconds(1, 86_400),
+        afterSeconds: seconds(1, 86_400),
+        markerIntervalMs: int(10, 60_000, 'ms between marker rows'),
+      })
+      .strict(),
+    /** Where recovery stops: at a time or an LSN between two marker rows, or at the end of the archived WAL. */
+    target: z.enum(['time', 'lsn', 'latest'], { error: 'must be "time", "lsn" or "latest"' }),
+    /** Tables whose checksums at the target must equal the restored ones. */
+    checksumTables: z
+      .array(TableName)
+      .min(1, { error: 'must name at least one table' })
+      // Each is read in full twice (at the target and after the restore): a handful of tables, not a catalogue.
+      .max(MAX_CHECKSUM_TABLES, { error: `must name at most ${MAX_CHECKSUM_TABLES} tables` }),
+    backup: z
+      .object({
+        ...backupToolFields,
+        /**
+         * `full`: one full base backup after the load. `delta`: a full one, writes, then a delta of it (WAL-G's delta,
+         * pgBackRest's incr), which the restore fetches with the full one beneath it.
+         */
+        kind: z.enum(['full', 'delta'], { error: 'must be "full" or "delta"' }).default('full'),
+      })
+      .strict(),
+    /** Bound on the restore itself (fetch, replay, promote): a drill never hangs on a broken archive. */
+    restoreTimeoutSeconds: int(10, 86_400, 'seconds'),
+    /** Faults the drill injects to prove they are caught. */
+    inject: z
+      .object({
+        /** Delete one archived WAL segment between the backup and the target before restoring. */
+        missingWalSegment: z.boolean().default(false),
+      })
+      .strict()
+      .default({ missingWalSegment: false }),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    baseRules(spec, ctx);
+    if (spec.inject.missingWalSegment && spec.backup.store.kind !== 'folder')
+      issue(ctx, ['inject', 'missingWalSegment'], 'removing an archived segment is supported for a folder store only; use backup.store.kind "folder"');
+  });
+
+export const FailoverDrillSpecSchema = z
+  .object({
+    ...drillBase,
+    /**
+     * `sync`: synchronous_commit = on with synchronous_standby_names = 'ANY 1 (<the two standbys>)', so an
+     * acknowledged commit is on at least one standby. `async`: no synchronous standbys, for contrast.
+     */
+    mode: z.enum(['sync', 'async'], { error: 'must be "sync" or "async"' }),
+    /** Failovers in a row: each kills the current primary; the old one rejoins as a standby for the next. */
+    rounds: int(1, 50, 'failovers'),
+    writer: z
+      .object({
+        /** Connections committing ledger rows at once. */
+        connections: int(1, 64, 'connections'),
+        /** Writes before the primary is killed. */
+        killAfterSeconds: seconds(0.5, 3_600),
+        /** Writes on the new primary before the round ends. */
+        afterFailoverSeconds: seconds(0.5, 3_600),
+        /** A round fails when no write is acknowledged this long after the last one before the kill. */
+        maxOutageSeconds: seconds(1, 3_600),
+      })
+      .strict(),
+    /** `rewind`: the old primary rejoins with pg_rewind (rebuilt from a base backup when it cannot); `none`: left down. */
+    rejoin: z.enum(['rewind', 'none'], { error: 'must be "rewind" or "none"' }),
+    /**
+     * The production pattern's continuous archive: a base backup after the cluster is up, the primary's WAL archived to
+     * a store of the drill's own, each new primary continuing it on its new timeline; the tool checks the archive
+     * after the rounds. `enabled: false` archives nothing.
+     */
+    backup: z
+      .object({
+        enabled: z.boolean().default(true),
+        ...backupToolFields,
+      })
+      .strict(),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    baseRules(spec, ctx);
+    if (spec.rounds > 1 && spec.rejoin === 'none')
+      issue(ctx, ['rejoin'], `${spec.rounds} rounds need the old primary back as a standby each round; set rejoin to "rewind" or rounds to 1`);
+  });
+
+/** A validated restore drill spec. */
+export type RestoreDrillSpec = z.output<typeof RestoreDrillSpecSchema>;
+/** A validated failover drill spec. */
+export type FailoverDrillSpec = z.output<typeof FailoverDrillSpecSchema>;
+/** What either drill's caller passes: a preset and overrides (the UI's pasted JSON object, the CLI's --set). */
+export type DrillInput = Record<string, unknown> & { preset?: string };
+
+type BaseSpec = RestoreDrillSpec | FailoverDrillSpec;
+
+function issue(ctx: z.RefinementCtx, path: (string | number)[], message: string): void {
+  ctx.addIssue({ code: 'custom', path, message });
+}
+
+function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
+  const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
+  if (!allowed.includes(spec.storageClass.kind))
+    issue(ctx, ['storageClass', 'kind'], `"${spec.storageClass.kind}" cannot run on provider "${spec.provider}"; use ${allowed.join(' or ')}`);
+  // Sizes that cannot fit: the primary's memory and connections, an explicit volume size (issue 9).
+  for (const p of drillSpecRules(spec)) issue(ctx, p.path.split('.'), p.message);
+  if (spec.provider === 'aws' && !spec.aws)
+    issue(ctx, ['aws'], 'provider "aws" needs an aws section (region, subnetId, temporalAddress)');
+  const failover = 'rounds' in spec;
+  const backups = !failover || spec.backup.enabled;
+  for (const p of versionProblems({
+    provider: spec.provider,
+    version: spec.postgres.version,
+    directIo: 'off',
+    backups,
+    backupTool: spec.backup.tool,
+    replicas: failover,
+    fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'backup.tool', replicas: 'postgres.version' },
+  }))
+    issue(ctx, p.path.split('.'), p.message);
+  if (!backups) return;
+  const { store } = spec.backup;
+  if (spec.provider === 'aws' && store.kind === 'folder')
+    issue(ctx, ['backup', 'store', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+  for (const p of backupToolProblems({
+    tool: spec.backup.tool,
+    compression: spec.backup.compression,
+    s3Endpoint: store.kind === 's3' ? store.endpoint : undefined,
+    fields: { tool: 'backup.tool', compression: 'backup.compression', endpoint: 'backup.store.endpoint' },
+  }))
+    issue(ctx, p.path.split('.'), p.message);
+}
+
+const drillCommon = (name: string) => ({
+  name,
+  provider: 'local',
+  storageClass: { kind: 'local-disk' },
+  expiresAfterHours: 3,
+});
+
+/** Restore drill presets: `ci` runs in well under a minute; `local-quick` has more data and longer write phases. */
+export const RESTORE_DRILL_PRESETS: Record<DrillPresetName, Record<string, unknown>> = {
+  ci: {
+    ...drillCommon('restore-drill-ci'),
+    host: { memoryLimitMiB: 256 },
+    postgres: { sharedBuffersMiB: 32, settings: {} },
+    data: { scale: 1, chunkRows: 50_000 },
+    workload: { clients: 2, beforeSeconds: 3, afterSeconds: 2, markerIntervalMs: 50 },
+    target: 'time',
+    checksumTables: ['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'],
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 1, keep: false },
+    restoreTimeoutSeconds: 120,
+  },
+  'local-quick': {
+    ...drillCommon('restore-drill'),
+    host: { memoryLimitMiB: 512 },
+    postgres: { sharedBuffersMiB: 128, settings: {} },
+    data: { scale: 20, chunkRows: 200_000 },
+    workload: { clients: 4, beforeSeconds: 20, afterSeconds: 10, markerIntervalMs: 100 },
+    target: 'time',
+    checksumTables: ['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'],
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 5, keep: false },
+    restoreTimeoutSeconds: 900,
+  },
+};
+
+/** Failover drill presets: `ci` is one short round; `local-quick` three rounds with longer write phases. */
+export const FAILOVER_DRILL_PRESETS: Record<DrillPresetName, Record<string, unknown>> = {
+  ci: {
+    ...drillCommon('failover-drill-ci'),
+    host: { memoryLimitMiB: 256 },
+    postgres: { sharedBuffersMiB: 32, settings: {} },
+    mode: 'sync',
+    rounds: 1,
+    writer: { connections: 4, killAfterSeconds: 2, afterFailoverSeconds: 1, maxOutageSeconds: 60 },
+    rejoin: 'rewind',
+    // No forced switch within a round: the only segments a round completes are the ones the drill closes and waits for,
+    // so the kill never falls between a segment's completion and its push (a real gap the archive check would name).
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 60, keep: false },
+  },
+  'local-quick': {
+    ...drillCommon('failover-drill'),
+    host: { memoryLimitMiB: 384 },
+    postgres: { sharedBuffersMiB: 64, settings: {} },
+    mode: 'sync',
+    rounds: 3,
+    writer: { connections: 8, killAfterSeconds: 10, afterFailoverSeconds: 3, maxOutageSeconds: 120 },
+    rejoin: 'rewind',
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 60, keep: false },
+  },
+};
+
+/** Resolves a restore drill input (preset + overrides); throws InvalidSpecError naming every problem. */
+export function resolveRestoreDrill(input: unknown): RestoreDrillSpec {
+  return resolveDrill(input, RESTORE_DRILL_PRESETS, RestoreDrillSpecSchema, 'restore drill spec');
+}
+
+/** Resolves a failover drill input (preset + overrides); throws InvalidSpecError naming every problem. */
+export function resolveFailoverDrill(input: unknown): FailoverDrillSpec {
+  return resolveDrill(input, FAILOVER_DRILL_PRESETS, FailoverDrillSpecSchema, 'failover drill spec');
+}
+
+function resolveDrill<S extends z.ZodType>(
+  input: unknown,
+  presets: Record<DrillPresetName, Record<string, unknown>>,
+  schema: S,
+  subject: string,
+): z.output<S> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new InvalidSpecError([{ path: '', message: 'must be a JSON object, for example {"preset":"ci"}' }], subject);
+  const presetName = (input as { preset?: unknown }).preset ?? 'local-quick';
+  if (typeof presetName !== 'string' || !(DRILL_PRESET_NAMES as readonly string[]).includes(presetName))
+    throw new InvalidSpecError(
+      [{ path: 'preset', message: `unknown preset ${JSON.stringify(presetName)}; use one of: ${DRILL_PRESET_NAMES.join(', ')}` }],
+      subject,
+    );
+  const merged = mergeSpec(presets[presetName as DrillPresetName], { ...input, preset: presetName });
+  const parsed = schema.safeParse(merged, { reportInput: true });
+  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem) as SpecProblem[], subject);
+  return parsed.data;
+}
+
+/** The lab's own server settings of every drill host: replication-ready, timestamps the recovery-log parser reads. */
+export function drillLabSettings(spec: BaseSpec): LabServerSettings {
+  return {
+    shared_buffers: `${spec.postgres.sharedBuffersMiB}MB`,
+    max_connections: String(DRILL_MAX_CONNECTIONS),
+    wal_level: 'replica',
+    hot_standby: 'on',
+    max_wal_senders: '10',
+    // pg_rewind needs hint bits logged (or data checksums) to find what changed since the fork.
+    wal_log_hints: 'on',
+    wal_keep_size: '256MB',
+    // Standbys retry their primary (and follow a new timeline) within a fraction of a second, not 5 s.
+    wal_retrieve_retry_interval: '200ms',
+    synchronous_commit: 'on',
+    log_line_prefix: '%m [%p] ',
+    log_timezone: 'UTC',
+    log_checkpoints: 'on',
+  };
+}
+
+/** Every server setting of a drill host as the host writes it: the lab's, then the spec's postgres.settings on top. */
+export function drillPostgresSettings(spec: BaseSpec): Record<string, string> {
+  return { ...drillLabSettings(spec), ...userPostgresSettings(spec.postgres.settings) };
+}
+
+/** A drill's input from the experiment's spec: its `ci` preset, sized and configured like the experiment. */
+export function drillInputFor(kind: ExperimentSpec['durability']['drills'][number], spec: ExperimentSpec): DrillInput {
+  const className = spec.compare?.candidate ?? Object.keys(spec.storageClasses)[0];
+  const common = {
+    preset: 'ci',
+    name: `${spec.name}-${kind}`.slice(0, 40),
+    provider: spec.provider,
+    storageClass: spec.storageClasses[className],
+    // A drill host runs Postgres and the agent: shared_buffers plus room for both.
+    host: {
+      memoryLimitMiB: Math.max(spec.host.memoryLimitMiB, spec.postgres.sharedBuffersMiB + 128),
+      instanceType: spec.host.instanceType,
+      ...(spec.host.deadAfterSeconds ? { deadAfterSeconds: spec.host.deadAfterSeconds } : {}),
+    },
+    postgres: { version: spec.postgres.version, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, settings: spec.postgres.settings },
+    ...(spec.aws ? { aws: spec.aws } : {}),
+    expiresAfterHours: spec.expiresAfterHours,
+  };
+  // Both drills archive with the experiment's tool to their own prefix of its store.
+  const { tool, compression, backupStore, archiveTimeoutSeconds } = spec.durability;
+  const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
+  if (kind === 'failover') return { ...common, backup };
+  return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
+}

@@ -1,0 +1,74 @@
+/** What a spec will create and run, in words: the dry run prints it before anything exists. Pure. */
+import { dataVolumeGiB } from './aws';
+import { clusterBounds, failoverDrillBounds, formatBound, restoreDrillBounds } from './bounds';
+import { drillInputFor, resolveFailoverDrill, resolveRestoreDrill } from './drill-spec';
+import { hostIdFor } from '../core/ids';
+import { classLimits, volumeBytes, type ExperimentSpec } from './spec';
+
+export interface PlannedHost {
+  hostId: string;
+  className: string;
+  kind: string;
+  instanceType: string | null;
+  volume: string;
+}
+
+export interface Plan {
+  hosts: PlannedHost[];
+  /** Each cluster's phases in order, with the bound that ends a hung one. */
+  phases: string[];
+  /** The durability drills after the clusters, with their steps' bounds. */
+  drills: string[];
+  parallel: number;
+}
+
+export function planRun(spec: ExperimentSpec, runId: string): Plan {
+  const hosts: PlannedHost[] = [];
+  for (const [className, cls] of Object.entries(spec.storageClasses)) {
+    const limits = classLimits(cls);
+    const gib = cls.kind === 'ebs' ? dataVolumeGiB(volumeBytes(spec), cls) : (cls.sizeGiB ?? Math.ceil(volumeBytes(spec) / 2 ** 30));
+    for (let i = 0; i < spec.clustersPerClass; i++) {
+      hosts.push({
+        hostId: hostIdFor(runId, className, i),
+        className,
+        kind: cls.kind,
+        instanceType: spec.provider === 'aws' ? spec.host.instanceType : null,
+        volume:
+          cls.kind === 'instance-store'
+            ? 'instance-store NVMe (comes with the instance)'
+            : cls.kind === 'local-disk'
+              ? "this machine's disk"
+              : `${gib} GiB ${cls.kind === 'ebs' ? 'gp3 EBS' : 'emulated gp3 (loop device + cgroup limits)'} at ${limits?.iops} IOPS / ${limits?.throughputMiBps} MiB/s`,
+      });
+    }
+  }
+  const b = clusterBounds(spec);
+  const bound = (seconds: number) => ` (bound ${formatBound(seconds)})`;
+  const phases = [
+    `provision; the agent starts${bound(b.agentStartSeconds)}`,
+    'configure Postgres',
+    `load scale ${spec.data.scale} (${(spec.data.scale * 1e5).toLocaleString('en-US')} rows, ${spec.data.loadWriters} writers)${bound(b.loadHours * 3600)}`,
+  ];
+  if (spec.durability.enabled) phases.push(`WAL archiving + base backup with ${spec.durability.tool}${bound(b.phaseSeconds)}`);
+  if (spec.workload.warmupSeconds > 0) phases.push(`warm-up ${spec.workload.warmupSeconds} s${bound(b.measureSeconds)}`);
+  phases.push(`TPS run: ${spec.workload.clients} clients, ${spec.workload.threads} threads, ${spec.workload.durationSeconds} s${bound(b.measureSeconds)}`);
+  if (spec.phases.vacuum.enabled) phases.push(`bloat ${spec.phases.vacuum.bloatMB} MB + VACUUM${bound(b.phaseSeconds)}`);
+  if (spec.phases.backlog.enabled) phases.push(`logical-replication backlog ${spec.phases.backlog.backlogMB} MB + drain${bound(b.phaseSeconds)}`);
+  phases.push('save results', 'teardown');
+  phases.push(`a host silent for ${formatBound(b.deadAfterSeconds)} is dead (host.deadAfterSeconds)`);
+  return { hosts, phases, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length) };
+}
+
+/** The drills an experiment runs after its clusters, each step with its bound. */
+function planDrills(spec: ExperimentSpec): string[] {
+  return spec.durability.drills.map((kind) => {
+    if (kind === 'restore') {
+      const d = resolveRestoreDrill(drillInputFor(kind, spec));
+      const b = restoreDrillBounds(d);
+      return `restore drill: load scale ${d.data.scale} with ${d.data.loadWriters} writers (bound ${formatBound(b.loadHours * 3600)}), base backup and restore with ${d.backup.tool} (bound ${formatBound(b.phaseSeconds)} each), writes and replay (bound ${formatBound(b.measureSeconds)})`;
+    }
+    const d = resolveFailoverDrill(drillInputFor(kind, spec));
+    const b = failoverDrillBounds(d);
+    return `failover drill: ${d.rounds} round${d.rounds === 1 ? '' : 's'} of kill -9 and promotion (each step bound ${formatBound(b.measureSeconds)})`;
+  });
+}

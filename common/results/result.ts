@@ -1,0 +1,155 @@
+/**
+ * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
+ * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
+ */
+import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from './sampler-and-phases';
+import type { ExperimentSpec, StorageKind } from '../input/spec';
+
+export const RESULT_SCHEMA_VERSION = 1;
+
+export interface LatencyMs {
+  mean: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+/** One pgbench run as measured: throughput, latency from the per-transaction log, and the per-second series. */
+export interface TpsRun {
+  tps: number;
+  transactions: number;
+  failedTransactions: number;
+  durationSeconds: number;
+  clients: number;
+  threads: number;
+  latencyMs: LatencyMs;
+  /** Mean time a client spent between its transactions (pgbench's own work); absent in results before it existed. */
+  clientGapMs?: number;
+  tpsSeries: number[];
+  pgbenchVersion: string;
+  /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
+  cleanup?: LeftoverCleanup;
+}
+
+/**
+ * What a measured attempt found still running from an earlier attempt on its host (whose agent died), and stopped
+ * before it began: it measures alone, never against a ghost of itself.
+ */
+export interface LeftoverCleanup {
+  /** Processes stopped, as "pgbench (pid 1234)". */
+  processes: string[];
+  /** Database backends of the lab's earlier connections that were terminated. */
+  backends: number;
+}
+
+/** A failed attempt of a phase, kept so it is visible and never averaged in. */
+export interface FailedAttempt {
+  phase: string;
+  attempt: number;
+  error: string;
+  at: string;
+}
+
+export interface LoadResult {
+  rows: number;
+  chunks: number;
+  chunksResumed: number;
+  loadSeconds: number;
+  indexSeconds: number;
+  vacuumSeconds: number;
+  heapBytes: number;
+  rowsPerSecond: number;
+  /** count(*) and count(distinct aid) after the load, when the spec asks for the check. */
+  verified?: { rows: number; distinctAids: number };
+}
+
+/** Result of one cluster: one Postgres on one host of one storage class. */
+export interface ClusterResult {
+  hostId: string;
+  className: string;
+  index: number;
+  status: 'ok' | 'failed' | 'cancelled';
+  error?: string;
+  postgresVersion?: string;
+  emulated: boolean;
+  emulationNote?: string;
+  startedAt: string;
+  finishedAt: string;
+  load?: LoadResult;
+  /** Convenience copies of the load's figures, as the result schema promises them at cluster level. */
+  rows?: number;
+  loadSeconds?: number;
+  tpsRun?: TpsRun;
+  tps?: number;
+  latencyMs?: LatencyMs;
+  tpsSeries?: number[];
+  failedAttempts: FailedAttempt[];
+  /** Later phases (vacuum, backlog, diagnostics) add their own keys. */
+  phases: ClusterPhases;
+  /** What the sampler saw next to the TPS run. */
+  diagnostics?: Diagnostics;
+  /** Mean latency of the TPS run apportioned by wait shares (common/results/breakdown.ts). */
+  breakdownMs?: Record<string, number>;
+}
+
+/** A cluster's measured phases by name. */
+export interface ClusterPhases {
+  vacuum?: VacuumPhaseResult;
+  backlog?: BacklogPhaseResult;
+  [phase: string]: unknown;
+}
+
+/** Medians per class of the measured phases. */
+export interface ClassPhases {
+  vacuum?: { vacuumSeconds: number; deadBytes: number; requestedBytes: number; readMBps: number; writeMBps: number; clusters: number };
+  backlog?: { drainSeconds: number; backlogBytes: number; requestedBytes: number; drainMBps: number; clusters: number };
+  [phase: string]: unknown;
+}
+
+export interface ClassResult {
+  kind: StorageKind;
+  emulated: boolean;
+  emulationNote?: string;
+  limits: { iops: number | null; throughputMiBps: number | null; memoryLimitMiB: number };
+  clusters: ClusterResult[];
+  medianTps: number | null;
+  medianLatencyMs: number | null;
+  phases: ClassPhases;
+  breakdownMs?: Record<string, number>;
+  /** Median of each latency figure across the class's clusters. */
+  latencyMs?: LatencyMs;
+  /** Median share of active samples per wait event type, and per wait event. */
+  waitClassShares?: Record<string, number>;
+  waitEventShares?: Record<string, number>;
+  /** The resource that bound the class's throughput, in words ("CPU-bound at 2 cores"). */
+  boundBy?: string;
+}
+
+export interface Check {
+  name: string;
+  scope: string;
+  ok: boolean;
+  detail: string;
+  /** A failed "warning" flags a caveat (a tiny preset's data fits in RAM) rather than a wrong result; default "error". */
+  severity?: 'error' | 'warning';
+}
+
+export interface ExperimentResult {
+  schemaVersion: typeof RESULT_SCHEMA_VERSION;
+  runId: string;
+  name: string;
+  preset: string | null;
+  status: 'completed' | 'failed' | 'cancelled';
+  startedAt: string;
+  finishedAt: string;
+  postgresVersion: string | null;
+  host: { cpus: number; memoryMiB: number; kernel: string; provider: string };
+  spec: ExperimentSpec;
+  classes: Record<string, ClassResult>;
+  /** Candidate's speedup over the baseline (reference: nvme over gp3). */
+  ratios: Record<string, number | null>;
+  compare: { baseline: string; candidate: string } | null;
+  checks: Check[];
+  /** Sections later features add (verdict, cost, drills) live under their own keys. */
+  [section: string]: unknown;
+}
