@@ -202,7 +202,7 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
 
 describe('diagnose proves its session read-only before any other query (integration, PostgreSQL 17)', () => {
   // Every statement and connection logged with its backend pid and application name: what ran, in which order.
-  const settings = { shared_buffers: '16MB', max_connections: '20', log_statement: 'all', log_connections: 'on', log_line_prefix: '%p|%a|' };
+  const settings = { shared_buffers: '16MB', max_connections: '20', log_statement: 'all', log_connections: 'on' };
   const PASSWORD_ENV = 'STORAGE_LAB_DSN_PASSWORD_DIAGNOSE_TEST';
   let host: BenchHost;
   let dsn: string;
@@ -239,6 +239,12 @@ describe('diagnose proves its session read-only before any other query (integrat
       if (previous === undefined) delete process.env.STORAGE_LAB_PG_BIN;
       else process.env.STORAGE_LAB_PG_BIN = previous;
     }
+    // Each line names its session's pid and application: the lab's own hosts keep their prefix (the restore drill
+    // reads its log), so this test server gets its own by ALTER SYSTEM.
+    await withConnection(host.deps.config, async (c) => {
+      await c.query("ALTER SYSTEM SET log_line_prefix = '%p|%a|'");
+      await c.query('SELECT pg_reload_conf()');
+    });
     await withConnection(host.deps.config, (c) => c.query(`CREATE ROLE monitor LOGIN PASSWORD '${PASSWORD}' IN ROLE pg_monitor`));
     dsn = `postgresql://monitor@127.0.0.1:${host.deps.config.postgres.port}/${libpqEnv(host.deps.config).PGDATABASE}`;
     results = path.join(host.deps.config.hostDir, 'results');

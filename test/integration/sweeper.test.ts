@@ -70,13 +70,19 @@ describe('sweeperWorkflow', () => {
     runs.push(unknown, foreignRun);
 
     const ec2 = bed.setup().provider;
-    const foreignLab = bed.setup({ owner: { address: 'elsewhere:7233', namespace: 'other' } }).provider;
+    const foreignOwner = { address: 'elsewhere:7233', namespace: 'other' };
+    const foreignLab = bed.setup({ owner: foreignOwner }).provider;
+    // Another lab's hosts dial that lab's Temporal (its provider refuses any other address).
+    const foreignRequest = (runId: string, expiresAt: string): HostRequest => {
+      const req = request(runId, expiresAt);
+      return { ...req, aws: { ...req.aws!, temporalAddress: foreignOwner.address, temporalNamespace: foreignOwner.namespace } };
+    };
     const made: Record<string, { provider: HostProvider; req: HostRequest }> = {
       terminatedGp3: { provider: ec2, req: request(terminated, future, 'gp3') },
       unknown: { provider: ec2, req: request(unknown, future) },
       live: { provider: ec2, req: request(live, future) },
       liveExpired: { provider: ec2, req: { ...request(live, past), hostId: `${request(live, past).hostId}-x` } },
-      foreign: { provider: foreignLab, req: request(foreignRun, future) },
+      foreign: { provider: foreignLab, req: foreignRequest(foreignRun, future) },
       localTerminated: { provider: local, req: { ...request(terminated, future), hostId: hostIdFor(terminated, 'local', 0) } },
       localLive: { provider: local, req: { ...request(live, future), hostId: hostIdFor(live, 'local', 0) } },
     };
