@@ -8,6 +8,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { LAB_ROLE } from '../../common/core/names';
 import { DirResultsStore } from '../../lib/results-store';
 import { createDiagnoseActivities } from '../../activities/control/diagnose';
 import { withConnection, libpqEnv } from '../../lib/pg';
@@ -288,9 +289,10 @@ describe('diagnose proves its session read-only before any other query (integrat
     await expect(activity({ dsn: `${dsn}?options=-c%20default_transaction_read_only%3Doff`, passwordEnv: PASSWORD_ENV })).rejects.toMatchObject({ type: 'InvalidSpecError', nonRetryable: true });
     await new Promise((resolve) => setTimeout(resolve, 500)); // the log is written by the server process
     expect(connectionsSince(from)).toBe(0);
-    // The host's socket is trusted (pg_hba): the user's own CLI may use it, a workflow may not.
+    // Over the host's socket the OS user decides the role (peer, the lab's ident map: this root process is `lab`): the
+    // user's own CLI may use a socket, a workflow may not.
     const cfg = host.deps.config;
-    const socketDsn = `postgresql://monitor@${encodeURIComponent(cfg.socketDir)}:${cfg.postgres.port}/${libpqEnv(cfg).PGDATABASE}`;
+    const socketDsn = `postgresql://${LAB_ROLE}@${encodeURIComponent(cfg.socketDir)}:${cfg.postgres.port}/${libpqEnv(cfg).PGDATABASE}`;
     const bySocket = await cliDiagnose(socketDsn, Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'PGPASSWORD')));
     expect(bySocket.stderr).toMatch(/^verdict: idle/m);
     expect(bySocket.exitCode).toBe(0);
