@@ -131,3 +131,12 @@ fi
 # --- The build: workers, CLI and tests all run from dist/.
 log "building TypeScript"
 npx tsc -p tsconfig.json
+# Output of sources that moved or went away would still run (jest finds a stale test, a worker a stale module).
+node -e '
+  const fs = require("fs"), path = require("path");
+  const walk = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  for (const file of walk("dist")) {
+    const source = file.slice("dist/".length).replace(/\.js(\.map)?$|\.d\.ts$/, ".ts");
+    const json = file.endsWith(".json") && fs.existsSync(file.slice("dist/".length));
+    if (!json && !fs.existsSync(source)) fs.rmSync(file);
+  }'
