@@ -6,6 +6,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import type { HostConfig } from '../common/core/hosts';
 import { makeLabDir, registerLabRoot } from './lab-fs';
 
 /** The project folder (the one with package.json); dist/ sits below it. */
@@ -79,4 +80,12 @@ export function hostsKeyFile(hostsDir: string): string {
 /** Registers a lab's folders with the file guard: the only places the lab writes or deletes (lib/lab-fs.ts). */
 export function registerLabPaths(paths: LabPaths, env: NodeJS.ProcessEnv = process.env): void {
   registerLabRoot(paths.home, paths.hostsDir, paths.resultsDir, paths.logsDir, paths.runDir, backupsDirFor(paths.hostsDir, env), hostsKeyFile(paths.hostsDir));
+}
+
+/**
+ * The folders a host agent writes in: its host folder, the folder above its data folder (on EC2 the data device's own
+ * mount, outside the host folder), and the local backup stores beside the hosts folder.
+ */
+export function hostAgentRoots(config: Pick<HostConfig, 'hostDir' | 'dataDir'>): string[] {
+  return [...new Set([config.hostDir, path.dirname(config.dataDir), backupsDirFor(path.dirname(config.hostDir))])];
 }

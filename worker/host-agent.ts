@@ -3,11 +3,10 @@
  * Started inside the host's cgroups (locally by its supervisor, on EC2 by systemd), so what it starts inherits them.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
-import path from 'node:path';
 import { createHostActivities } from '../activities/host';
 import { clientOsUser, postgresOsUser } from '../lib/postgres-binaries';
 import { registerLabRoot } from '../lib/lab-fs';
-import { backupsDirFor } from '../lib/lab-paths';
+import { hostAgentRoots } from '../lib/lab-paths';
 import { readConfig } from '../infra/providers/local/local-provider';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';
@@ -16,8 +15,8 @@ async function main(): Promise<void> {
   const configFile = process.argv[2];
   if (!configFile) throw new Error('usage: host-agent <host.json>');
   const config = readConfig(configFile);
-  // Its host's folder and the local backup stores beside the hosts folder: all the agent writes or deletes.
-  registerLabRoot(config.hostDir, backupsDirFor(path.dirname(config.hostDir)));
+  // All the agent writes or deletes (infra/lab-fs.ts refuses anything else).
+  registerLabRoot(...hostAgentRoots(config));
   installLogging({ role: 'host-agent', hostId: config.hostId, runId: config.runId });
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));

@@ -139,17 +139,21 @@ mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$device"
 install -d "$storage_root"
 mount -o noatime "$device" "$storage_root"
 echo "$device $storage_root ext4 noatime,nofail 0 2" >> /etc/fstab
-install -d -o postgres -g postgres "$storage_root" "$host_dir" "$host_dir/logs"
-# The socket folder and the secrets are the postgres user's alone (the agent runs as it, and peer-maps it to the roles).
-install -d -m 0700 -o postgres -g postgres "$host_dir/run" "$host_dir/secrets"
+# As on a local host: the agent runs as root and starts Postgres as postgres and the workload's pgbench as the
+# unprivileged storage-lab user, which the ident map lets be lab_workload only (never the lab's superuser).
+id storage-lab >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin storage-lab
+install -d -m 0755 "$host_dir"
+install -d -o postgres -g postgres "$storage_root" "$host_dir/logs"
+# The socket folder: the agent narrows it to postgres:storage-lab 0750 before the server starts. Secrets: root's.
+install -d -m 0700 -o postgres -g postgres "$host_dir/run"
+install -d -m 0700 "$host_dir/secrets"
 
 step "reading secrets from SSM Parameter Store"
 agent_env=/etc/storage-lab/agent.env
 install -d -m 0755 /etc/storage-lab
-# A secret's value goes straight to a 0600 file of the postgres user; it is never printed.
+# A secret's value goes straight to a 0600 file of the agent (root); it is never printed.
 fetch_secret() {
   (umask 077 && aws_ ssm get-parameter --with-decryption --name "$1" --query Parameter.Value --output text > "$2")
-  chown postgres:postgres "$2"
 }
 {
   echo "TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS"
@@ -169,14 +173,12 @@ if [ -n "$DATABASE_PASSWORD_PARAMETER" ]; then
   fetch_secret "$DATABASE_PASSWORD_PARAMETER" "$host_dir/secrets/db-password"
 else
   (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '/+=\n' > "$host_dir/secrets/db-password")
-  chown postgres:postgres "$host_dir/secrets/db-password"
 fi
 
 step "writing $host_dir/host.json"
 echo "$HOST_BASE_JSON" > "$work/host-base.json"
 node "$app/dist/infra/aws/host-config.js" "$work/host-base.json" "$host_dir/host.json" \
   "$(imds local-ipv4)" "$(imds instance-id)" "$POSTGRES_VERSION"
-chown postgres:postgres "$host_dir/host.json"
 
 step "starting the host agent"
 cat > /etc/systemd/system/storage-lab-agent.service <<UNIT
@@ -186,8 +188,6 @@ Wants=network-online.target
 After=network-online.target
 
 [Service]
-User=postgres
-Group=postgres
 EnvironmentFile=$agent_env
 ExecStart=/opt/node/bin/node $app/dist/worker/host-agent.js $host_dir/host.json
 Restart=always

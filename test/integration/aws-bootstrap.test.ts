@@ -12,7 +12,7 @@ import { awsRunProblems } from '../../common/input/aws';
 import { resolveSpec } from '../../common/input/spec';
 import { completeHostConfig } from '../../infra/aws/host-config';
 import { readUserDataTemplate, renderUserData, shellQuote, USER_DATA_LIMIT_BYTES, type UserDataValues } from '../../infra/aws/user-data';
-import { PROJECT_ROOT } from '../../lib/lab-paths';
+import { hostAgentRoots, PROJECT_ROOT } from '../../lib/lab-paths';
 import { clientToken, hostBase } from '../../infra/providers/aws/ec2-provider';
 import { awsPolicyFromEnv, DEFAULT_AWS_POLICY } from '../../infra/providers/aws/policy';
 import { awsEnv } from '../../worker/aws-setup';
@@ -65,6 +65,10 @@ describe('host bootstrap (user-data)', () => {
     expect(text).toMatch(/sha256sum -c/);
     expect(text).toContain("WALG_S3_URI='s3://bucket/storage-lab/agent/wal-g-3.0.8-linux-x64-0123'");
     expect(text).toContain('install_walg /usr/local/bin');
+    // As locally: the agent is root (it runs Postgres as postgres), the workload's tools the unprivileged storage-lab.
+    expect(text).toMatch(/useradd --system .* storage-lab/);
+    const unit = text.slice(text.indexOf('[Service]'), text.indexOf('[Install]'));
+    expect(unit).not.toMatch(/^User=/m);
   });
 
   describe('installs the control worker\'s WAL-G only as shipped', () => {
@@ -151,6 +155,9 @@ describe('host.json of an EC2 host', () => {
     expect(base).toMatchObject({ provider: 'aws', taskQueue: 'host:abc1234-gp3-0', osUser: 'postgres', cgroup: null, limits: { iops: 3000, throughputMiBps: 125 } });
     const full = completeHostConfig(base, { privateIp: '10.0.1.7', instanceId: 'i-0abc', device: 'nvme1n1', pgBinDir: '/usr/lib/postgresql/16/bin' });
     expect(full).toMatchObject({ postgres: { host: '10.0.1.7', port: 5432 }, instanceId: 'i-0abc', device: 'nvme1n1', pgBinDir: '/usr/lib/postgresql/16/bin' });
+    // The agent may write its data folder too: on EC2 it is the data device's mount, outside the host folder.
+    expect(hostAgentRoots(full)).toEqual(expect.arrayContaining([full.hostDir, path.dirname(full.dataDir)]));
+    expect(full.dataDir.startsWith(`${full.hostDir}/`)).toBe(false);
     expect(() => completeHostConfig(base, { privateIp: '', instanceId: 'i', device: null, pgBinDir: '/x' })).toThrow('not an IPv4 address');
   });
 
