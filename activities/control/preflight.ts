@@ -264,6 +264,10 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       }
       const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool', spec.provider) : null;
       if (tool) refuseEnvironmentProblems([tool]);
+      // The provider's own checks (the account's subnet, image owner and instance type, the cost ceiling).
+      const checked = await provider(spec.provider).preflightDrill?.(input.kind, spec);
+      refuseEnvironmentProblems(checked?.problems ?? []);
+      warnings.push(...(checked?.warnings ?? []));
       return { warnings };
     },
   };

@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
 import type { LoadResult } from '../../common/results/result';
 import { WORKLOAD_ROLE } from '../../common/core/names';
-import { accountRows } from '../../common/input/spec';
+import { accountRows } from '../../common/input/data-size';
 import { connectLocal, withConnection } from '../../lib/pg';
 import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';

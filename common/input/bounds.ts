@@ -5,7 +5,8 @@
  * reason, never to cut a healthy one short.
  */
 import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
-import { accountRows, hostDeadAfterSeconds, type ExperimentSpec, type StorageClassSpec } from './spec';
+import { hostDeadAfterSeconds, type ExperimentSpec, type StorageClassSpec } from './spec';
+import { accountRows, dataSetBytes } from './data-size';
 
 export interface HostTimeouts {
   /** How long a new host's agent may take to come up (cloud boots are slow). */
@@ -93,7 +94,7 @@ export function clusterBounds(spec: ExperimentSpec): HostTimeouts {
  */
 function drillBounds(spec: RestoreDrillSpec | FailoverDrillSpec, measureSeconds: number): HostTimeouts {
   const data = 'data' in spec ? spec.data : { scale: 1, loadWriters: 1 };
-  const dataMB = (accountRows(data.scale) * HEAP_BYTES_PER_ROW * 1.15) / 2 ** 20;
+  const dataMB = dataSetBytes(data.scale) / 2 ** 20;
   return {
     agentStartSeconds: agentStartSeconds(spec.provider),
     deadAfterSeconds: hostDeadAfterSeconds(spec),

@@ -6,7 +6,9 @@
 import { dataVolumeGiB } from './aws';
 import type { SpecProblem } from '../core/errors';
 import type { ClusterResult } from '../results/result';
-import { accountRows, classLimits, GP3_BASELINE, LIST_PRICES_USD, volumeBytes, type ExperimentSpec, type StoragePricesUsd } from './spec';
+import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
+import { classLimits, GP3_BASELINE, LIST_PRICES_USD, volumeBytes, type ExperimentSpec, type StoragePricesUsd } from './spec';
+import { accountRows, dataSetBytes } from './data-size';
 
 /** Hours in a billing month, as AWS prices GiB-months and IOPS-months. */
 export const HOURS_PER_MONTH = 730;
@@ -208,10 +210,56 @@ export function costCeilingProblems(spec: ExperimentSpec, ceiling: CostCeiling):
 }
 
 /**
+ * A drill's hosts and the hours each lives, by the experiment's duration model: every host from boot to teardown.
+ * Restore: the source and the restore host through the load, a base backup, the writes around the target, the fetch
+ * and at most restoreTimeoutSeconds of replay. Failover: three nodes and a client through two standby clones and every
+ * round (the writes before the kill, the outage bound, the writes after, a minute to rejoin).
+ */
+export function drillHostHours(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec): { hosts: number; hours: number } {
+  const a = COST_ASSUMPTIONS;
+  const deviceMiBps = classLimits(spec.storageClass)?.throughputMiBps ?? a.instanceStoreMiBps;
+  const copySeconds = (bytes: number) => bytes / (deviceMiBps * 2 ** 20);
+  const fixed = (a.bootMinutes + a.teardownMinutes) * 60;
+  if (kind === 'restore') {
+    const r = spec as RestoreDrillSpec;
+    const bytes = dataSetBytes(r.data.scale);
+    const load = Math.max(accountRows(r.data.scale) / (r.data.loadWriters * a.loadRowsPerSecondPerWriter), copySeconds(bytes * a.loadIoFactor));
+    const seconds = fixed + load + 2 * copySeconds(bytes) + r.workload.beforeSeconds + r.workload.afterSeconds + r.restoreTimeoutSeconds;
+    return { hosts: 2, hours: seconds / 3600 };
+  }
+  const f = spec as FailoverDrillSpec;
+  const round = f.writer.killAfterSeconds + f.writer.maxOutageSeconds + f.writer.afterFailoverSeconds + 60;
+  return { hosts: 4, hours: (fixed + f.rounds * round) / 3600 };
+}
+
+/**
+ * A drill's estimate (its instances and root volumes at the spec's prices) against a ceiling: nothing when it is at
+ * or below, else one problem naming the ceiling's field, the estimate and what to lower; a missing price is a problem.
+ */
+export function drillCostProblems(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec, ceiling: CostCeiling): SpecProblem[] {
+  const { hosts, hours } = drillHostHours(kind, spec);
+  const type = spec.host.instanceType;
+  const hourly = spec.aws?.hourlyPriceUsd[type];
+  if (hourly === undefined)
+    return [{ path: `aws.hourlyPriceUsd.${type}`, message: `no price, so the drill cannot be held to its cost ceiling of $${ceiling.usd} (${ceiling.source}); add the on-demand price in USD per hour` }];
+  const rootGiB = spec.aws?.rootVolumeGiB ?? 20;
+  const storage = spec.aws?.storagePriceUsd.gp3GiBMonth ?? LIST_PRICES_USD.storage.gp3GiBMonth;
+  const usd = hosts * hours * (hourly + (rootGiB * storage) / HOURS_PER_MONTH);
+  if (usd <= ceiling.usd) return [];
+  const lower = kind === 'restore' ? 'data.scale, workload.beforeSeconds, workload.afterSeconds or restoreTimeoutSeconds' : 'rounds or the writer\'s seconds';
+  return [
+    {
+      path: ceiling.field,
+      message: `the ${kind} drill is estimated at $${usd.toFixed(2)} (${hosts} ${type} hosts for ${round(hours, 2)} h each at $${hourly}/h, with their root volumes), above its ceiling of $${ceiling.usd} (${ceiling.source}); lower ${lower}, or choose a smaller host.instanceType`,
+    },
+  ];
+}
+
+/**
  * The spec with every price at least `floor`'s: a spec may quote a higher price than the control worker's, never a
  * lower one, so a ceiling holds whatever prices the spec writes. An instance type without a floor keeps no price.
  */
-export function withPriceFloor(spec: ExperimentSpec, floor: { hourly: Readonly<Record<string, number>>; storage: Readonly<StoragePricesUsd> }): ExperimentSpec {
+export function withPriceFloor<S extends Pick<ExperimentSpec, 'aws'>>(spec: S, floor: { hourly: Readonly<Record<string, number>>; storage: Readonly<StoragePricesUsd> }): S {
   const own = spec.aws;
   if (!own) return spec;
   const hourly: Record<string, number> = {};

@@ -6,6 +6,7 @@
 import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
 import type { SpecProblem } from '../core/errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
+import { dataSetBytes } from './data-size';
 import type { ExperimentSpec } from './spec';
 import { scriptProblems, scriptSql, scriptWrites } from './workload-script';
 
@@ -270,7 +271,7 @@ export const DRILL_MAX_CONNECTIONS = 100;
 
 /** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
 export function drillVolumeBytes(spec: RestoreDrillSpec | FailoverDrillSpec): number {
-  const data = 'data' in spec ? spec.data.scale * 100_000 * 146 * 1.15 : 0;
+  const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
   return data + 2 * 2 ** 30;
 }
 

@@ -3,6 +3,9 @@
  * Pure and deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
  */
 import { z } from 'zod';
+import { dataSetBytes } from './data-size';
+
+export { accountRows } from './data-size';
 import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
 import { costCeilingProblems } from './cost';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../core/errors';
@@ -437,17 +440,12 @@ export function classLimits(cls: StorageClassSpec): { iops: number; throughputMi
 
 /** Bytes one host's volume needs for a spec: heap, indexes, WAL, and the phases' bloat and backlog. */
 export function volumeBytes(spec: ExperimentSpec): number {
-  // pgbench_accounts: ~146 bytes a row on disk at fillfactor 100 (482 GiB for 3.3 billion rows), +15 % indexes.
-  const heap = spec.data.scale * 100_000 * 146 * 1.15;
+  const heap = dataSetBytes(spec.data.scale);
   const wal = spec.postgres.maxWalSizeMiB * 2 * 1024 * 1024;
   const phases = (spec.phases.vacuum.bloatMB * 2 + spec.phases.backlog.backlogMB * 2) * 1e6;
   return Math.ceil(heap + wal + phases);
 }
 
-/** Rows in pgbench_accounts at a scale, as pgbench makes them. */
-export function accountRows(scale: number): number {
-  return scale * 100_000;
-}
 
 /** Thrown for a spec that cannot run; carries every problem at once. */
 export class InvalidSpecError extends Error {

@@ -5,6 +5,7 @@
  * (its request, record, configuration) is common/core/hosts.ts.
  */
 import type { HostDiagnosis, HostRecord, HostRequest, ManagedHost, ProviderName } from '../../common/core/hosts';
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 
 export interface HostProvider {
@@ -21,4 +22,6 @@ export interface HostProvider {
   diagnose(hostId: string): Promise<HostDiagnosis>;
   /** Checks a spec against the provider's account (subnet, image, instance type) before anything is created. */
   preflight?(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }>;
+  /** The same for a drill: the account's subnet, image and instance type, and the drill's cost ceiling. */
+  preflightDrill?(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec): Promise<{ problems: string[]; warnings: string[] }>;
 }

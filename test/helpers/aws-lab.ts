@@ -4,6 +4,7 @@
  * workflow makes them; and, for workflow tests only, a provider whose EC2 side runs on moto while the host
  * itself is a local one (moto boots no machine), so the whole path but the VM runs.
  */
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/input/spec';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
 import type { HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
@@ -165,5 +166,9 @@ export class Ec2WithLocalHosts implements HostProvider {
 
   preflight(spec: ExperimentSpec) {
     return this.ec2.preflight(spec);
+  }
+
+  preflightDrill(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec) {
+    return this.ec2.preflightDrill(kind, spec);
   }
 }

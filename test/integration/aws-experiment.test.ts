@@ -11,10 +11,11 @@ import { runFolderName } from '../../lib/results-store';
 import type { S3ResultsStore } from '../../lib/s3-results-store';
 import type { RunCost } from '../../common/input/cost';
 import { hostIdFor } from '../../common/core/ids';
-import { RESOURCE_TAGS } from '../../common/core/names';
+import { RESOURCE_TAGS, WORKFLOW_TYPES } from '../../common/core/names';
 import type { ExperimentResult } from '../../common/results/result';
 import { awsInput, Ec2WithLocalHosts, localProviderFor, startAwsTestbed, TEST_BUCKET, type AwsTestbed } from '../helpers/aws-lab';
 import { startTestLab, type TestLab } from '../helpers/lab';
+import { uniqueId } from '../helpers/temporal';
 
 describe('experiment on AWS (moto) with local hosts', () => {
   let bed: AwsTestbed;
@@ -93,5 +94,17 @@ describe('experiment on AWS (moto) with local hosts', () => {
     expect(cause.message).toMatch(/aws\.subnetId: is required[\s\S]*aws\.temporalAddress: is required/);
     expect(await bed.moto.leftovers(handle.workflowId)).toEqual([]);
     expect(await results.get(handle.workflowId, 'spec.json')).toBeNull();
+  });
+
+  it("refuses a drill on AWS above its cost ceiling in the preflight, before its backup store or any host", async () => {
+    const input = { preset: 'ci', provider: 'aws', storageClass: { kind: 'ebs' }, backup: { store: { kind: 's3', bucket: TEST_BUCKET } }, aws: { ...(awsInput(bed.network).aws as object), maxCostUsd: 0.01 } };
+    const handle = await lab.client.workflow.start(WORKFLOW_TYPES.restoreDrill, { taskQueue: lab.taskQueue, workflowId: uniqueId('aws-drill'), args: [input] });
+    runIds.push(handle.workflowId);
+    const err = await handle.result().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const cause = (err as WorkflowFailedError).cause as { type?: string; message: string; nonRetryable?: boolean };
+    expect([cause.type, cause.nonRetryable]).toEqual(['PreflightError', true]);
+    expect(cause.message).toMatch(/aws\.maxCostUsd: the restore drill is estimated at \$\d+\.\d\d \(2 m6id\.4xlarge hosts .* above its ceiling of \$0\.01 \(aws\.maxCostUsd\)/);
+    expect(await bed.moto.leftovers(handle.workflowId)).toEqual([]);
   });
 });

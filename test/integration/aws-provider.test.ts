@@ -18,6 +18,7 @@ import { findWalg } from '../../lib/walg';
 import { dataVolumeGiB } from '../../common/input/aws';
 import { estimateCost } from '../../common/input/cost';
 import { RESOURCE_TAGS } from '../../common/core/names';
+import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { resolveSpec, volumeBytes } from '../../common/input/spec';
 import { S3ResultsStore } from '../../lib/s3-results-store';
 import { clientToken } from '../../infra/providers/aws/ec2-provider';
@@ -363,6 +364,27 @@ describe('Ec2Provider and S3 on moto', () => {
     const [refused, ...more] = (await provider.preflight(awsSpec(bed.network, large))).problems;
     expect(more).toEqual([]);
     expect(refused).toMatch(/^aws\.maxCostUsd: the run is estimated at \$\d+\.\d\d for 32 hosts .*above its ceiling of \$100 \(the control worker's ceiling, STORAGE_LAB_AWS_MAX_COST_USD/);
+  });
+
+  it("checks a drill on AWS before any host: the image's owner, the lab's Temporal and the drill's cost ceiling", async () => {
+    const drill = (kind: 'restore' | 'failover', over: Record<string, unknown> = {}) => {
+      const input = { preset: 'ci', provider: 'aws', storageClass: { kind: 'ebs' }, backup: { store: { kind: 's3', bucket: TEST_BUCKET } }, aws: awsInput(bed.network).aws, ...over };
+      return kind === 'restore' ? resolveRestoreDrill(input) : resolveFailoverDrill({ ...input, aws: { ...(input.aws as object), databasePasswordParameter: '/storage-lab/db-password' } });
+    };
+    const { provider } = bed.setup();
+    for (const kind of ['restore', 'failover'] as const) expect(await provider.preflightDrill(kind, drill(kind))).toEqual({ problems: [], warnings: [] });
+    // An image of an owner the operator does not allow, and hosts that would dial another Temporal: refused by name.
+    const strict = bed.setup({ policy: { ...bed.env.policy!, imageOwners: ['136693071363'] } }).provider;
+    expect((await strict.preflightDrill('restore', drill('restore'))).problems).toEqual([expect.stringMatching(/^aws\.imageId: image ami-\w+ belongs to .* not to an owner this control worker allows \(136693071363\)/)]);
+    const elsewhere = drill('failover', { aws: { ...awsInput(bed.network).aws as object, temporalAddress: 'temporal.example.com:7233' } });
+    expect((await provider.preflightDrill('failover', elsewhere)).problems).toEqual([expect.stringMatching(/^aws\.temporalAddress: the host agents must dial this lab's Temporal/)]);
+    // 50 rounds of an hour-long outage bound on four hosts are past a $5 ceiling, at the operator's price whatever the spec quotes.
+    const capped = bed.setup({ policy: { ...bed.env.policy!, maxCostUsd: 5 } }).provider;
+    const long = drill('failover', { rounds: 50, writer: { maxOutageSeconds: 3_600 }, aws: { ...awsInput(bed.network).aws as object, hourlyPriceUsd: { 'm6id.4xlarge': 0.0001 } } });
+    const [refused, ...more] = (await capped.preflightDrill('failover', long)).problems;
+    expect(more).toEqual([]);
+    expect(refused).toMatch(/^aws\.maxCostUsd: the failover drill is estimated at \$\d+\.\d\d \(4 m6id\.4xlarge hosts for [\d.]+ h each at \$0\.9492\/h, with their root volumes\), above its ceiling of \$5 \(the control worker's ceiling/);
+    expect(refused).toContain('lower rounds or the writer');
   });
 
   it("makes host agents dial this lab's Temporal only: they fetch its credentials and take its tasks", async () => {

@@ -33,7 +33,8 @@ import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { dataVolumeGiB } from '../../../common/input/aws';
-import { costCeilingProblems, withPriceFloor } from '../../../common/input/cost';
+import { costCeilingProblems, drillCostProblems, withPriceFloor, type CostCeiling } from '../../../common/input/cost';
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../../../common/input/drill-spec';
 import { FAILURE_TYPES } from '../../../common/core/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/core/names';
 import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/input/spec';
@@ -185,20 +186,58 @@ export class Ec2Provider implements HostProvider {
 
   async preflight(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }> {
     const aws = spec.aws!;
-    const problems: string[] = [];
     const warnings: string[] = [];
+    const { problems, typeInfo } = await this.accountProblems(aws, spec.host.instanceType, { results: true });
+    if (problems.length && !typeInfo) return { problems, warnings };
+    const type = spec.host.instanceType;
+    const nvme = Object.keys(spec.storageClasses).find((name) => spec.storageClasses[name].kind === 'instance-store');
+    const localGB = typeInfo?.InstanceStorageInfo?.TotalSizeInGB ?? 0;
+    if (typeInfo && nvme && !localGB)
+      problems.push(`storageClasses.${nvme}.kind: instance type ${type} has no instance store; use one with local NVMe (m6id, c6id, i4i, ...) or kind "ebs"`);
+    else if (typeInfo && nvme && volumeBytes(spec) > localGB * 1e9)
+      problems.push(`data.scale: the data needs about ${Math.ceil(volumeBytes(spec) / 1e9)} GB but ${type} has ${localGB} GB of instance store; lower data.scale or choose a larger type`);
+    const vcpus = typeInfo?.VCpuInfo?.DefaultVCpus;
+    if (vcpus) {
+      // pgbench's transaction logs go to the host folder on the root volume (user-data.sh: /var/lib/storage-lab/host).
+      const logBytes = pgbenchLogBytes(spec.workload, vcpus);
+      const roomGiB = aws.rootVolumeGiB - ROOT_VOLUME_SYSTEM_GIB;
+      if (logBytes > roomGiB * 2 ** 30)
+        problems.push(
+          `workload.durationSeconds: warm-up and run may write ${(logBytes / 2 ** 30).toFixed(1)} GiB of pgbench transaction logs on a host's root volume (${vcpus} vCPUs at the worst case of ${MAX_TPS_PER_CPU.toLocaleString('en-US')} transactions a second each, ${PGBENCH_LOG_BYTES_PER_TRANSACTION} bytes a line), which has ${roomGiB} GiB beside the system (aws.rootVolumeGiB = ${aws.rootVolumeGiB}); lower workload.durationSeconds or workload.warmupSeconds, or raise aws.rootVolumeGiB to at least ${Math.ceil(logBytes / 2 ** 30) + ROOT_VOLUME_SYSTEM_GIB}`,
+        );
+    }
+    const memoryMiB = typeInfo?.MemoryInfo?.SizeInMiB;
+    if (memoryMiB && memoryMiB !== spec.host.memoryLimitMiB)
+      warnings.push(`host.memoryLimitMiB: ${spec.host.memoryLimitMiB} MiB is not enforced on AWS, each host has the ${type}'s ${memoryMiB} MiB; set it to ${memoryMiB} so the result says what ran`);
+    problems.push(...this.costProblems(spec));
+    return { problems, warnings };
+  }
+
+  async preflightDrill(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec): Promise<{ problems: string[]; warnings: string[] }> {
+    const { problems } = await this.accountProblems(spec.aws!, spec.host.instanceType, { results: false });
+    if (problems.length) return { problems, warnings: [] };
+    const priced = withPriceFloor(spec, { hourly: this.opts.policy.hourlyPriceUsd, storage: LIST_PRICES_USD.storage });
+    return { problems: drillCostProblems(kind, priced, this.ceilingFor(spec.aws?.maxCostUsd)).map((p) => `${p.path}: ${p.message}`), warnings: [] };
+  }
+
+  /**
+   * What a run's aws section and instance type must be in this account, before anything is created: this worker's
+   * region and namespace (and results bucket, for experiments), the lab's Temporal, the subnet, security groups, an
+   * image of an allowed owner, and an instance type the zone offers and the operator prices.
+   */
+  private async accountProblems(aws: AwsSpec, type: string, opts: { results: boolean }): Promise<{ problems: string[]; typeInfo?: InstanceTypeInfo }> {
+    const problems: string[] = [];
     if (aws.region !== this.opts.region)
       problems.push(`aws.region: this control worker manages ${this.opts.region} (AWS_REGION); set aws.region to ${this.opts.region}, or run the spec on a control worker for ${aws.region}`);
     if (aws.temporalNamespace !== this.opts.temporalNamespace)
       problems.push(`aws.temporalNamespace: the host agents must poll the namespace this control worker runs in; set it to "${this.opts.temporalNamespace}"`);
-    if (aws.resultsBucket && aws.resultsBucket !== this.opts.bucket)
+    if (opts.results && aws.resultsBucket && aws.resultsBucket !== this.opts.bucket)
       problems.push(`aws.resultsBucket: this control worker writes results to s3://${this.opts.bucket} (STORAGE_LAB_AWS_BUCKET); set aws.resultsBucket to ${this.opts.bucket} or remove it`);
-    if (aws.resultsPrefix !== this.opts.resultsPrefix)
+    if (opts.results && aws.resultsPrefix !== this.opts.resultsPrefix)
       problems.push(`aws.resultsPrefix: this control worker writes results below ${this.opts.resultsPrefix} (STORAGE_LAB_RESULTS_PREFIX); set aws.resultsPrefix to it`);
     const address = this.temporalAddressProblem(aws);
     if (address) problems.push(address);
-    if (problems.length) return { problems, warnings };
-
+    if (problems.length) return { problems };
     const check = async (field: string, fix: string, fn: () => Promise<string | null>) => {
       try {
         const problem = await fn();
@@ -226,7 +265,6 @@ export class Ec2Provider implements HostProvider {
       const image = out.Images?.[0];
       return image ? this.imageOwnerProblem(image) : `image ${imageId} not found`;
     });
-    const type = spec.host.instanceType;
     if (zone)
       await check('host.instanceType', 'choose an instance type this zone offers', async () => {
         const out = await this.ec2.send(
@@ -242,27 +280,9 @@ export class Ec2Provider implements HostProvider {
       typeInfo = (await this.ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type as _InstanceType] }))).InstanceTypes?.[0];
       return typeInfo ? null : `unknown instance type ${type}`;
     });
-    const nvme = Object.keys(spec.storageClasses).find((name) => spec.storageClasses[name].kind === 'instance-store');
-    const localGB = typeInfo?.InstanceStorageInfo?.TotalSizeInGB ?? 0;
-    if (typeInfo && nvme && !localGB)
-      problems.push(`storageClasses.${nvme}.kind: instance type ${type} has no instance store; use one with local NVMe (m6id, c6id, i4i, ...) or kind "ebs"`);
-    else if (typeInfo && nvme && volumeBytes(spec) > localGB * 1e9)
-      problems.push(`data.scale: the data needs about ${Math.ceil(volumeBytes(spec) / 1e9)} GB but ${type} has ${localGB} GB of instance store; lower data.scale or choose a larger type`);
-    const vcpus = typeInfo?.VCpuInfo?.DefaultVCpus;
-    if (vcpus) {
-      // pgbench's transaction logs go to the host folder on the root volume (user-data.sh: /var/lib/storage-lab/host).
-      const logBytes = pgbenchLogBytes(spec.workload, vcpus);
-      const roomGiB = aws.rootVolumeGiB - ROOT_VOLUME_SYSTEM_GIB;
-      if (logBytes > roomGiB * 2 ** 30)
-        problems.push(
-          `workload.durationSeconds: warm-up and run may write ${(logBytes / 2 ** 30).toFixed(1)} GiB of pgbench transaction logs on a host's root volume (${vcpus} vCPUs at the worst case of ${MAX_TPS_PER_CPU.toLocaleString('en-US')} transactions a second each, ${PGBENCH_LOG_BYTES_PER_TRANSACTION} bytes a line), which has ${roomGiB} GiB beside the system (aws.rootVolumeGiB = ${aws.rootVolumeGiB}); lower workload.durationSeconds or workload.warmupSeconds, or raise aws.rootVolumeGiB to at least ${Math.ceil(logBytes / 2 ** 30) + ROOT_VOLUME_SYSTEM_GIB}`,
-        );
-    }
-    const memoryMiB = typeInfo?.MemoryInfo?.SizeInMiB;
-    if (memoryMiB && memoryMiB !== spec.host.memoryLimitMiB)
-      warnings.push(`host.memoryLimitMiB: ${spec.host.memoryLimitMiB} MiB is not enforced on AWS, each host has the ${type}'s ${memoryMiB} MiB; set it to ${memoryMiB} so the result says what ran`);
-    problems.push(...this.costProblems(spec));
-    return { problems, warnings };
+    const unpriced = this.instanceTypeProblem(type);
+    if (unpriced) problems.push(unpriced);
+    return { problems, typeInfo };
   }
 
   /** The host agents must dial this lab's Temporal: they take its tasks and present the credentials the spec names. */
@@ -278,18 +298,22 @@ export class Ec2Provider implements HostProvider {
    */
   private costProblems(spec: ExperimentSpec): string[] {
     const { policy } = this.opts;
-    const unpriced = this.instanceTypeProblem(spec.host.instanceType);
-    if (unpriced) return [unpriced];
-    const own = spec.aws?.maxCostUsd;
-    const operatorBinds = own === undefined || policy.maxCostUsd < own;
-    const ceiling = {
-      usd: operatorBinds ? policy.maxCostUsd : own,
+    // accountProblems names an instance type without an operator's price; there is no estimate to hold then.
+    if (this.instanceTypeProblem(spec.host.instanceType)) return [];
+    return costCeilingProblems(withPriceFloor(spec, { hourly: policy.hourlyPriceUsd, storage: LIST_PRICES_USD.storage }), this.ceilingFor(spec.aws?.maxCostUsd)).map(
+      (p) => `${p.path}: ${p.message}`,
+    );
+  }
+
+  /** The lower of the spec's aws.maxCostUsd and the operator's ceiling, and who set it (for the message). */
+  private ceilingFor(own: number | undefined): CostCeiling {
+    const operator = this.opts.policy.maxCostUsd;
+    const operatorBinds = own === undefined || operator < own;
+    return {
+      usd: operatorBinds ? operator : own,
       field: 'aws.maxCostUsd',
       source: operatorBinds ? "the control worker's ceiling, STORAGE_LAB_AWS_MAX_COST_USD; aws.maxCostUsd can lower it, not raise it" : 'aws.maxCostUsd',
     };
-    return costCeilingProblems(withPriceFloor(spec, { hourly: policy.hourlyPriceUsd, storage: LIST_PRICES_USD.storage }), ceiling).map(
-      (p) => `${p.path}: ${p.message}`,
-    );
   }
 
   /** Runs use the instance types the operator prices (a price is what holds a run to the cost ceiling). */
