@@ -6,17 +6,8 @@ import {
   resolveRestoreDrill,
 } from '../../common/input/drill-spec';
 import { PRESET_NAMES } from '../../common/input/presets';
-import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
-
-function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
-  try {
-    resolve(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) return err.problems;
-    throw err;
-  }
-  throw new Error('expected the drill input to be rejected');
-}
+import { resolveSpec } from '../../common/input/spec';
+import { problemsOf } from '../helpers/spec-problems';
 
 describe('drill specs', () => {
   it.each(DRILL_PRESET_NAMES)('preset %s resolves for both drills', (preset) => {

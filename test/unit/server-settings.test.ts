@@ -2,18 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { REFUSED_SETTINGS, refusedSetting, refusedSettingsMarkdown } from '../../common/input/server-settings';
-import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/spec';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
-
-function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
-  try {
-    resolve(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) return err.problems;
-    throw err;
-  }
-  return [];
-}
+import { problemsOf } from '../helpers/spec-problems';
 
 const withSettings = (settings: Record<string, unknown>) => ({ preset: 'ci', postgres: { settings } });
 

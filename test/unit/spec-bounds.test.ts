@@ -6,18 +6,9 @@
 import { z } from 'zod';
 import { costCeilingProblems, estimateCost, withPriceFloor } from '../../common/input/cost';
 import { FailoverDrillSpecSchema, RestoreDrillSpecSchema, resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { ExperimentSpecSchema, InvalidSpecError, LIST_PRICES_USD, resolveSpec, SPEC_LIMITS } from '../../common/input/spec';
+import { ExperimentSpecSchema, LIST_PRICES_USD, resolveSpec, SPEC_LIMITS } from '../../common/input/spec';
 import { failoverLedgerBytes, pgbenchLogBytes, serverLogProblems } from '../../common/input/rules';
-
-function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
-  try {
-    resolve(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) return err.problems;
-    throw err;
-  }
-  return [];
-}
+import { problemsOf } from '../helpers/spec-problems';
 
 type JsonSchema = {
   type?: string | string[];

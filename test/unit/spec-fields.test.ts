@@ -4,18 +4,9 @@
  * with the expected form, in the experiment spec and both drills.
  */
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/spec';
 import { AMI_ID, ENDPOINT_URL, HOST_AND_PORT, S3_BUCKET, SAFE_RELATIVE_PATH } from '../../common/input/fields';
-
-function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
-  try {
-    resolve(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) return err.problems;
-    throw err;
-  }
-  return [];
-}
+import { problemsOf } from '../helpers/spec-problems';
 
 /** Sets one dotted path (below the preset) in an input. */
 function inputWith(base: Record<string, unknown>, dotted: string, value: unknown): Record<string, unknown> {

@@ -1,17 +1,8 @@
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { PRESET_NAMES } from '../../common/input/presets';
 import { HOST_MEMORY, memoryProblems, perClientMiB } from '../../common/input/rules';
-import { InvalidSpecError, resolveSpec, volumeBytes } from '../../common/input/spec';
-
-function problemsOf(resolve: (input: unknown) => unknown, input: unknown): { path: string; message: string }[] {
-  try {
-    resolve(input);
-  } catch (err) {
-    if (err instanceof InvalidSpecError) return err.problems;
-    throw err;
-  }
-  return [];
-}
+import { resolveSpec, volumeBytes } from '../../common/input/spec';
+import { problemsOf } from '../helpers/spec-problems';
 
 const ci = (over: Record<string, unknown>) => ({ preset: 'ci', ...over });
 
