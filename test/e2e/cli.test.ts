@@ -3,11 +3,11 @@
  * a temporary lab home), `run --preset ci --watch` runs the experiment to the end with progress, `status` and
  * `dev status` describe things, `dev down` stops everything.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { runProcess } from '../../lib/process-runner';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
-import { freePort } from '../helpers/ports';
+import { privateLabHome } from '../helpers/lab-home';
 
 const cli = path.join(PROJECT_ROOT, 'dist/client/cli.js');
 
@@ -16,15 +16,7 @@ describe('storage-lab CLI (end to end)', () => {
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
-    home = mkdtempSync(path.join(process.env.STORAGE_LAB_TEST_DIR!, 'cli-'));
-    chmodSync(home, 0o755);
-    env = {
-      ...process.env,
-      STORAGE_LAB_HOME: home,
-      STORAGE_LAB_HOSTS_DIR: path.join(home, 'hosts'),
-      TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
-      STORAGE_LAB_UI_PORT: String(await freePort()),
-    };
+    ({ home, env } = await privateLabHome('cli'));
   });
 
   afterAll(async () => {

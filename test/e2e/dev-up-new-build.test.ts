@@ -6,13 +6,13 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { chmodSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { rmSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { runProcess } from '../../lib/process-runner';
 import { CONTROL_TASK_QUEUE, WORKFLOW_TYPES } from '../../common/core/names';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
-import { freePort } from '../helpers/ports';
+import { privateLabHome } from '../helpers/lab-home';
 
 const cli = path.join(PROJECT_ROOT, 'dist/client/cli.js');
 
@@ -29,15 +29,7 @@ describe('dev up with a new build while a run is in flight (end to end)', () => 
   let connection: Connection | undefined;
 
   beforeAll(async () => {
-    home = mkdtempSync(path.join(process.env.STORAGE_LAB_TEST_DIR!, 'dev-up-'));
-    chmodSync(home, 0o755);
-    env = {
-      ...process.env,
-      STORAGE_LAB_HOME: home,
-      STORAGE_LAB_HOSTS_DIR: path.join(home, 'hosts'),
-      TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
-      STORAGE_LAB_UI_PORT: String(await freePort()),
-    };
+    ({ home, env } = await privateLabHome('dev-up'));
   });
   afterAll(async () => {
     await connection?.close();
