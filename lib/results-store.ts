@@ -5,7 +5,7 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { RESERVED_RUN_FOLDERS, runFolderName, safeSegment, type ReservedRunFolder } from '../common/core/ids';
+import { RESERVED_RUN_FOLDERS, runFolderName, safeSegment, UnsafeIdError, type ReservedRunFolder } from '../common/core/ids';
 import { makeLabDir, registerLabRoot, writeLabFile } from './lab-fs';
 
 export { runFolderName };
@@ -37,6 +37,23 @@ export function runFolderOf(run: RunKey): string {
   return run.reserved;
 }
 
+/** The file in a run's folder that names the run it belongs to (written by the first put). */
+export const RUN_CLAIM_KEY = '.run-id';
+
+/** The text of a run's claim: its workflow id, or the reserved folder's name. */
+export function runClaim(run: RunKey): string {
+  return typeof run === 'string' ? run : `reserved:${run.reserved}`;
+}
+
+/**
+ * Refuses a run whose folder another run's results already hold: two workflow ids that differ only in characters
+ * outside [A-Za-z0-9._-] (`a/b`, `a_b`) name one folder, and a run must never overwrite another's results.
+ */
+export function checkRunClaim(run: RunKey, folder: string, claimed: string | null): void {
+  if (claimed === null || claimed === runClaim(run)) return;
+  throw new UnsafeIdError('runId', `the results folder ${folder} belongs to run ${JSON.stringify(claimed)}, and ${JSON.stringify(runClaim(run))} would write into it (ids that differ only in characters outside [A-Za-z0-9._-] share a folder); start the run with another workflow id`);
+}
+
 /** A key below a run ("report.md", "clusters/<host>.json"), or a prefix of keys: each part one safe segment. */
 export function safeKey(key: string, field = 'key'): string {
   for (const part of key.replace(/\/+$/, '').split('/')) safeSegment(part, field);
@@ -54,8 +71,17 @@ export class DirResultsStore implements ResultsStore {
   }
 
   async put(run: RunKey, key: string, body: string): Promise<void> {
-    const file = path.join(this.location(run), safeKey(key));
+    const folder = this.location(run);
+    const file = path.join(folder, safeKey(key));
     makeLabDir(path.dirname(file));
+    const claim = path.join(folder, RUN_CLAIM_KEY);
+    if (!existsSync(claim))
+      try {
+        writeLabFile(claim, runClaim(run), { exclusive: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // Another writer claimed it first: read theirs.
+      }
+    checkRunClaim(run, folder, await readFile(claim, 'utf8'));
     // Written aside, then renamed, so a reader (or a crash) never sees half a file.
     writeLabFile(file, body, { atomic: true });
   }
@@ -68,7 +94,7 @@ export class DirResultsStore implements ResultsStore {
   async list(run: RunKey, prefix: string): Promise<string[]> {
     const dir = path.join(this.location(run), safeKey(prefix, 'prefix'));
     if (!existsSync(dir)) return [];
-    return (await readdir(dir)).filter((f) => !f.includes('.tmp-')).map((f) => path.posix.join(prefix, f));
+    return (await readdir(dir)).filter((f) => !f.includes('.tmp-') && f !== RUN_CLAIM_KEY).map((f) => path.posix.join(prefix, f));
   }
 
   async runs(): Promise<string[]> {

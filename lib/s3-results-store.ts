@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import path from 'node:path';
 import { awsErrorCode } from './aws-clients';
-import { runFolderOf, safeKey, type ResultsStore, type RunKey } from './results-store';
+import { checkRunClaim, RUN_CLAIM_KEY, runClaim, runFolderOf, safeKey, type ResultsStore, type RunKey } from './results-store';
 
 export interface S3ResultsStoreOptions {
   bucket: string;
@@ -43,12 +43,20 @@ export class S3ResultsStore implements ResultsStore {
   }
 
   async put(run: RunKey, key: string, body: string): Promise<void> {
+    const claimed = await this.get(run, RUN_CLAIM_KEY);
+    if (claimed === null) await this.putObject(`${this.runPrefix(run)}/${RUN_CLAIM_KEY}`, runClaim(run));
+    checkRunClaim(run, this.location(run), claimed);
+    await this.putObject(`${this.runPrefix(run)}/${safeKey(key)}`, body);
+  }
+
+  /** One object, encrypted at rest. */
+  private async putObject(objectKey: string, body: string): Promise<void> {
     await this.s3.send(
       new PutObjectCommand({
         Bucket: this.opts.bucket,
-        Key: `${this.runPrefix(run)}/${safeKey(key)}`,
+        Key: objectKey,
         Body: body,
-        ContentType: CONTENT_TYPES[path.extname(key)] ?? 'text/plain; charset=utf-8',
+        ContentType: CONTENT_TYPES[path.extname(objectKey)] ?? 'text/plain; charset=utf-8',
         ...(this.opts.kmsKeyId
           ? { ServerSideEncryption: 'aws:kms', SSEKMSKeyId: this.opts.kmsKeyId }
           : { ServerSideEncryption: 'AES256' }),

@@ -41,8 +41,9 @@ export async function reportCommand(runId: string, flags: ReportFlags = {}, stor
   }
   // Predictions are derived from the stored measurements: computed again with the model this build has.
   result.predictions = await runPredictions(results, result);
-  await results.put(runId, 'result.json', JSON.stringify(result, null, 2));
-  await writeReports(results, runId, result);
+  // Written under the run the results name (the folder's own claim), whichever spelling of it was typed.
+  await results.put(result.runId, 'result.json', JSON.stringify(result, null, 2));
+  await writeReports(results, result.runId, result);
   const files = Object.values(REPORT_FILES).map((f) => `${results.location(runId)}/${f}`);
   for (const f of files) console.log(f);
   return files;
