@@ -12,7 +12,7 @@
  *   on the logs (exact when noise multiplies, as a slower machine's does) and on TPS itself (exact when it adds),
  *   and the larger p decides: on logs alone, normal noise at CV 20 % called 7 % of unchanged runs regressed; on
  *   TPS alone, log-normal noise called 7 % improved; with both, neither exceeds alpha under either, for 4-8
- *   points less power at -30 % than logs alone (bench/verdict-error-rates.ts and its README figures).
+ *   points less power at -30 % than logs alone (bench/verdict-error-rates.ts; its figures are in docs/benchmarks.md).
  *   A rank or permutation test on runs cannot serve: with one candidate run its smallest p is 1/(n+1), so with
  *   n <= 18 baseline runs it could never reach alpha = 0.05. Its p is reported beside (`rankP`) for a reader.
  * - The effect is the ratio of the geometric means of the per-run medians, minus 1; its (1 - alpha) interval

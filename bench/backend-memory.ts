@@ -2,7 +2,7 @@
  * Memory per pgbench client, measured: a local Postgres and pgbench inside a memory cgroup of their own (root),
  * the lab's workload at a rising number of clients, and the cgroup's unreclaimable memory (anonymous pages plus
  * kernel memory: page tables, stacks, sockets) at its peak in each round. The slope over clients is the per-backend
- * figure the spec rules use (common/input/spec/rules.ts, BACKEND_MEMORY); page cache is left out, it can be reclaimed.
+ * figure the spec rules use (common/input/rules.ts, BACKEND_MEMORY); page cache is left out, it can be reclaimed.
  * Then the host agent (a Temporal worker, in the host's cgroup on every local host) is started against a throwaway
  * dev server and its own charge is measured once it polls.
  *   node dist/bench/backend-memory.js [--clients 8,64,128,256] [--seconds 8] [--scale 5] [--shared-buffers-mib 32]

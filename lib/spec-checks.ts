@@ -2,7 +2,7 @@
  * The spec checked by the real tools, before any host exists: the server settings by the `postgres` binary of the
  * version that will run (its own catalogue, parser, units, enums and ranges), the workload script by pgbench's own
  * parser. Called by the preflight activities (experiment, drills) and by the CLI before it starts a workflow.
- * The pure rules (common/input/spec/server-settings.ts, common/input/spec/workload-script.ts) run first: a refused setting or
+ * The pure rules (common/input/server-settings.ts, common/input/workload-script.ts) run first: a refused setting or
  * meta-command never reaches a tool. Each tool runs as an unprivileged user in an empty temporary folder, with an
  * empty environment and no server to reach.
  */

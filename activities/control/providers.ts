@@ -18,7 +18,7 @@ export function providerNamed(deps: Pick<ControlDeps, 'providers'>) {
     const p = deps.providers[name];
     if (!p)
       throw ApplicationFailure.nonRetryable(
-        `provider "${name}" is not configured in this control worker; for AWS start it with STORAGE_LAB_AWS=1 (see README "Running on AWS")`,
+        `provider "${name}" is not configured in this control worker; for AWS start it with STORAGE_LAB_AWS=1 (see infra/aws/README.md)`,
         FAILURE_TYPES.unsupported,
       );
     return p;

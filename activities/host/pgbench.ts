@@ -49,7 +49,7 @@ const OVERRUN_SECONDS = 120;
 
 /**
  * Refuses a spec's script the host must not run, before it is written anywhere: pgbench's \shell and \setshell
- * would run a program as the client user; common/input/spec/workload-script.ts says what a script may hold.
+ * would run a program as the client user; common/input/workload-script.ts says what a script may hold.
  */
 export function refuseScript(deps: HostDeps, script: unknown): void {
   const problems = typeof script === 'string' ? scriptProblems(script) : ['must be a pgbench script (a string)'];

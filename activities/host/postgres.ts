@@ -29,9 +29,9 @@ const DEFAULT_MAX_CONNECTIONS = 100;
 
 /** What a host's configuration is made of: each part typed, and checked on the host before anything is written. */
 export interface LabConfigInput {
-  /** The lab's own settings (common/input/spec/postgres-settings.ts LAB_SETTINGS): only names the lab manages, in their shape. */
+  /** The lab's own settings (common/input/postgres-settings.ts LAB_SETTINGS): only names the lab manages, in their shape. */
   server: LabServerSettings;
-  /** The spec's postgres.settings, checked here again against the refusals of common/input/spec/server-settings.ts. */
+  /** The spec's postgres.settings, checked here again against the refusals of common/input/server-settings.ts. */
   user: Record<string, string>;
   /** Archive WAL with the backup tool configureBackups set up on this host (the host writes the commands). */
   archiving?: { archiveTimeoutSeconds: number };

@@ -37,7 +37,7 @@ export function predictionsMarkdown(p: RunPredictions): string[] {
     const worst = rows.reduce<PredictionRow | null>((w, r) => (w === null || Math.abs(r.errorPct.tps!) > Math.abs(w.errorPct.tps!) ? r : w), null);
     lines.push('## Predicted vs measured', '');
     lines.push(
-      `Each class predicted from the calibration class's measured demands alone (common/model/predict.ts: a closed queueing model; README "The prediction model"), then measured by this run. Predictions computed ${p.computedAt}.`,
+      `Each class predicted from the calibration class's measured demands alone (common/model/predict.ts: a closed queueing model; docs/prediction-model.md), then measured by this run. Predictions computed ${p.computedAt}.`,
       '',
     );
     lines.push(...setLines(p.calibration));

@@ -13,6 +13,7 @@ import { captureDiagnosis } from '../../lib/diagnose/capture';
 import { ConnectError, NotReadOnlyError } from '../../lib/diagnose/connect';
 import { captureHtml, captureText } from '../../analysis/report/diagnose';
 import { captureHistory, type CaptureIndexEntry } from '../../analysis/diagnose-captures';
+import { HISTORY_RUN } from '../../analysis/history';
 import { UserError } from '../errors';
 import { printTable } from '../table';
 import { resultsStore } from './report';
@@ -61,7 +62,7 @@ export async function capturesCommand(flags: { target?: string; json?: boolean; 
   const store = await resultsStore({ resultsDir: flags.resultsDir });
   const entries = await captureHistory(store, flags.target);
   if (flags.json) console.log(JSON.stringify(entries, null, 2));
-  else if (entries.length === 0) console.log(`no diagnose captures${flags.target ? ` of ${flags.target}` : ''} in ${store.location('')}`);
+  else if (entries.length === 0) console.log(`no diagnose captures${flags.target ? ` of ${flags.target}` : ''} in ${store.location(HISTORY_RUN)}`);
   else
     printTable(
       ['captured', 'target', 'verdict', 'TPS', 'storage', 'CPU', 'locks', 'client', 'ms/read', 'fsync ms', 'run'],

@@ -3,7 +3,7 @@
  * results store (the lab's folder, or S3 with STORAGE_LAB_AWS=1). `history pin RUN...` fixes the baseline of a
  * preset and environment, `history unpin RUN...` releases it.
  */
-import { historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
+import { HISTORY_RUN, historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
 import { runSpread } from '../../analysis/regression-verdict';
 import type { ResultsStore } from '../../lib/results-store';
 import type { ExperimentResult } from '../../common/results/result';
@@ -31,7 +31,7 @@ export async function historyCommand(flags: HistoryFlags, given?: ResultsStore):
     shown.push(...entries);
     if (flags.json) continue;
     if (entries.length === 0) {
-      console.log(`no runs of preset ${preset}${flags.env ? ` in environment ${flags.env}` : ''} in ${store.location('')}`);
+      console.log(`no runs of preset ${preset}${flags.env ? ` in environment ${flags.env}` : ''} in ${store.location(HISTORY_RUN)}`);
       continue;
     }
     const byEnv = new Map<string, HistoryEntry[]>();

@@ -17,7 +17,7 @@ export function dataVolumeGiB(volumeBytes: number, cls: StorageClassSpec): numbe
 
 /**
  * Fields a real run on AWS cannot do without (a dry run needs none of them). Each problem names the field and
- * what to put there; the README's "Running on AWS" (infra/aws/README.md) shows how to make each.
+ * what to put there; infra/aws/README.md shows how to make each.
  */
 export function awsRunProblems(spec: ExperimentSpec): SpecProblem[] {
   if (spec.provider !== 'aws') return [];

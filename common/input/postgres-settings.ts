@@ -15,7 +15,7 @@ const INTEGER = /^\d+$/;
 const ON_OFF = /^(on|off)$/;
 
 /**
- * Every setting the lab writes itself (experiments here, drills in common/input/spec/drill-spec.ts drillLabSettings), with the
+ * Every setting the lab writes itself (experiments here, drills in common/input/drill-spec.ts drillLabSettings), with the
  * shape its value must have. A host refuses any other name, or a value of another shape, in the lab's settings.
  */
 export const LAB_SETTINGS = {

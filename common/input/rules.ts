@@ -266,7 +266,7 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
   return problems;
 }
 
-/** max_connections of every drill host unless its spec sets one (common/input/spec/drill-spec.ts drillPostgresSettings). */
+/** max_connections of every drill host unless its spec sets one (common/input/drill-spec.ts drillPostgresSettings). */
 export const DRILL_MAX_CONNECTIONS = 100;
 
 /** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */

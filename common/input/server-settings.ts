@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import type { SpecProblem } from '../core/errors';
 
-/** Why a family of settings is refused; the README lists them by family. */
+/** Why a family of settings is refused; docs/threat-model.md lists them by family. */
 export const REFUSED_FAMILIES = {
   program: 'runs a program of its choosing as the Postgres OS user',
   code: 'loads code (a shared library) into the server',
@@ -163,7 +163,7 @@ export const ServerSettingsSchema = z
   })
   .default({});
 
-/** The refused settings as Markdown, by family, for the README (a unit test keeps the README equal to this). */
+/** The refused settings as Markdown, by family, for docs/threat-model.md (a unit test keeps the doc equal to this). */
 export function refusedSettingsMarkdown(): string {
   const lines: string[] = [];
   for (const [family, why] of Object.entries(REFUSED_FAMILIES)) {

@@ -122,7 +122,7 @@ export const StorageClassSchema = z
 
 /**
  * Where backups go. Every value ends up in pgBackRest's config (one `key=value` a line) and WAL-G's, so each is
- * checked by its pattern (spec-fields.ts); pgBackRest further needs an https:// endpoint (backupToolProblems).
+ * checked by its pattern (fields.ts); pgBackRest further needs an https:// endpoint (backupToolProblems).
  */
 export const BackupStoreSchema = z.discriminatedUnion('kind', [
   z
@@ -529,7 +529,7 @@ export function toProblem(issue: z.core.$ZodIssue): SpecProblem {
   if (issue.code === 'unrecognized_keys')
     return {
       path: [path, ...issue.keys.map(pathSegment)].filter(Boolean).join('.'),
-      message: `unknown field; remove it or check its spelling (known fields are listed in README "Configuration")`,
+      message: `unknown field; remove it or check its spelling (known fields are listed in docs/configuration.md)`,
     };
   if (issue.code === 'invalid_key')
     return { path, message: `invalid name: ${issue.issues.map((i) => i.message).join('; ')}` };

@@ -3,7 +3,7 @@
  * writes, WAL bytes, wait time by kind) to its throughput and latency on other storage and hosts. A closed queueing
  * network (the clients are the customers) solved by exact mean value analysis, with IOPS and throughput caps as
  * service limits, a group-commit WAL flush (and a synchronous standby's), and a cache model for memory. Pure and
- * workflow-safe: the CLI, the workflows' activities and the report share it. README "The prediction model" lists the
+ * workflow-safe: the CLI, the workflows' activities and the report share it. docs/prediction-model.md lists the
  * assumptions; no constant here was fitted to the published reference's answers.
  */
 import { z } from 'zod';

@@ -64,4 +64,12 @@ describe('storage-lab history', () => {
     // 4,500, 5,000 and 5,500: standard deviation 500, mean 5,000.
     expect(printed).toContain('  gp3: run-to-run CV 10.0 % over 3 runs not judged regressed (median per-second TPS of each: 4,500-5,500)');
   });
+
+  it('says where it looked when a preset has no runs yet (a fresh lab)', async () => {
+    const store = new DirResultsStore(dir);
+    const printed: string[] = [];
+    jest.spyOn(console, 'log').mockImplementation((line: string) => void printed.push(line));
+    expect(await historyCommand({ preset: 'nightly' }, store)).toEqual([]);
+    expect(printed).toEqual([`no runs of preset nightly in ${path.join(dir, '_history')}`]);
+  });
 });

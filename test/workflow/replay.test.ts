@@ -3,7 +3,7 @@
  * test/fixtures/histories (test/e2e/record-histories.test.ts) is replayed against the current workflow code, in the
  * bundle the suite's workers run: a change to the commands a workflow issues (an activity, a child, a timer added,
  * removed or reordered) fails here, before it reaches a worker with runs in flight. Such a change goes behind
- * patched() (see the README, "Changing workflow code safely"). And the check can fail: the recorded sweeper history
+ * patched() or Worker Versioning (docs/changing-workflows.md). And the check can fail: the recorded sweeper history
  * replayed against a sweeper that schedules another activity first is a DeterminismViolationError.
  */
 import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils';
