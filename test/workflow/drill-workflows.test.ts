@@ -5,7 +5,6 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
@@ -15,16 +14,11 @@ import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
 import { fakeHostRecord } from '../helpers/fake-host';
+import { patchesOf } from '../helpers/patches';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 type Calls = string[];
 
-/** The patches a run took (patched() records a marker with the patch's id). */
-function patchesOf(history: temporal.api.history.v1.IHistory): string[] {
-  return (history.events ?? [])
-    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-    .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString()).id);
-}
 
 /** Comparisons the fake control side saved (the tests read them). */
 const comparisons: RestoreToolComparison[] = [];
