@@ -19,8 +19,9 @@ import { teardownCalls } from './proxies';
 export type PlanStatus = 'ok' | 'failed' | 'cancelled';
 
 /**
- * Runs whose undo started before the stack ran in reverse tore every host down at once, then the backup store:
- * they replay that order. Taken only where the two orders differ (a drill with a host provisioned after another).
+ * The stack's order (last made, first undone) is behind patched(): a run whose undo began on earlier code tore every
+ * host down at once, then the backup store, and replays that. patched() is called only where the two orders differ
+ * (the restore drill, whose restore host is made after its source), so no other history gains a marker.
  */
 export const UNDO_IN_REVERSE_PATCH = 'undo-in-reverse';
 
@@ -58,9 +59,10 @@ export class UndoStack {
     return errors;
   }
 
+  /** The steps in the order they are undone. */
   private order(): UndoStep[] {
     const reversed = [...this.steps].reverse();
-    // Before the stack: every host at once, then the store.
+    // The order before the stack: every host at once, then the store.
     const hosts = this.steps.flatMap((s) => ('hosts' in s ? s.hosts : []));
     const before = [...(hosts.length ? [{ hosts }] : []), ...this.steps.filter((s) => 'store' in s)];
     if (JSON.stringify(before) === JSON.stringify(reversed)) return reversed;
