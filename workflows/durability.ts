@@ -2,13 +2,13 @@
  * Durability for an experiment cluster (spec.durability.enabled): once the data is loaded, WAL archiving through
  * the backup tool (archive_command, archive_timeout from the spec) and a full base backup, so the measured runs
  * that follow pay what a durable production cluster pays. The backups go to the cluster's own prefix of the
- * spec's backup store and are removed with the host.
+ * spec's backup store, removed after the host (the cluster registers its undo).
  */
 import type { BackupInfo, BackupToolRun } from '../common/results/drill-result';
 import { backupStoreLocation } from '../common/input/backup-store';
 import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
 import type { ExperimentSpec } from '../common/input/spec';
-import { providerCalls, type hostCalls } from './proxies';
+import { providerCalls, type HostCalls } from './proxies';
 
 export interface ClusterDurability {
   backupStore: string;
@@ -20,7 +20,7 @@ export interface ClusterDurability {
 
 /** Turns archiving on (a restart when archive_mode changes) and takes the base backup; `storeKey` names the prefix. */
 export async function archiveAndBackUp(
-  host: ReturnType<typeof hostCalls>,
+  host: HostCalls,
   hostId: string,
   storeKey: string,
   spec: ExperimentSpec,
@@ -37,9 +37,4 @@ export async function archiveAndBackUp(
     { hostId, store, tool, kind: 'full' },
   ]);
   return { backupStore: backupStoreLocation(store), backupTool: { name: archiving.tool, version: archiving.version }, archiveTimeoutSeconds, backup };
-}
-
-/** Removes a cluster's backups (nothing there is fine). */
-export async function removeClusterBackups(storeKey: string, spec: ExperimentSpec): Promise<void> {
-  await providerCalls.removeBackupStore({ runId: storeKey, store: spec.durability.backupStore });
 }

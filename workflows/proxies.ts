@@ -1,7 +1,7 @@
 /**
  * Activity proxies, grouped by what their timeouts and retries protect. Workflows import activity types only.
  */
-import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, type ActivityInterfaceFor, type ActivityOptions } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
 import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
@@ -67,24 +67,73 @@ export const preflightCalls = proxyActivities<ControlActivities>({
 export type { HostTimeouts };
 
 /**
+ * The host activities each group of hostCalls may schedule, by what its timeouts and retries are meant for: a call
+ * through another group is a type error, and the group has no such function at run time. An activity belongs to one
+ * group at most, so it never runs under another group's retries.
+ */
+export const HOST_CALL_GROUPS = {
+  hello: ['describeHost'],
+  setup: ['configurePostgres', 'configureBackups', 'initBackupRepository', 'takeBackup', 'verifyAccounts', 'cloneStandby', 'setReplication', 'createFailoverLedger', 'rejoinAsStandby'],
+  load: ['loadData'],
+  measure: [
+    'runPgbench',
+    'writeHistory',
+    'markTarget',
+    'waitForArchive',
+    'removeArchivedSegment',
+    'recoverFromBackup',
+    'checkArchive',
+    'verifyRestore',
+    'runFailoverWriter',
+    'standbyPosition',
+    'promoteStandby',
+    'archiveCurrentSegment',
+    'countLostCommits',
+    'waitForStandbys',
+    'checkRepository',
+  ],
+  phase: ['runVacuumPhase', 'runBacklogPhase', 'restoreBackup'],
+} as const satisfies Record<string, readonly (keyof HostActivities)[]>;
+
+type HostCallGroupName = keyof typeof HOST_CALL_GROUPS;
+
+/** The activities of one group, as a workflow calls them. */
+export type HostCallGroup<G extends HostCallGroupName> = ActivityInterfaceFor<Pick<HostActivities, (typeof HOST_CALL_GROUPS)[G][number]>>;
+
+/** A group's activities with the group's options, and nothing else (the proxy would make any name callable). */
+function hostCallGroup<G extends HostCallGroupName>(group: G, options: ActivityOptions): HostCallGroup<G> {
+  const proxy = proxyActivities<HostActivities>(options);
+  return Object.fromEntries(HOST_CALL_GROUPS[group].map((activity) => [activity, proxy[activity]])) as HostCallGroup<G>;
+}
+
+/** A host's activities, grouped by timeout class (hostCalls). */
+export interface HostCalls {
+  hello: HostCallGroup<'hello'>;
+  setup: HostCallGroup<'setup'>;
+  load: HostCallGroup<'load'>;
+  measure: HostCallGroup<'measure'>;
+  phase: HostCallGroup<'phase'>;
+}
+
+/**
  * Host activities of one host, routed to its agent's own task queue. Every one is bounded by the host's silence
  * (schedule-to-start: a task nobody polls for; heartbeat: a task whose agent died) as well as by its own length.
  */
-export function hostCalls(hostId: string, timeouts: HostTimeouts) {
+export function hostCalls(hostId: string, timeouts: HostTimeouts): HostCalls {
   const taskQueue = hostTaskQueue(hostId);
   // Milliseconds: the SDK's Duration is a number of ms or a fixed string form.
   const silence = (seconds: number) => Math.min(seconds, timeouts.deadAfterSeconds) * 1000;
   const scheduleToStartTimeout = timeouts.deadAfterSeconds * 1000;
   return {
     /** The agent's hello: fails fast when no agent polls the queue, instead of waiting for a dead host. */
-    hello: proxyActivities<HostActivities>({
+    hello: hostCallGroup('hello', {
       taskQueue,
       scheduleToStartTimeout: `${timeouts.agentStartSeconds} seconds`,
       startToCloseTimeout: '1 minute',
       retry: { maximumAttempts: 1 },
     }),
     /** Configure and start Postgres, backups: idempotent, heartbeat while they wait. */
-    setup: proxyActivities<HostActivities>({
+    setup: hostCallGroup('setup', {
       taskQueue,
       scheduleToStartTimeout,
       // Base backups copy the data set: as long as a phase that moves it, and never under 2 hours.
@@ -97,7 +146,7 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
      * The checkpointed load: a missed heartbeat means the agent died; the retry resumes from the database's own
      * record of finished chunks, so retries are cheap and many are allowed.
      */
-    load: proxyActivities<HostActivities>({
+    load: hostCallGroup('load', {
       taskQueue,
       scheduleToStartTimeout,
       startToCloseTimeout: `${timeouts.loadHours} hours`,
@@ -109,7 +158,7 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
      * Measurements: one attempt each. The workflow retries them itself so that a failed attempt is recorded in
      * the result, not silently replaced (and never averaged in).
      */
-    measure: proxyActivities<HostActivities>({
+    measure: hostCallGroup('measure', {
       taskQueue,
       scheduleToStartTimeout,
       startToCloseTimeout: `${timeouts.measureSeconds} seconds`,
@@ -118,10 +167,10 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts) {
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * Measured phases (VACUUM over bloat, backlog drain): one attempt each like the measurements, recorded and
-     * retried by the workflow; their bound grows with the bytes they make and move.
+     * Measured phases (VACUUM over bloat, backlog drain, a restore's fetch): one attempt each like the measurements,
+     * recorded and retried by the workflow; their bound grows with the bytes they make and move.
      */
-    phase: proxyActivities<HostActivities>({
+    phase: hostCallGroup('phase', {
       taskQueue,
       scheduleToStartTimeout,
       startToCloseTimeout: `${timeouts.phaseSeconds} seconds`,

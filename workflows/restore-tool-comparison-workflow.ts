@@ -5,27 +5,18 @@
  * report.md. One after the other, not at once: on a small machine two drills at once would share its cores and disk,
  * so neither figure would be the tool's own. Child workflows, not a loop in the CLI: the comparison survives the CLI
  * going away and a control worker restart, each drill keeps its own result and report, and schedules and the UI can
- * start it like any run. A drill that fails is recorded with its verdict; the other still runs.
+ * start it like any run. A drill that fails is recorded with its verdict; the other still runs. The table is saved
+ * through the compensation skeleton, a cancellation included; each drill undoes what it made.
  */
-import {
-  ApplicationFailure,
-  CancellationScope,
-  ParentClosePolicy,
-  executeChild,
-  isCancellation,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
-import {
-  DRILL_RESULT_SCHEMA_VERSION,
-  comparisonRow,
-  type DrillSummary,
-  type RestoreToolComparison,
-} from '../common/results/drill-result';
+import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { DRILL_RESULT_SCHEMA_VERSION, comparisonRow, type RestoreToolComparison } from '../common/results/drill-result';
 import type { DrillInput } from '../common/input/drill-spec';
 import { FAILURE_TYPES } from '../common/core/errors';
 import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } from '../common/input/tool-comparison';
+import { runChild, showChildren } from './children';
+import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
-import { failureMessage } from './failures';
+import { failedDrillSummary } from './drills';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { restoreDrillWorkflow } from './restore-drill-workflow';
@@ -50,47 +41,48 @@ export async function restoreToolComparisonWorkflow(input: DrillInput = {}): Pro
     rows: [],
     errors: [],
   };
-  for (const tool of COMPARED_TOOLS) board.child(comparedDrillId(runId, tool), `restore drill with ${tool}`, 'waiting');
-  let cancelled: unknown;
-  for (const tool of COMPARED_TOOLS) {
-    const workflowId = comparedDrillId(runId, tool);
-    board.child(workflowId, `restore drill with ${tool}`, 'running');
-    board.setPercent((100 * COMPARED_TOOLS.indexOf(tool)) / COMPARED_TOOLS.length);
-    try {
-      const summary: DrillSummary = await executeChild(restoreDrillWorkflow, {
-        workflowId,
-        args: [inputWithTool(input, tool)],
-        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-      });
-      comparison.rows.push(comparisonRow(tool, workflowId, summary));
-      board.child(workflowId, `restore drill with ${tool}`, 'done');
-    } catch (err) {
-      board.child(workflowId, `restore drill with ${tool}`, 'failed');
-      const message = failureMessage(err).split('\n')[0];
-      comparison.errors.push(`${tool}: ${message}`);
-      // The drill saved its own result.json before its teardown; its figures are there, its verdict here.
-      comparison.rows.push(comparisonRow(tool, workflowId, { runId: workflowId, kind: 'restore-drill', status: 'failed', verdict: `failed: ${message}`, location: '', figures: { tool } }));
-      if (isCancellation(err)) {
-        cancelled = err;
-        break;
+  const drills = COMPARED_TOOLS.map((tool) => ({ tool, workflowId: comparedDrillId(runId, tool), label: `restore drill with ${tool}` }));
+  showChildren(board, drills);
+  let stopped: 'failed' | 'cancelled' | undefined;
+  const outcome = await runCompensated(
+    board,
+    async () => {
+      for (const [i, drill] of drills.entries()) {
+        board.setPercent((100 * i) / drills.length);
+        const summary = await runChild(board, drill, restoreDrillWorkflow, inputWithTool(input, drill.tool), ({ message }) => {
+          comparison.errors.push(`${drill.tool}: ${message}`);
+          comparison.rows.push(comparisonRow(drill.tool, drill.workflowId, failedDrillSummary(drill.workflowId, 'restore-drill', message, { tool: drill.tool })));
+        });
+        if (summary) comparison.rows.push(comparisonRow(drill.tool, drill.workflowId, summary));
       }
-    }
-  }
+    },
+    {
+      failed: (_err, status) => (stopped = status),
+      async save() {
+        concludeComparison(comparison, stopped);
+        board.setPhase('save results');
+        return resultCalls.saveToolComparison({ runId, comparison });
+      },
+    },
+  );
+  // A table that was not saved fails the run before its status is published (as runs before the skeleton did).
+  if (!outcome.location) throw outcome.failure;
+  board.setPercent(100);
+  upsertSearchAttributes(searchAttributes({ status: comparison.status }));
+  board.setPhase(comparison.status);
+  if (outcome.failure) throw outcome.failure;
+  if (comparison.status !== 'passed')
+    throw ApplicationFailure.nonRetryable(`restore tool comparison ${runId} failed: ${comparison.verdict}`, FAILURE_TYPES.verification);
+  return comparison;
+}
+
+/** The comparison's status (from its rows, unless it was stopped) and its one-line verdict. */
+function concludeComparison(comparison: RestoreToolComparison, stopped: 'failed' | 'cancelled' | undefined): void {
   const failed = comparison.rows.filter((r) => r.status !== 'passed');
-  comparison.status = cancelled ? 'cancelled' : failed.length ? 'failed' : 'passed';
+  comparison.status = stopped ?? (failed.length ? 'failed' : 'passed');
   comparison.verdict =
     comparison.status === 'passed'
       ? `passed: ${comparison.rows.map((r) => `${r.tool} ${r.toolVersion} RTO ${Math.round(r.rtoSeconds! * 100) / 100} s`).join(', ')}`
       : `${comparison.status}: ${failed.map((r) => `${r.tool} ${r.verdict}`).join('; ')}`;
   comparison.finishedAt = new Date().toISOString();
-  board.setPhase('save results');
-  // Saved whatever happened, a cancellation included: the drills' figures are the run's whole point.
-  await CancellationScope.nonCancellable(() => resultCalls.saveToolComparison({ runId, comparison }));
-  board.setPercent(100);
-  upsertSearchAttributes(searchAttributes({ status: comparison.status }));
-  board.setPhase(comparison.status);
-  if (cancelled) throw cancelled;
-  if (comparison.status !== 'passed')
-    throw ApplicationFailure.nonRetryable(`restore tool comparison ${runId} failed: ${comparison.verdict}`, FAILURE_TYPES.verification);
-  return comparison;
 }

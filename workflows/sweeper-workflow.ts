@@ -7,7 +7,7 @@ import { continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/work
 import { z } from 'zod';
 import { planSweep, runsToCheck, type SweepDecision } from '../common/core/sweep';
 import { checkedWorkflowId, continuationAtDoor, parseAtDoor, refuseAtDoor, type DoorInfo } from './doors';
-import { forEachBounded } from './experiment-workflow';
+import { forEachBounded } from './children';
 import { failureMessage } from './failures';
 import { sweepCalls } from './proxies';
 

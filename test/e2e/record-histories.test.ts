@@ -18,7 +18,7 @@ import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { resolveSpec } from '../../common/input/spec';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
-import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-drill-workflow';
+import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-continuation';
 import type { SweepReport } from '../../workflows/sweeper-workflow';
 import { hostRequests, localProviderFor } from '../helpers/aws-lab';
 import { startTestLab, type TestLab } from '../helpers/lab';

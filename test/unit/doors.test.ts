@@ -10,9 +10,9 @@ import { hostIdFor } from '../../common/core/ids';
 import { resolveFailoverDrill } from '../../common/input/drill-spec';
 import { resolveSpec, revalidateSpec } from '../../common/input/spec';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
-import { clusterInputAtDoor, clusterWorkflowId } from '../../workflows/cluster-workflow';
+import { clusterInputAtDoor, clusterWorkflowId } from '../../workflows/cluster-door';
 import { checkedWorkflowId, continuationProblem, type DoorInfo } from '../../workflows/doors';
-import { failoverContinuationSchema, isToolArchiveCommand } from '../../workflows/failover-drill-workflow';
+import { failoverContinuationSchema, isToolArchiveCommand } from '../../workflows/failover-continuation';
 import { carriedAtDoor } from '../../workflows/sweeper-workflow';
 
 const info = (over: Partial<DoorInfo> = {}): DoorInfo => ({ workflowId: 'run-1', workflowType: 'experimentWorkflow', attempt: 1, ...over });

@@ -7,7 +7,9 @@ import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
 import { parseArchiveListing, parseInfo, parseVerify } from '../../lib/parsers/pgbackrest';
 import { isoTimestamp, parseRecoveryLog } from '../../lib/parsers/recovery-log';
 import { archiveCovers, archivedThroughLsn, compareLsn, lastArchivedSegment, lsnDiff, parseSegmentName, segmentArchived, segmentEndLsn, segmentOfLsn } from '../../common/core/lsn';
-import { mostAdvanced, quorumOf, resumedState } from '../../workflows/failover-drill-workflow';
+import { resumedState } from '../../workflows/failover-continuation';
+import { mostAdvanced } from '../../workflows/failover-round';
+import { quorumOf } from '../../workflows/failover-steps';
 import { resolveFailoverDrill } from '../../common/input/drill-spec';
 
 const fixture = (tool: string, name: string) => readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'fixtures', tool, name), 'utf8');

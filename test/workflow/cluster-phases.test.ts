@@ -123,14 +123,14 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     expect(saved!.failedAttempts).toEqual([expect.objectContaining({ phase: 'vacuum', attempt: 1 })]);
   });
 
-  /** Runs a ci cluster against fake activities; `host` overrides what the host's agent does. */
+  /** Runs a ci cluster against fake activities; `host` overrides what the host's agent does; `calls` logs the steps. */
   async function runCluster(
     host: Partial<HostActivities>,
     control: Partial<ControlActivities>,
     overrides: Record<string, unknown> = {},
     stopAgentAt?: string,
-  ): Promise<{ outcome: unknown; saved: ClusterResult | undefined; calls: string[] }> {
-    const calls: string[] = [];
+    calls: string[] = [],
+  ): Promise<{ outcome: unknown; saved: ClusterResult | undefined; calls: string[]; clusterId: string }> {
     const runId = uniqueId('exp-faults');
     const hostId = hostIdFor(runId, 'local-disk', 0);
     const taskQueue = uniqueId('cluster-faults');
@@ -166,6 +166,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
           return fakeHostRecord(request);
         },
         async saveClusterResult({ result }) {
+          calls.push('save');
           saved = result;
         },
         async teardownHost() {
@@ -184,8 +185,48 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       controlWorker.shutdown();
       await Promise.all(running);
     }
-    return { outcome, saved, calls };
+    return { outcome, saved, calls, clusterId: clusterWorkflowId(runId, 'local-disk', 0) };
   }
+
+  it('undoes a durable cluster after saving its result: the host, then the backup store it archived into', async () => {
+    const backup = { label: 'base_000000010000000000000003', seconds: 1, databaseBytes: 1, repositoryBytes: 1, walStart: '000000010000000000000003', walStop: '000000010000000000000003' };
+    const calls: string[] = [];
+    const { outcome, saved, clusterId } = await runCluster(
+      {
+        async runPgbench() {
+          return tpsRun([100]);
+        },
+        async configureBackups(input) {
+          calls.push('configureBackups');
+          return { tool: input.tool!, version: '3.0.8', settings: { archive_mode: 'on' } };
+        },
+        async initBackupRepository() {},
+        async takeBackup() {
+          calls.push('takeBackup');
+          return backup as Awaited<ReturnType<HostActivities['takeBackup']>>;
+        },
+      },
+      {
+        async prepareBackupStore() {
+          calls.push('prepareBackupStore');
+          return { kind: 'folder', path: '/tmp/backups/cluster' };
+        },
+        async removeBackupStore({ runId }) {
+          calls.push(`removeBackupStore ${runId}`);
+          return 'removed';
+        },
+      },
+      { durability: { enabled: true } },
+      undefined,
+      calls,
+    );
+    expect(outcome).toMatchObject({ status: 'ok' });
+    expect(saved!.phases.durability).toMatchObject({ backup: { label: backup.label } });
+    expect(calls).toEqual(['load', 'prepareBackupStore', 'configureBackups', 'takeBackup', 'save', 'teardown', `removeBackupStore ${clusterId}`]);
+    // The same order as before the undo stack: a cluster's history takes no patch.
+    const history = await client.workflow.getHandle(clusterId).fetchHistory();
+    expect(history.events!.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+  });
 
   const tpsRun = (tpsSeries: number[]) => ({
     tps: 100, transactions: 500, failedTransactions: 0, durationSeconds: tpsSeries.length, clients: 8, threads: 2,
@@ -212,7 +253,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(saved!.status).toBe('failed');
     expect(saved!.error).toMatch(/stopped answering/);
-    expect(calls).toEqual(['load', 'teardown']);
+    expect(calls).toEqual(['load', 'save', 'teardown']);
   });
 
   it('makes an attempt killed for memory final, named as OOM, after one attempt', async () => {

@@ -3,6 +3,7 @@
  * restore whose recovery fails gets a verdict naming why, saved before every host is torn down; the tool comparison
  * runs both tools' drills one after the other, the second even when the first failed, and saves one table.
  */
+import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
@@ -11,15 +12,19 @@ import type { RestoreDrillResult, RestoreToolComparison } from '../../common/res
 import { comparedDrillId } from '../../common/input/tool-comparison';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
+import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
 import { fakeHostRecord } from '../helpers/fake-host';
+import { patchesOf } from '../helpers/patches';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 type Calls = string[];
 
+
 /** Comparisons the fake control side saved (the tests read them). */
 const comparisons: RestoreToolComparison[] = [];
 
-function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<ControlActivities> {
+/** The control side; `stuckHost`'s teardown fails at once (non-retryable), as a host the provider cannot remove. */
+function fakeControl(calls: Calls, saved: RestoreDrillResult[], stuckHost?: string): Partial<ControlActivities> {
   return {
     async preflightDrill() {
       calls.push('preflightDrill');
@@ -48,6 +53,7 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[]): Partial<Control
     },
     async teardownHost({ hostId }) {
       calls.push(`teardown ${hostId}`);
+      if (hostId === stuckHost) throw ApplicationFailure.nonRetryable(`instance of ${hostId} stuck in shutting-down`);
     },
     async removeBackupStore() {
       calls.push('removeBackupStore');
@@ -182,13 +188,13 @@ describe('drill workflows with mocked activities', () => {
     await connection.close();
   });
 
-  async function runDrill(type: string, input: unknown, hostIds: (workflowId: string) => string[]) {
+  async function runDrill(type: string, input: unknown, hostIds: (workflowId: string) => string[], stuck?: (workflowId: string) => string) {
     const calls: Calls = [];
     const saved: RestoreDrillResult[] = [];
     const taskQueue = uniqueId('drill-test');
     const workflowId = uniqueId('drill');
     const workers = [
-      await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities: fakeControl(calls, saved) }),
+      await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities: fakeControl(calls, saved, stuck?.(workflowId)) }),
       ...(await Promise.all(
         hostIds(workflowId).map((h) => Worker.create({ connection, taskQueue: hostTaskQueue(h), activities: fakeHost(calls, h) })),
       )),
@@ -200,7 +206,8 @@ describe('drill workflows with mocked activities', () => {
         (v) => v as unknown,
         (e) => e as unknown,
       );
-      return { calls, saved, outcome, workflowId };
+      const history = await handle.fetchHistory();
+      return { calls, saved, outcome, workflowId, history };
     } finally {
       for (const w of workers) w.shutdown();
       await Promise.all(running);
@@ -252,6 +259,24 @@ describe('drill workflows with mocked activities', () => {
     const savedAt = calls.indexOf('saveDrillResult');
     for (const host of [source, restore]) expect(calls.indexOf(`teardown ${host}`)).toBeGreaterThan(savedAt);
     expect(calls.indexOf('removeBackupStore')).toBeGreaterThan(savedAt);
+  });
+
+  it('undoes what the restore drill made in reverse, after saving: restore host, source, store, each though one failed', async () => {
+    const restoreOf = (id: string) => hostIdFor(id, 'restore', 0);
+    const { calls, saved, outcome, workflowId, history } = await runDrill(
+      WORKFLOW_TYPES.restoreDrill,
+      { preset: 'ci' },
+      (id) => [hostIdFor(id, 'source', 0), restoreOf(id)],
+      restoreOf,
+    );
+    const [source, restore] = [hostIdFor(workflowId, 'source', 0), restoreOf(workflowId)];
+    // The drill's own verdict still decides how it ends; the stuck host is on its board.
+    expect((outcome as WorkflowFailedError).cause).toMatchObject({ type: 'VerificationError' });
+    expect(saved).toHaveLength(1);
+    const undo = calls.slice(calls.indexOf('saveDrillResult') + 1);
+    expect(undo).toEqual([`teardown ${restore}`, `teardown ${source}`, 'removeBackupStore']);
+    // A run started on this code takes the patch; runs recorded before it replay their old order.
+    expect(patchesOf(history)).toEqual([UNDO_IN_REVERSE_PATCH]);
   });
 
   it('compares the tools: WAL-G then pgBackRest, the second run though the first failed, both saved in one table', async () => {

@@ -6,7 +6,7 @@
  */
 import { HISTORY_EVENT_LIMIT, scaled, worstByType } from '../../bench/history-budget';
 import { HistoryHarness, type StepDurations } from '../../bench/history-harness';
-import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-drill-workflow';
+import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-continuation';
 import { serverAddress, uniqueId } from '../helpers/temporal';
 
 const CI_DURATIONS: StepDurations = { load: 120, backup: 20, warmup: 5, tps: 30, vacuum: 30, backlog: 30, restore: 20, writes: 10 };

@@ -13,6 +13,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
+import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
+import { patchesOf } from '../helpers/patches';
 import { workflowBundle } from '../helpers/temporal';
 
 const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
@@ -22,6 +24,7 @@ const EXPECTED: Record<string, string> = {
   'experiment-ci': WORKFLOW_TYPES.experiment,
   'cluster-ci': WORKFLOW_TYPES.cluster,
   'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
+  'restore-drill-ci-before-undo-in-reverse': WORKFLOW_TYPES.restoreDrill,
   'failover-drill-ci-1': WORKFLOW_TYPES.failoverDrill,
   'failover-drill-ci-2': WORKFLOW_TYPES.failoverDrill,
   'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
@@ -79,6 +82,12 @@ describe('recorded workflow histories replay against the current workflow code',
     expect(Object.fromEntries(fixtures.map((f) => [f.name, f.type]))).toEqual(expect.objectContaining(EXPECTED));
     const first = fixtures.find((f) => f.name === 'failover-drill-ci-1')!;
     expect(first.history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+  });
+
+  it('holds the restore drill on both sides of the undo-in-reverse patch', () => {
+    const patches = (name: string) => patchesOf(fixtures.find((f) => f.name === name)!.history);
+    expect(patches('restore-drill-ci')).toEqual([UNDO_IN_REVERSE_PATCH]);
+    expect(patches('restore-drill-ci-before-undo-in-reverse')).toEqual([]);
   });
 
   it('replays every recorded history without a determinism violation or any other replay error', async () => {

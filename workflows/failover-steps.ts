@@ -1,0 +1,240 @@
+/**
+ * The failover drill's shared state and its steps around the rounds (workflows/failover-round.ts): the set-up of the
+ * hosts, replication and the archive, the archive check after the rounds, and the verdict.
+ */
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { DrillNode } from '../activities/host/failover-writer';
+import type { ConfigurePostgresInput } from '../activities/host/postgres';
+import { FAILURE_TYPES } from '../common/core/errors';
+import type { HostRecord } from '../common/core/hosts';
+import { hostIdFor } from '../common/core/ids';
+import { parseSegmentName } from '../common/core/lsn';
+import { median } from '../common/core/stats';
+import { backupStoreLocation } from '../common/input/backup-store';
+import { failoverDrillBounds, type HostTimeouts } from '../common/input/bounds';
+import { drillLabSettings, type FailoverDrillSpec } from '../common/input/drill-spec';
+import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
+import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverDrillResult } from '../common/results/drill-result';
+import { UndoStack } from './compensation';
+import { drillHostShape } from './drills';
+import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
+import { hostRequest, provisionHosts } from './hosts';
+import type { ProgressBoard } from './progress';
+import { hostCalls, providerCalls, type HostCalls } from './proxies';
+
+/** Bound on a standby catching up after it was cloned, repointed or rewound. */
+export const STANDBY_WAIT_SECONDS = 120;
+/** Bound on a primary archiving the segment it just closed: one push to the store, seconds normally. */
+export const ARCHIVE_WAIT_SECONDS = 120;
+/** Every node's volume: the drill's data is small. */
+const NODE_VOLUME_BYTES = 2 * 2 ** 30;
+
+/** Everything a step needs: the spec, the hosts, their calls, what the drill made and the drill's record. */
+export interface FailoverDrill {
+  spec: FailoverDrillSpec;
+  runId: string;
+  board: ProgressBoard;
+  result: FailoverDrillResult;
+  undo: UndoStack;
+  hostOf: Record<Node, string>;
+  client: string;
+  /** The client first, then the nodes. */
+  allHosts: string[];
+  calls: (node: Node) => HostCalls;
+  clientCalls: HostCalls;
+  /** Every node's server settings: the lab's and the spec's, apart (the host checks both). */
+  settings: { server: LabServerSettings; user: Record<string, string> };
+  timeouts: HostTimeouts;
+  state: Pick<FailoverContinuation, 'records' | 'peers' | 'primary' | 'standbys' | 'archiving'>;
+  progress: (phase: string, done: number, hostId?: string) => void;
+}
+
+/** The standbys a primary's commits wait for (any one of them): its standbys in sync mode, none in async mode. */
+export function quorumNodes(mode: FailoverDrillSpec['mode'], standbys: string[]): string[] {
+  return mode === 'sync' ? standbys : [];
+}
+
+/** synchronous_standby_names of a primary whose standbys are `standbys` ('' in async mode). */
+export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): string {
+  return synchronousStandbyNames(quorumNodes(mode, standbys));
+}
+
+/**
+ * The drill as an execution starts it: fresh, or where a continuation left it (then what the earlier executions
+ * made is registered for undo at once).
+ */
+export function failoverDrill(runId: string, spec: FailoverDrillSpec, board: ProgressBoard, continued: FailoverContinuation | undefined): FailoverDrill {
+  const timeouts = failoverDrillBounds(spec);
+  const client = hostIdFor(runId, 'client', 0);
+  const hostOf = Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1)])) as Record<Node, string>;
+  const result: FailoverDrillResult = {
+    ...drillResultHead('failover-drill', runId, spec),
+    ...(continued ? { startedAt: continued.startedAt, postgresVersion: continued.postgresVersion } : {}),
+    mode: spec.mode,
+    synchronousStandbyNames: quorumOf(spec.mode, ['n2', 'n3']) || null,
+    hosts: { client, nodes: hostOf },
+    archive: continued?.archive ?? null,
+    rounds: continued?.rounds ?? [],
+    summary: { rounds: 0, lostCommits: 0, rtoSecondsMedian: null, rtoSecondsMax: null },
+    errors: [],
+  };
+  // Set-up, the rounds, and the archive check.
+  const totalSteps = 3 + spec.rounds;
+  const drill: FailoverDrill = {
+    spec,
+    runId,
+    board,
+    result,
+    undo: new UndoStack(),
+    hostOf,
+    client,
+    allHosts: [client, ...NODES.map((n) => hostOf[n])],
+    calls: (node) => hostCalls(hostOf[node], timeouts),
+    clientCalls: hostCalls(client, timeouts),
+    settings: { server: drillLabSettings(spec), user: userPostgresSettings(spec.postgres.settings) },
+    timeouts,
+    state: continued
+      ? { ...resumedState(spec, continued), records: continued.records, primary: continued.primary, standbys: continued.standbys }
+      : { records: {} as Record<Node, HostRecord>, peers: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
+    progress: (phase, done, hostId = client) => {
+      board.step(hostId, phase);
+      board.setPercent((100 * done) / totalSteps);
+    },
+  };
+  if (continued) registerUndo(drill);
+  return drill;
+}
+
+/**
+ * Everything the drill makes, before the first of it is made: the store (unless kept), then every host, so the hosts
+ * are undone first (they archive into the store).
+ */
+function registerUndo(d: FailoverDrill): void {
+  const { backup } = d.spec;
+  if (backup.enabled && !backup.keep) d.undo.backupStore(d.runId, backup.store);
+  d.undo.hosts(d.spec.provider, d.allHosts);
+}
+
+/** Provisions (or, for a killed one, starts again) hosts of the drill, waiting for their agents. */
+export function provisionDrillHosts(d: FailoverDrill, hostIds: string[]): Promise<HostRecord[]> {
+  const shape = drillHostShape(d.spec, d.runId, NODE_VOLUME_BYTES);
+  const requests = hostIds.map((hostId) => hostRequest(d.spec, d.runId, hostId, hostId === d.client ? 'client' : 'node', shape));
+  return provisionHosts(d.undo, d.spec.provider, requests, d.timeouts);
+}
+
+/** Where a node's Postgres listens, as the other hosts reach it. */
+export function address(d: FailoverDrill, node: Node): DrillNode {
+  const r = d.state.records[node];
+  return { node, host: r.postgres.host, port: r.postgres.port };
+}
+
+/** A node's configuration: the drill's settings, its peers, and archiving through the tool when the archive is on. */
+export function nodeConfig(d: FailoverDrill): Omit<ConfigurePostgresInput, 'hostId'> {
+  const archiving = d.state.archiving ? { archiving: { archiveTimeoutSeconds: d.spec.backup.archiveTimeoutSeconds } } : {};
+  return { ...d.settings, replicationPeers: d.state.peers, ...archiving };
+}
+
+/**
+ * Provisions the client and the three nodes, then a primary and two streaming standbys (the quorum once both stream),
+ * every node archiving to the drill's store, and a base backup of the primary.
+ */
+export async function setUpCluster(d: FailoverDrill): Promise<void> {
+  const { spec, runId, state } = d;
+  d.progress('provision', 0);
+  registerUndo(d);
+  const store = spec.backup.enabled ? await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep }) : null;
+  const [clientRecord, ...nodeRecords] = await provisionDrillHosts(d, d.allHosts);
+  NODES.forEach((n, i) => (state.records[n] = nodeRecords[i]));
+  // Peers on other machines (AWS) may connect for replication, pg_rewind and the writer; 127.0.0.1 already may.
+  state.peers = [...new Set([clientRecord, ...nodeRecords].map((r) => r.postgres.host).filter((h) => h !== '127.0.0.1'))];
+  if (store) {
+    // Each node's own tool config (its paths), written before its server starts with archive_command pointing there.
+    const { tool, compression } = spec.backup;
+    const configured = await Promise.all(NODES.map((n) => d.calls(n).setup.configureBackups({ hostId: d.hostOf[n], store, tool, compression })));
+    state.archiving = { store, tool };
+    const backupTool = { name: configured[0].tool, version: configured[0].version };
+    d.result.archive = { backupStore: backupStoreLocation(store), backupTool, backup: null, throughSegment: null, timeline: null, check: null };
+  }
+  await startReplication(d);
+}
+
+/** The primary with its ledger, two standbys cloned from it, the quorum once both stream, then the base backup. */
+async function startReplication(d: FailoverDrill): Promise<void> {
+  const { spec, hostOf, state } = d;
+  const { primary, standbys } = state;
+  const calls = d.calls(primary);
+  d.progress('replication', 1, hostOf.n1);
+  d.result.postgresVersion = (await calls.setup.configurePostgres({ hostId: hostOf[primary], ...nodeConfig(d) })).postgresVersion;
+  if (state.archiving) await calls.setup.initBackupRepository({ hostId: hostOf[primary], store: state.archiving.store, tool: state.archiving.tool });
+  await calls.setup.createFailoverLedger({ hostId: hostOf[primary] });
+  await Promise.all(
+    standbys.map(async (n) => {
+      await d.calls(n).setup.cloneStandby({ hostId: hostOf[n], primary: address(d, primary), node: n });
+      await d.calls(n).setup.configurePostgres({ hostId: hostOf[n], ...nodeConfig(d) });
+    }),
+  );
+  // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
+  await calls.setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbys: quorumNodes(spec.mode, standbys) });
+  await calls.measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync: spec.mode === 'sync', timeoutSeconds: STANDBY_WAIT_SECONDS });
+  if (state.archiving) {
+    const { store, tool } = state.archiving;
+    d.result.archive!.backup = await calls.setup.takeBackup.executeWithOptions(
+      { summary: `full base backup of the primary ${primary} with ${tool}: where the archive check starts` },
+      [{ hostId: hostOf[primary], store, tool, kind: 'full' }],
+    );
+  }
+}
+
+/**
+ * After the rounds: the final primary closes its segment and archives it; then the tool checks the archive through
+ * that segment, back across every timeline to the base backup. A gap or a wrong timeline fails the drill.
+ */
+export async function checkArchive(d: FailoverDrill): Promise<void> {
+  const { spec, hostOf, state } = d;
+  const { store, tool } = state.archiving!;
+  const primary = state.primary;
+  const calls = d.calls(primary);
+  d.progress(`archive check (${tool})`, 1 + spec.rounds, hostOf[primary]);
+  const closed = await calls.measure.archiveCurrentSegment({ hostId: hostOf[primary], timeoutSeconds: ARCHIVE_WAIT_SECONDS });
+  const check = await calls.measure.checkRepository.executeWithOptions(
+    { summary: `${tool} checks the archive through ${closed.segment}, across the drill's timelines` },
+    [{ hostId: hostOf[primary], store, tool, throughSegment: closed.segment }],
+  );
+  const archive = d.result.archive!;
+  archive.throughSegment = closed.segment;
+  archive.timeline = parseSegmentName(closed.segment)?.timeline ?? null;
+  archive.check = repositoryVerification(tool, check);
+  if (!check.ok) throw ApplicationFailure.nonRetryable(`archive check: ${check.detail}`, FAILURE_TYPES.verification);
+}
+
+/** The headline figures from the rounds, then the one line a person reads first. */
+export function concludeFailoverDrill(r: FailoverDrillResult, failure: string | undefined): void {
+  const rtos = r.rounds.map((x) => x.rtoSeconds).filter((x): x is number => x !== null);
+  const s = (r.summary = {
+    rounds: r.rounds.length,
+    lostCommits: Math.max(0, ...r.rounds.map((x) => x.lostCommits)),
+    rtoSecondsMedian: rtos.length ? Math.round(median(rtos)! * 1000) / 1000 : null,
+    rtoSecondsMax: rtos.length ? Math.max(...rtos) : null,
+  });
+  const archived = r.archive?.check?.ok ? `; archive continuous through ${r.archive.throughSegment} (${r.archive.backupTool.name})` : '';
+  const figures = `${s.rounds} failover${s.rounds === 1 ? '' : 's'}, ${s.lostCommits} acknowledged commits lost, RTO median ${s.rtoSecondsMedian ?? '–'} s (max ${s.rtoSecondsMax ?? '–'} s)${archived}`;
+  if (failure !== undefined) r.verdict = `${r.status}: ${failure.split('\n')[0]} (${figures})`;
+  else
+    r.verdict =
+      r.mode === 'sync'
+        ? `passed: ${figures} under synchronous_standby_names = ANY 1`
+        : `passed (async, for contrast): ${figures}; without synchronous standbys acknowledged commits can be lost`;
+}
+
+/** The summary's headline figures. */
+export function failoverDrillFigures(r: FailoverDrillResult): DrillSummary['figures'] {
+  return {
+    tool: r.archive?.backupTool.name ?? null,
+    toolVersion: r.archive?.backupTool.version ?? null,
+    archiveThrough: r.archive?.check?.ok ? r.archive.throughSegment : null,
+    rounds: r.summary.rounds,
+    lostCommits: r.summary.lostCommits,
+    rtoSecondsMedian: r.summary.rtoSecondsMedian,
+    rtoSecondsMax: r.summary.rtoSecondsMax,
+  };
+}
