@@ -93,7 +93,7 @@ function forgedFailoverContinuation(runId: string) {
 const CASES: Record<string, Case[]> = {
   [WORKFLOW_TYPES.experiment]: [
     ...byId(WORKFLOW_TYPES.experiment, () => ({ preset: 'ci' })),
-    { name: 'experiment: a folder backup store outside the backups folder', args: () => [{ preset: 'ci', durability: { enabled: true, backupStore: { kind: 'folder', path: path.join(victim, 'sub') } } }], field: 'durability.backupStore.path', fix: 'use a sub-folder of it', preflight: 'preflight' },
+    { name: 'experiment: a folder backup store outside the backups folder', args: () => [{ preset: 'ci', durability: { enabled: true, backupStore: { kind: 'folder', path: path.join(victim, 'sub') } } }], field: 'durability.backupStore.path', fix: 'an absolute folder is refused: backups stay below' },
   ],
   [WORKFLOW_TYPES.cluster]: [
     {
@@ -135,12 +135,12 @@ const CASES: Record<string, Case[]> = {
   ],
   [WORKFLOW_TYPES.restoreDrill]: [
     ...byId(WORKFLOW_TYPES.restoreDrill, () => ({ preset: 'ci', backup: { store: { kind: 'folder', path: path.join(victim, 'sub') } } })),
-    { name: 'restore drill: a folder backup store one level below a victim folder', args: () => [{ preset: 'ci', backup: { store: { kind: 'folder', path: path.join(victim, 'sub') } } }], field: 'backup.store.path', fix: 'use a sub-folder of it', preflight: 'preflightDrill' },
+    { name: 'restore drill: a folder backup store one level below a victim folder', args: () => [{ preset: 'ci', backup: { store: { kind: 'folder', path: path.join(victim, 'sub') } } }], field: 'backup.store.path', fix: 'an absolute folder is refused: backups stay below' },
     { name: 'restore drill: archive_command', args: () => [{ preset: 'ci', postgres: { settings: { archive_command: `touch ${marker()}` } } }], field: 'postgres.settings.archive_command', fix: 'remove it' },
   ],
   [WORKFLOW_TYPES.restoreToolComparison]: [
     ...byId(WORKFLOW_TYPES.restoreToolComparison, () => ({ preset: 'ci' })),
-    { name: 'tool comparison: a folder backup store outside the backups folder', args: () => [{ preset: 'ci', backup: { store: { kind: 'folder', path: victim } } }], field: 'backup.store.path', fix: 'outside the lab\'s backups folder', preflight: 'preflightDrill' },
+    { name: 'tool comparison: a folder backup store outside the backups folder', args: () => [{ preset: 'ci', backup: { store: { kind: 'folder', path: victim } } }], field: 'backup.store.path', fix: 'an absolute folder is refused: backups stay below' },
   ],
   [WORKFLOW_TYPES.failoverDrill]: [
     ...byId(WORKFLOW_TYPES.failoverDrill, () => ({ preset: 'ci' })),
