@@ -54,6 +54,26 @@ export function checkRunClaim(run: RunKey, folder: string, claimed: string | nul
   throw new UnsafeIdError('runId', `the results folder ${folder} belongs to run ${JSON.stringify(claimed)}, and ${JSON.stringify(runClaim(run))} would write into it (ids that differ only in characters outside [A-Za-z0-9._-] share a folder); start the run with another workflow id`);
 }
 
+/** The file in a run's folder that names the workflow execution whose results it holds (claimRunExecution). */
+export const RUN_EXECUTION_KEY = '.run-execution';
+
+/**
+ * Claims a run's folder for one workflow execution (its Temporal run id), or refuses: a new run started under the
+ * workflow id of a run that has finished (Temporal lets a closed workflow's id be used again) would otherwise write
+ * into that run's results. Called where a run first writes its own results (an experiment's spec, a drill's or a
+ * diagnose's results); writes of its children and later steps go through put, under the run's id claim. A folder made
+ * before claims existed is claimed by its next writer.
+ */
+export async function claimRunExecution(store: ResultsStore, run: string, execution: string): Promise<void> {
+  const claimed = await store.get(run, RUN_EXECUTION_KEY);
+  if (claimed === null) await store.put(run, RUN_EXECUTION_KEY, execution);
+  else if (claimed !== execution)
+    throw new UnsafeIdError(
+      'workflowId',
+      `run ${JSON.stringify(run)} finished before (execution ${claimed}) and its results are in ${store.location(run)}; a new run under its workflow id (execution ${execution}) would replace them: start the run with another workflow id`,
+    );
+}
+
 /** A key below a run ("report.md", "clusters/<host>.json"), or a prefix of keys: each part one safe segment. */
 export function safeKey(key: string, field = 'key'): string {
   for (const part of key.replace(/\/+$/, '').split('/')) safeSegment(part, field);

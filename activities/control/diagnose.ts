@@ -9,10 +9,11 @@ import { verdictLine, type DiagnoseSummary } from '../../common/results/diagnose
 import { resolveDiagnoseInput, type DiagnoseInput } from '../../common/input/diagnose';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { InvalidSpecError } from '../../common/input/spec';
-import type { ResultsStore } from '../../lib/results-store';
+import { claimRunExecution, type ResultsStore } from '../../lib/results-store';
 import { captureDiagnosis } from '../../lib/diagnose/capture';
 import { NotReadOnlyError } from '../../lib/diagnose/connect';
 import { saveCapture } from '../../analysis/diagnose-captures';
+import { callingExecution } from './results';
 
 export function createDiagnoseActivities(deps: { results: ResultsStore }) {
   return {
@@ -26,6 +27,8 @@ export function createDiagnoseActivities(deps: { results: ResultsStore }) {
         throw err;
       }
       const ctx = Context.current();
+      // The run's folder is this execution's, before a second is sampled (a finished run's id used again is refused).
+      await claimRunExecution(deps.results, args.runId, callingExecution());
       let capture;
       try {
         capture = await captureDiagnosis({

@@ -2,6 +2,7 @@
  * The results store's activities: a run's spec before anything is made, each cluster's results before its host goes,
  * the aggregated result.json with its reports and history entry, and the drills' own results.
  */
+import { Context } from '@temporalio/activity';
 import os from 'node:os';
 import { runCost } from '../../common/input/cost';
 import type { ExperimentSpec } from '../../common/input/spec';
@@ -12,12 +13,17 @@ import { historyEntry, RunHistory } from '../../analysis/history';
 import { runPredictions } from '../../analysis/predictions';
 import { writeReports } from '../../analysis/report';
 import { renderDrillMarkdown, renderToolComparisonMarkdown } from '../../analysis/report/drills-markdown';
+import { claimRunExecution } from '../../lib/results-store';
 import type { ControlDeps, ResultsSummary } from './types';
 
 export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
   return {
-    /** Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create. */
+    /**
+     * Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create; it
+     * claims the run's folder for this execution, so a run under a finished run's id fails here, before any host.
+     */
     async saveSpec(input: { runId: string; spec: ExperimentSpec }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution());
       await deps.results.put(input.runId, 'spec.json', JSON.stringify(input.spec, null, 2));
       return deps.results.location(input.runId);
     },
@@ -72,6 +78,7 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
 
     /** A tool comparison's result.json and report.md (the drills saved their own); returns where they are. */
     async saveToolComparison(input: { runId: string; comparison: RestoreToolComparison }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution());
       await deps.results.put(input.runId, 'result.json', JSON.stringify(input.comparison, null, 2));
       await deps.results.put(input.runId, 'report.md', renderToolComparisonMarkdown(input.comparison));
       return deps.results.location(input.runId);
@@ -79,6 +86,7 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
 
     /** The drill's result.json and report.md; returns where they are. */
     async saveDrillResult(input: { runId: string; result: DrillResult }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution());
       await deps.results.put(input.runId, 'result.json', JSON.stringify(input.result, null, 2));
       await deps.results.put(input.runId, 'report.md', renderDrillMarkdown(input.result));
       return deps.results.location(input.runId);
@@ -89,4 +97,11 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
 /** This machine, as a result records where it ran. */
 export function environmentInfo(provider: string): EnvironmentInfo {
   return { cpus: os.cpus().length, memoryMiB: Math.round(os.totalmem() / 2 ** 20), kernel: os.release(), provider };
+}
+
+/** The workflow execution (Temporal run id) this activity runs for: it claims the run's results folder. */
+export function callingExecution(): string {
+  const execution = Context.current().info.workflowExecution;
+  if (!execution) throw new Error('a results activity runs for a workflow: this one has no workflow execution');
+  return execution.runId;
 }
