@@ -9,7 +9,7 @@ import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/b
 import { restoreDrillBounds, type HostTimeouts } from '../common/input/bounds';
 import { drillLabSettings, type RestoreDrillSpec } from '../common/input/drill-spec';
 import { userPostgresSettings } from '../common/input/postgres-settings';
-import { accountRows } from '../common/input/spec';
+import { drillVolumeBytes } from '../common/input/rules';
 import { drillResultHead, repositoryVerification, type DrillSummary, type RestoreDrillResult, type RestoreTarget } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
 import { drillHostShape } from './drills';
@@ -56,7 +56,7 @@ export function restoreDrill(runId: string, spec: RestoreDrillSpec, board: Progr
     src: hostCalls(source, timeouts),
     dst: hostCalls(restore, timeouts),
     settings: { server: drillLabSettings(spec), user: userPostgresSettings(spec.postgres.settings) },
-    volumeBytes: accountRows(spec.data.scale) * 146 * 1.15 + 2 * 2 ** 30,
+    volumeBytes: drillVolumeBytes(spec),
     result: {
       ...drillResultHead('restore-drill', runId, spec),
       hosts: { source, restore },

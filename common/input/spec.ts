@@ -4,8 +4,6 @@
  */
 import { z } from 'zod';
 import { dataSetBytes } from './data-size';
-
-export { accountRows } from './data-size';
 import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
 import { costCeilingProblems } from './cost';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../core/errors';
