@@ -119,7 +119,7 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     // A cluster's page lists its activities with their summaries.
     await page.goto(workflowPage(clusterWorkflowId(workflowId, 'gp3', 0)), { waitUntil: 'domcontentloaded' });
     await page.getByTestId('user-metadata-tab').click({ timeout: 10_000 });
-    await page.getByText(/^provision \S+-gp3-0: emulated-ebs at 3000 IOPS, 125 MiB\/s, 384 MiB$/).waitFor({ timeout: 15_000 });
+    await page.getByText(/^provision gp3 host \S+-gp3-0: emulated-ebs at 3000 IOPS, 125 MiB\/s, 384 MiB$/).waitFor({ timeout: 15_000 });
     await page.getByText(/^load scale 2: 200,000 rows in chunks of 20,000, 2 writers$/).waitFor();
     await page.getByText(/^tear down \S+-gp3-0$/).waitFor();
 
