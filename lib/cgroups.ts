@@ -10,6 +10,7 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync, rmdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { safeSegment } from '../common/core/ids';
+import { blkioCounters, parseIoStat, type CgroupIoCounters } from './parsers/cgroup';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 const V1_CONTROLLERS = ['memory', 'blkio', 'cpuacct'] as const;
@@ -114,16 +115,45 @@ function enableV2Controllers(labDir: string): void {
   }
 }
 
-/** Caps IOPS and bandwidth on one block device (MAJ:MIN). v1 read and write limits are separate budgets. */
+/** Read and write limits of one device; v1 and v2 throttles keep them as separate budgets. */
+export interface IoLimitSplit {
+  readIops: number;
+  writeIops: number;
+  readBytesPerSecond: number;
+  writeBytesPerSecond: number;
+}
+
+/** Caps IOPS and bandwidth on one block device (MAJ:MIN), the same figures for reads and for writes. */
 export function setIoLimits(cg: HostCgroup, majMin: string, iops: number, bytesPerSecond: number): void {
+  setIoLimitSplit(cg, majMin, { readIops: iops, writeIops: iops, readBytesPerSecond: bytesPerSecond, writeBytesPerSecond: bytesPerSecond });
+}
+
+/** Sets a device's read and write limits apart (lib/io-budget.ts re-splits one budget between them). Every value >= 1: 0 means "no limit". */
+export function setIoLimitSplit(cg: HostCgroup, majMin: string, split: IoLimitSplit): void {
+  const v = (n: number) => Math.max(1, Math.round(n));
   if (cg.kind === 'v1') {
-    const set = (file: string, value: number) => writeCgroupFile(cg.ioDir, `blkio.throttle.${file}`, `${majMin} ${value}`);
-    set('read_iops_device', iops);
-    set('write_iops_device', iops);
-    set('read_bps_device', bytesPerSecond);
-    set('write_bps_device', bytesPerSecond);
+    const set = (file: string, value: number) => writeCgroupFile(cg.ioDir, `blkio.throttle.${file}`, `${majMin} ${v(value)}`);
+    set('read_iops_device', split.readIops);
+    set('write_iops_device', split.writeIops);
+    set('read_bps_device', split.readBytesPerSecond);
+    set('write_bps_device', split.writeBytesPerSecond);
   } else {
-    writeCgroupFile(cg.ioDir, 'io.max', `${majMin} riops=${iops} wiops=${iops} rbps=${bytesPerSecond} wbps=${bytesPerSecond}`);
+    writeCgroupFile(
+      cg.ioDir,
+      'io.max',
+      `${majMin} riops=${v(split.readIops)} wiops=${v(split.writeIops)} rbps=${v(split.readBytesPerSecond)} wbps=${v(split.writeBytesPerSecond)}`,
+    );
+  }
+}
+
+/** The cgroup's cumulative I/O on one device (v1 blkio.throttle.io_serviced / io_service_bytes, v2 io.stat), or null. */
+export function ioCounters(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): CgroupIoCounters | null {
+  try {
+    const read = (f: string) => readFileSync(path.join(cg.ioDir, f), 'utf8');
+    if (cg.kind === 'v2') return parseIoStat(read('io.stat'), majMin);
+    return blkioCounters(read('blkio.throttle.io_serviced'), read('blkio.throttle.io_service_bytes'), majMin);
+  } catch {
+    return null;
   }
 }
 

@@ -14,9 +14,9 @@ import type { Client } from 'pg';
 import { waitClassShares, CPU_EVENT } from '../common/results/breakdown';
 import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond } from '../common/results/sampler-and-phases';
 import type { HostConfig } from '../common/core/hosts';
-import { cpuSeconds, writeCgroupFile } from './cgroups';
+import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
 import { connectLocal } from './pg';
-import { blkioCounters, parseIoStat, parseMemoryStat, type CgroupIoCounters } from './parsers/cgroup';
+import { parseMemoryStat, type CgroupIoCounters } from './parsers/cgroup';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatRow, type StatSnapshot } from './parsers/pg-stats';
 import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat, type DiskCounters } from './parsers/proc';
 
@@ -115,13 +115,7 @@ export class HostCounters {
   cgroupIo(): CgroupIoCounters | null {
     const cg = this.host.cgroup;
     if (!cg?.ioDir || !this.majMin) return null;
-    try {
-      if (cg.kind === 'v2') return parseIoStat(readFileSync(path.join(cg.ioDir, 'io.stat'), 'utf8'), this.majMin);
-      const read = (f: string) => readFileSync(path.join(cg.ioDir!, f), 'utf8');
-      return blkioCounters(read('blkio.throttle.io_serviced'), read('blkio.throttle.io_service_bytes'), this.majMin);
-    } catch {
-      return null;
-    }
+    return ioCounters({ kind: cg.kind, ioDir: cg.ioDir }, this.majMin);
   }
 
   /** The host's memory cgroup: page cache and anonymous bytes, and its limit; null without one. */
