@@ -129,7 +129,7 @@ export function setIoLimits(cg: HostCgroup, majMin: string, iops: number, bytesP
 }
 
 /** Sets a device's read and write limits apart (lib/io-budget.ts re-splits one budget between them). Every value >= 1: 0 means "no limit". */
-export function setIoLimitSplit(cg: HostCgroup, majMin: string, split: IoLimitSplit): void {
+export function setIoLimitSplit(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, split: IoLimitSplit): void {
   const v = (n: number) => Math.max(1, Math.round(n));
   if (cg.kind === 'v1') {
     const set = (file: string, value: number) => writeCgroupFile(cg.ioDir, `blkio.throttle.${file}`, `${majMin} ${v(value)}`);

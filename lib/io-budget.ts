@@ -11,6 +11,7 @@
  * allow one slice's worth of I/O at once, so writing more often than once a slice would let more than the budget
  * through. A limit is written only when it moved (MIN_CHANGE), for the same reason.
  */
+import { readFileSync } from 'node:fs';
 import { ioCounters, setIoLimitSplit, type HostCgroup, type IoLimitSplit } from './cgroups';
 import type { CgroupIoCounters } from './parsers/cgroup';
 
@@ -73,7 +74,7 @@ export class SharedIoBudget {
   resplits = 0;
 
   constructor(
-    private readonly cg: HostCgroup,
+    private readonly cg: Pick<HostCgroup, 'kind' | 'ioDir'>,
     private readonly majMin: string,
     private readonly iops: number,
     private readonly bytesPerSecond: number,
@@ -126,4 +127,16 @@ export class SharedIoBudget {
   private write(): void {
     setIoLimitSplit(this.cg, this.majMin, limitsFor(this.current, this.iops, this.bytesPerSecond));
   }
+}
+
+/** The shared budget a host's config asks for (an emulated volume with `iopsBudget: shared`), or null. */
+export function sharedBudgetOf(config: {
+  device: string | null;
+  cgroup: { kind: 'v1' | 'v2'; ioDir: string | null } | null;
+  limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' | null };
+}): SharedIoBudget | null {
+  const { device, cgroup, limits } = config;
+  if (limits.iopsBudget !== 'shared' || !device || !cgroup?.ioDir || !limits.iops || !limits.throughputMiBps) return null;
+  const majMin = readFileSync(`/sys/class/block/${device}/dev`, 'utf8').trim();
+  return new SharedIoBudget({ kind: cgroup.kind, ioDir: cgroup.ioDir }, majMin, limits.iops, limits.throughputMiBps * 1024 * 1024);
 }

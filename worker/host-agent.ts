@@ -7,6 +7,7 @@ import { createHostActivities } from '../activities/host';
 import { clientOsUser, postgresOsUser } from '../lib/postgres-binaries';
 import { registerLabRoot } from '../lib/lab-fs';
 import { hostAgentRoots } from '../lib/lab-paths';
+import { sharedBudgetOf } from '../lib/io-budget';
 import { readConfig } from '../infra/providers/local/local-provider';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';
@@ -18,6 +19,9 @@ async function main(): Promise<void> {
   // All the agent writes or deletes (infra/lab-fs.ts refuses anything else).
   registerLabRoot(...hostAgentRoots(config));
   installLogging({ role: 'host-agent', hostId: config.hostId, runId: config.runId });
+  // An emulated EBS volume's one budget for reads and writes is held by the agent, for the host's whole life.
+  const budget = sharedBudgetOf(config);
+  budget?.start();
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const worker = await Worker.create({

@@ -36,6 +36,8 @@ export interface HostLimits {
   iops: number | null;
   throughputMiBps: number | null;
   memoryLimitMiB: number | null;
+  /** How the IOPS are enforced: one budget for reads and writes together, or each its own; absent before the choice existed. */
+  iopsBudget?: 'shared' | 'separate' | null;
 }
 
 /** A provisioned host as the workflows see it. Never holds a secret: passwords stay on the host. */

@@ -115,6 +115,11 @@ export const StorageClassSchema = z
     emulation: z.enum(['required', 'preferred']).default('preferred'),
     /** This class's hosts get this memory limit instead of host.memoryLimitMiB (a second memory size in one run). */
     memoryLimitMiB: int(64, 1_048_576, 'MiB').optional(),
+    /**
+     * emulated-ebs: `shared` (the default) holds reads and writes together to `iops`, as an EBS volume does
+     * (lib/io-budget.ts); `separate` gives reads and writes `iops` each, the kernel's throttle as it is.
+     */
+    iopsBudget: z.enum(['shared', 'separate'], { error: 'must be "shared" (reads + writes, as EBS) or "separate"' }).optional(),
   })
   .strict();
 
@@ -372,6 +377,8 @@ export const ExperimentSpecSchema = z
       const limited = cls.kind === 'ebs' || cls.kind === 'emulated-ebs';
       if (!limited && (cls.iops !== undefined || cls.throughputMiBps !== undefined))
         add(['storageClasses', name, 'iops'], `a ${cls.kind} class has no provisioned IOPS or throughput; remove them`);
+      if (cls.iopsBudget !== undefined && cls.kind !== 'emulated-ebs')
+        add(['storageClasses', name, 'iopsBudget'], `only an emulated-ebs class has an emulated IOPS budget (a real volume has its own); remove it`);
     }
     // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
     for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path.split('.'), p.message);
@@ -428,11 +435,12 @@ type DeepPartial<T> = T extends (infer U)[]
 export const GP3_BASELINE = { iops: 3000, throughputMiBps: 125 } as const;
 
 /** The I/O limits that apply to a class, or null for a class with none (local disk, instance store). */
-export function classLimits(cls: StorageClassSpec): { iops: number; throughputMiBps: number } | null {
+export function classLimits(cls: StorageClassSpec): { iops: number; throughputMiBps: number; iopsBudget: 'shared' | 'separate' } | null {
   if (cls.kind !== 'ebs' && cls.kind !== 'emulated-ebs') return null;
   return {
     iops: cls.iops ?? GP3_BASELINE.iops,
     throughputMiBps: cls.throughputMiBps ?? GP3_BASELINE.throughputMiBps,
+    iopsBudget: cls.iopsBudget ?? 'shared',
   };
 }
 

@@ -130,6 +130,7 @@ export class LocalProvider implements HostProvider {
         iops: emulated && limits ? limits.iops : null,
         throughputMiBps: emulated && limits ? limits.throughputMiBps : null,
         memoryLimitMiB: cgroup ? req.memoryLimitMiB : null,
+        iopsBudget: emulated && limits ? limits.iopsBudget : null,
       },
       postgres: { host: '127.0.0.1', port: await freePort() },
       hostDir,
