@@ -14,5 +14,8 @@ export function workloadArgs(input: WorkloadSize, scriptFile: string): string[] 
 
 /** application_name of a run's pgbench connections, so the sampler sees those backends and no others. */
 export function workloadAppName(label: string): string {
-  return `storage-lab pgbench ${label}`;
+  return `${WORKLOAD_APP_PREFIX}${label}`;
 }
+
+/** What every run's application_name starts with (the warm-up's, the TPS run's, a drill's writer's). */
+export const WORKLOAD_APP_PREFIX = 'storage-lab pgbench ';

@@ -16,6 +16,7 @@ import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond } from '../c
 import type { HostConfig } from '../common/core/hosts';
 import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
 import { connectLocal } from './pg';
+import { WORKLOAD_APP_PREFIX } from './pgbench-workload';
 import { parseMemoryStat, type CgroupIoCounters } from './parsers/cgroup';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatRow, type StatSnapshot } from './parsers/pg-stats';
 import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat, type DiskCounters } from './parsers/proc';
@@ -39,7 +40,17 @@ export interface SamplingOptions {
   counters: HostCounters | null;
   /** Whose database sizes the cache competes for: the connected database only, or every database of the server. */
   databaseSize: 'current' | 'all';
+  /** Said in the result's notes, e.g. what the opening reading could not wait for. */
+  notes?: string[];
 }
+
+/**
+ * How long the opening reading waits for an earlier workload's backends to exit. A backend sends the statistics it
+ * has not flushed yet (pg_stat_io keeps up to a second, more when the lock is busy) as it exits; the warm-up's 64
+ * backends, cut off mid-read at a cold cache, exit right as the TPS run starts: counted after the opening reading,
+ * their reads are in the server's figure of this window and in no sample of it.
+ */
+export const EARLIER_WORKLOAD_WAIT_MS = 10_000;
 
 export interface RunningSampler {
   /** Stops sampling, takes the closing readings and returns what was seen. */
@@ -171,15 +182,31 @@ export async function startSampler(host: SamplerHost, opts: SamplerOptions): Pro
   try {
     const counters = new HostCounters(host);
     counters.enableIoAccounting();
+    const lingering = await waitForEarlierWorkloads(client, EARLIER_WORKLOAD_WAIT_MS);
     return await startSampling(client, {
       intervalMs: opts.intervalMs,
       sessions: { applicationName: opts.applicationName },
       counters,
       databaseSize: 'current',
+      notes: lingering
+        ? [`${lingering} backends of an earlier workload were still connected after ${EARLIER_WORKLOAD_WAIT_MS / 1000} s: statistics they flush as they exit count in this window`]
+        : [],
     });
   } catch (err) {
     await client.end().catch(() => undefined);
     throw err;
+  }
+}
+
+/** Waits (bounded) until no backend of an earlier workload run is connected; returns how many still are. */
+export async function waitForEarlierWorkloads(client: Client, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE left(application_name, length($1)) = $1', [
+      WORKLOAD_APP_PREFIX,
+    ]);
+    if (r.rows[0].n === 0 || Date.now() >= deadline) return r.rows[0].n;
+    await new Promise((res) => setTimeout(res, 100));
   }
 }
 
@@ -214,7 +241,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   const backendCpuAtStart = backendCpu();
   const snapshot = async (): Promise<Snapshot> => (await query<Snapshot>(snapshotSql(versionNum))).rows[0];
   const counters = opts.counters;
-  const notes: string[] = [];
+  const notes: string[] = [...(opts.notes ?? [])];
   if (versionNum < 160000) notes.push('pg_stat_io needs PostgreSQL 16+; not sampled');
   if (versionNum < 140000) notes.push('pg_stat_wal needs PostgreSQL 14+; not sampled');
   if (!counters) notes.push('the server runs on another machine: no CPU, device or cgroup figures');
