@@ -25,6 +25,10 @@ const HEADROOM = 1.25;
 export const FLOOR_SHARE = 0.05;
 /** Limits are re-written only when the read share moves by more than this share of the budget. */
 const MIN_CHANGE = 0.02;
+/** The most the split moves in one period: counts over 100 ms are noisy (a WAL flush is a burst), so it steps, it does not jump. */
+export const MAX_STEP = 0.1;
+/** Weight of the newest period in the smoothed rates (about 300 ms of memory at 100 ms periods). */
+export const SMOOTHING = 0.3;
 
 /** How a budget of `iops` is split between reads and writes now. */
 export interface BudgetSplit {
@@ -46,13 +50,31 @@ export function nextSplit(iops: number, current: BudgetSplit, used: { reads: num
   const clamp = (v: number) => Math.min(iops - floor, Math.max(floor, v));
   const readsHeld = used.reads >= SATURATED * current.readIops;
   const writesHeld = used.writes >= SATURATED * current.writeIops;
-  let readIops: number;
+  let target: number;
   if (readsHeld && writesHeld) return current; // both want more: the workload's mix found the split
-  if (readsHeld) readIops = iops - clamp(used.writes * HEADROOM);
-  else if (writesHeld) readIops = clamp(used.reads * HEADROOM);
-  else readIops = clamp(used.reads + (iops - used.reads - used.writes) / 2); // neither: each gets half the slack
-  readIops = clamp(readIops);
+  if (readsHeld) target = iops - clamp(used.writes * HEADROOM);
+  else if (writesHeld) target = clamp(used.reads * HEADROOM);
+  else target = clamp(used.reads + (iops - used.reads - used.writes) / 2); // neither: each gets half the slack
+  const step = MAX_STEP * iops;
+  const readIops = clamp(Math.min(current.readIops + step, Math.max(current.readIops - step, target)));
   return { readIops, writeIops: iops - readIops };
+}
+
+/** Rates smoothed over a few periods (an exponentially weighted mean), so one burst does not swing the split. */
+export function smoothed(previous: { reads: number; writes: number } | null, latest: { reads: number; writes: number }) {
+  if (!previous) return latest;
+  return { reads: previous.reads + SMOOTHING * (latest.reads - previous.reads), writes: previous.writes + SMOOTHING * (latest.writes - previous.writes) };
+}
+
+/**
+ * Writes the throttle holds between two readings. On v1 the page cache's background writeback is counted but not
+ * held (it is not issued by the cgroup's tasks): counted as demand, it would look like writes pressing on any write
+ * limit and take reads' share for I/O the limit never governs. v2 holds writeback too (counted whole).
+ */
+export function throttledWrites(now: CgroupIoCounters, before: CgroupIoCounters): number {
+  const writes = now.writes - before.writes;
+  if (now.asyncOps === undefined || before.asyncOps === undefined) return writes;
+  return Math.max(0, writes - (now.asyncOps - before.asyncOps));
 }
 
 /** The limits for a split: bandwidth divided in the same shares as the IOPS. */
@@ -70,6 +92,7 @@ export class SharedIoBudget {
   private timer: NodeJS.Timeout | null = null;
   private last: { at: number; counters: CgroupIoCounters } | null = null;
   private current: BudgetSplit;
+  private rates: { reads: number; writes: number } | null = null;
   /** Re-splits done, for progress and tests. */
   resplits = 0;
 
@@ -90,6 +113,7 @@ export class SharedIoBudget {
   start(): void {
     this.stop();
     this.current = evenSplit(this.iops);
+    this.rates = null;
     this.write();
     this.last = this.read();
     this.timer = setInterval(() => this.tick(), BUDGET_PERIOD_MS);
@@ -116,8 +140,9 @@ export class SharedIoBudget {
     const seconds = (now.at - before.at) / 1000;
     // A late timer (a busy machine) still measures rates over what really elapsed; a clock step back is skipped.
     if (seconds <= 0) return;
-    const used = { reads: (now.counters.reads - before.counters.reads) / seconds, writes: (now.counters.writes - before.counters.writes) / seconds };
-    const next = nextSplit(this.iops, this.current, used);
+    const latest = { reads: (now.counters.reads - before.counters.reads) / seconds, writes: throttledWrites(now.counters, before.counters) / seconds };
+    this.rates = smoothed(this.rates, latest);
+    const next = nextSplit(this.iops, this.current, this.rates);
     if (Math.abs(next.readIops - this.current.readIops) < MIN_CHANGE * this.iops) return;
     this.current = next;
     this.write();

@@ -1,5 +1,5 @@
 /** The re-split rule of the shared IOPS budget (lib/io-budget.ts), on made-up demand. */
-import { evenSplit, FLOOR_SHARE, limitsFor, nextSplit, type BudgetSplit } from '../../lib/io-budget';
+import { evenSplit, FLOOR_SHARE, limitsFor, MAX_STEP, nextSplit, smoothed, SMOOTHING, throttledWrites, type BudgetSplit } from '../../lib/io-budget';
 
 const B = 3000;
 
@@ -20,9 +20,20 @@ describe('nextSplit', () => {
     }
   });
 
-  it('gives a direction that left its share unused what it used plus headroom, and the rest to the other', () => {
-    expect(nextSplit(B, evenSplit(B), { reads: 1500, writes: 400 })).toEqual({ readIops: 2500, writeIops: 500 });
-    expect(nextSplit(B, evenSplit(B), { reads: 200, writes: 1490 })).toEqual({ readIops: 250, writeIops: 2750 });
+  it('gives a direction that left its share unused what it used plus headroom, and the rest to the other, a step a period', () => {
+    const settle = (used: { reads: number; writes: number }) => {
+      let split = evenSplit(B);
+      const steps = [];
+      for (let i = 0; i < 10; i++) steps.push((split = nextSplit(B, split, used)));
+      return steps;
+    };
+    const readsPress = settle({ reads: 1500, writes: 400 });
+    expect(readsPress[0]).toEqual({ readIops: 1500 + MAX_STEP * B, writeIops: 1500 - MAX_STEP * B });
+    // Demand that does not grow: once reads no longer press on their share, the slack is shared.
+    expect(readsPress.at(-1)).toEqual({ readIops: 1500 + (B - 1900) / 2, writeIops: 400 + (B - 1900) / 2 });
+    expect(settle({ reads: 200, writes: 1490 }).at(-1)).toEqual({ readIops: 200 + (B - 1690) / 2, writeIops: 1490 + (B - 1690) / 2 });
+    // One period with reads pressing and writes idle: the target is writes' use plus headroom, the rest to reads.
+    expect(nextSplit(B, { readIops: 2400, writeIops: 600 }, { reads: 2350, writes: 400 })).toEqual({ readIops: 2500, writeIops: 500 });
   });
 
   it('keeps the split when both directions are held at their limits', () => {
@@ -31,6 +42,20 @@ describe('nextSplit', () => {
 
   it('shares the slack when neither direction is held', () => {
     expect(nextSplit(B, evenSplit(B), { reads: 600, writes: 400 })).toEqual({ readIops: 1600, writeIops: 1400 });
+  });
+
+  it('smooths the rates it is given, so one bursty period moves the split a little', () => {
+    expect(smoothed(null, { reads: 100, writes: 50 })).toEqual({ reads: 100, writes: 50 });
+    expect(smoothed({ reads: 1000, writes: 100 }, { reads: 1000, writes: 1100 })).toEqual({ reads: 1000, writes: 100 + SMOOTHING * 1000 });
+  });
+});
+
+describe('throttledWrites', () => {
+  it('leaves out the writeback v1 counts but does not hold (its async operations)', () => {
+    const at = (writes: number, asyncOps?: number) => ({ reads: 0, writes, readBytes: 0, writeBytes: 0, ...(asyncOps === undefined ? {} : { asyncOps }) });
+    expect(throttledWrites(at(1508, 1390), at(1000, 1000))).toBe(118);
+    // v2 counts no async operations and holds writeback: every write counts.
+    expect(throttledWrites(at(1508), at(1000))).toBe(508);
   });
 
   it.each([
