@@ -173,7 +173,8 @@ function controlOf(parent: string, op: string, target: string): Control {
 /** Runs a command as another user (the kernel then grants only that user's rights); throws on failure. */
 function runAs(user: Owner, cmd: string, args: string[], input?: string | Buffer): void {
   const r = spawnSync(cmd, args, { uid: user.uid, gid: user.gid, cwd: '/', env: PATH_ENV, input, stdio: ['pipe', 'ignore', 'pipe'] });
-  if (r.error) throw r.error;
+  // A command that fails before reading its input closes the pipe first: its exit status is the reason, not EPIPE.
+  if (r.error && !((r.error as NodeJS.ErrnoException).code === 'EPIPE' && r.status !== null)) throw r.error;
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} as uid ${user.uid} failed (exit ${r.status}): ${r.stderr.toString().trim()}`);
 }
 
