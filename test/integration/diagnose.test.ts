@@ -189,7 +189,9 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     expect(capture.diagnostics.waitEvents['IPC:SyncRep']).toBeGreaterThan(0);
     const d = demandsFromCapture(capture);
     expect(d.storage.syncStandbyRttMs).toBeGreaterThan(0);
-    expect(d.storage.syncStandbyRttMs).toBeLessThanOrEqual(lag);
+    // The same round trip seen two ways (the commits' sampled wait, the standby's reported flush lag): on loopback with
+    // the 2 cores busy they were seen at 0.53 against 0.30 ms, so the bound is the magnitude, not the order.
+    expect(d.storage.syncStandbyRttMs).toBeLessThanOrEqual(Math.max(2 * lag, lag + 0.5));
     expect(d.serverMs!.walFsync).toBeGreaterThan(0);
     const file = path.join(work, 'capture.json');
     writeFileSync(file, r.stdout);
