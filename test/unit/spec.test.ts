@@ -50,6 +50,8 @@ describe('experiment spec', () => {
     [{ preset: 'ci', workload: { durationSeconds: 'ten' } }, 'workload.durationSeconds', 'whole number'],
     [{ preset: 'ci', storageClasses: { 'Fast Disk': { kind: 'local-disk' } } }, 'storageClasses.Fast Disk', 'lower-case'],
     [{ preset: 'ci', storageClasses: { 'local-disk': { kind: 'local-disk', iops: 3000 } } }, 'storageClasses.local-disk.iops', 'no provisioned IOPS'],
+    [{ preset: 'ci', storageClasses: { 'local-disk': { kind: 'local-disk', iopsBudget: 'shared' } } }, 'storageClasses.local-disk.iopsBudget', 'only an emulated-ebs class'],
+    [{ preset: 'ci', storageClasses: { gp3: { kind: 'emulated-ebs', iopsBudget: 'pooled' } } }, 'storageClasses.gp3.iopsBudget', 'must be "shared"'],
     [{ preset: 'seed-full', aws: null }, 'aws', 'needs an aws section'],
     [{ preset: 'ci', workload: { script: '' } }, 'workload.script', 'must not be empty'],
   ])('rejects %j naming %s', (input, path, fragment) => {
