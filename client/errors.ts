@@ -2,8 +2,10 @@
  * The CLI's failures: a mistake the user can fix (UserError) and what the top-level catch prints for an error
  * (client/cli.ts): an expected failure as one line with its fix, anything else with its stack.
  */
+import { WorkflowFailedError } from '@temporalio/client';
 import { SetupError } from '../common/core/errors';
 import { ProcessError } from '../lib/process-runner';
+import { failureMessage } from '../workflows/failures';
 
 /** A mistake the user can fix (bad flag, bad spec): printed without a stack trace, exit code 2. */
 export class UserError extends Error {
@@ -22,7 +24,8 @@ export interface CliFailure {
 
 /**
  * An expected failure (a user's mistake, this machine's setup, a tool that cannot start) is one line with its fix
- * and exit code 2; anything else is a bug, printed with its stack, exit code 1.
+ * and exit code 2; a workflow that failed is its failure's message, exit code 1; anything else is a bug, printed
+ * with its stack, exit code 1.
  */
 export function cliFailure(err: unknown): CliFailure {
   if (err instanceof UserError || err instanceof SetupError) return { message: err.message, exitCode: 2 };
@@ -35,5 +38,7 @@ export function cliFailure(err: unknown): CliFailure {
       exitCode: 2,
     };
   }
+  // A workflow that failed (a command that waited for one): its failure's innermost message, which names the fix.
+  if (err instanceof WorkflowFailedError) return { message: `the workflow failed: ${failureMessage(err)}`, exitCode: 1 };
   return { message: null, exitCode: 1 };
 }

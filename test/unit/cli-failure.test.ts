@@ -2,6 +2,8 @@
  * What the CLI's top-level catch prints (client/cli.ts, cliFailure): an expected failure as one line with its fix and
  * exit code 2, never a stack trace; anything else whole, with its stack, exit code 1.
  */
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, RetryState } from '@temporalio/common';
 import { SetupError } from '../../common/core/errors';
 import { cliFailure, UserError } from '../../client/errors';
 import { unreachableServerError } from '../../lib/postgres-binaries';
@@ -33,6 +35,12 @@ describe("the CLI's top-level catch", () => {
     expect(failure.message).toBe(
       `cannot run /root/storage-lab/.cache/postgresql/17/bin/postgres (${why}): run infra/bootstrap.sh, which installs the tools (as root it puts what the postgres user runs in /var/lib/storage-lab, outside a private checkout)`,
     );
+  });
+
+  it("prints a failed workflow as its failure's innermost message, exit code 1", () => {
+    const refusal = ApplicationFailure.nonRetryable('This environment cannot run the spec:\n  - hosts folder /root/x/.lab/hosts: the postgres user cannot reach it', 'PreflightError');
+    const err = new WorkflowFailedError('Workflow execution failed', refusal, RetryState.NON_RETRYABLE_FAILURE);
+    expect(cliFailure(err)).toEqual({ message: `the workflow failed: ${refusal.message}`, exitCode: 1 });
   });
 
   it('leaves anything else to be printed whole, with its stack, exit code 1', () => {
