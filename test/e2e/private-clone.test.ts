@@ -63,7 +63,7 @@ const asRoot = process.getuid?.() === 0;
   afterAll(async () => {
     if (clone && existsSync(path.join(clone, 'dist/client/cli.js'))) {
       // A run that failed half way leaves hosts: the sweeper removes those of finished runs, then the services stop.
-      await storageLab(['sweep']).catch(() => undefined);
+      if (hostsDir && existsSync(hostsDir) && readdirSync(hostsDir).length) await storageLab(['sweep']).catch(() => undefined);
       await storageLab(['dev', 'down']).catch(() => undefined);
     }
     if (hostsDir) for (const p of [hostsDir, backupsDirFor(hostsDir, {}), hostsKeyFile(hostsDir)]) rmSync(p, { recursive: true, force: true });
