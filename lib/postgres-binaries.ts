@@ -4,9 +4,10 @@
  * cache (`<cache>/postgresql/<major>/bin`: initdb, pg_ctl, postgres and contrib, no client tools; infra/bootstrap.sh
  * installs PostgreSQL 17 there from the npm registry). A cached server is driven by Debian's client tools.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { labPaths } from './lab-paths';
+import { SetupError } from '../common/core/errors';
+import { labPaths, traversableByOthers } from './lab-paths';
 
 const DEBIAN_ROOT = '/usr/lib/postgresql';
 
@@ -42,15 +43,53 @@ export interface PostgresRoots {
   cache: string;
   /** The shared folder for a private cache's servers (SHARED_POSTGRES_ROOT). */
   shared?: string;
+  /** Whether the user that runs the servers reaches a bin folder (default: serverUserReaches). */
+  reaches?: (binDir: string) => boolean;
 }
 
 const defaultRoots = (): PostgresRoots => ({ debian: DEBIAN_ROOT, cache: cachedPostgresRoot(), shared: SHARED_POSTGRES_ROOT });
 
-/** Every installation found, newest first; for one major Debian's comes before the cache's, the cache's before the shared one. */
+/**
+ * Whether the user that runs the servers can run this bin folder's `postgres`: always when we are not root (the
+ * servers run as ourselves); as root (they run as the postgres user) when every folder above it lets others pass
+ * and the binary lets others run it. A tools cache below a private folder (a checkout below /root) fails this.
+ */
+export function serverUserReaches(binDir: string): boolean {
+  if (process.getuid?.() !== 0) return true;
+  if (!traversableByOthers(binDir)) return false;
+  try {
+    return (statSync(path.join(binDir, 'postgres')).mode & 0o001) !== 0;
+  } catch {
+    return true; // No postgres there: running it fails for everyone, with its own message.
+  }
+}
+
+/**
+ * The one-line failure for a server folder the postgres user cannot reach, with the fix: the bootstrap, run as
+ * root, puts a private cache's servers in SHARED_POSTGRES_ROOT (found before the cache's own then).
+ */
+export function unreachableServerError(binDir: string, user = process.env.STORAGE_LAB_PG_USER ?? 'postgres'): SetupError {
+  return new SetupError(
+    `PostgreSQL server binaries in ${binDir} are out of the ${user} user's reach (a folder above them lacks o+x, as a checkout below /root does); run infra/bootstrap.sh as root (it installs them in ${SHARED_POSTGRES_ROOT}/<major>), or set STORAGE_LAB_PG_BIN to a folder that user reaches`,
+  );
+}
+
+/** Throws unreachableServerError when the servers' user cannot run this bin folder's `postgres`. */
+export function requireServerUserReaches(binDir: string): void {
+  if (!serverUserReaches(binDir)) throw unreachableServerError(binDir);
+}
+
+/**
+ * Every installation found, newest first; for one major Debian's comes before the cache's, the cache's before the
+ * shared one, unless the servers' user cannot reach the cache's (a private cache from before the bootstrap used the
+ * shared folder): then the shared one replaces it.
+ */
 export function postgresInstalls(roots: PostgresRoots = defaultRoots()): PostgresInstall[] {
-  const cached = majorsUnder(roots.cache, false);
-  const shared = (roots.shared ? majorsUnder(roots.shared, false) : []).filter((s) => !cached.some((c) => c.major === s.major));
-  return [...majorsUnder(roots.debian, true), ...cached, ...shared].sort(
+  const reaches = roots.reaches ?? serverUserReaches;
+  const shared = roots.shared ? majorsUnder(roots.shared, false) : [];
+  const cached = majorsUnder(roots.cache, false).filter((c) => reaches(c.binDir) || !shared.some((s) => s.major === c.major));
+  const sharedUsed = shared.filter((s) => !cached.some((c) => c.major === s.major));
+  return [...majorsUnder(roots.debian, true), ...cached, ...sharedUsed].sort(
     (a, b) => b.major - a.major || Number(b.clientTools) - Number(a.clientTools),
   );
 }
@@ -110,7 +149,7 @@ export function clientOsUser(): OsUser | null {
   if (process.getuid?.() !== 0) return null;
   const name = process.env.STORAGE_LAB_CLIENT_USER ?? CLIENT_OS_USER;
   const user = lookupUser(name);
-  if (!user) throw new Error(`running as root but there is no "${name}" OS user for the workload: run infra/bootstrap.sh (it creates it)`);
+  if (!user) throw new SetupError(`running as root but there is no "${name}" OS user for the workload: run infra/bootstrap.sh (it creates it)`);
   return user;
 }
 
@@ -121,6 +160,6 @@ export const CLIENT_OS_USER = 'storage-lab';
 export function postgresOsUser(): OsUser | null {
   if (process.getuid?.() !== 0) return null;
   const user = lookupUser(process.env.STORAGE_LAB_PG_USER ?? 'postgres');
-  if (!user) throw new Error('running as root but there is no "postgres" OS user: install PostgreSQL (infra/bootstrap.sh does)');
+  if (!user) throw new SetupError('running as root but there is no "postgres" OS user: install PostgreSQL (infra/bootstrap.sh does)');
   return user;
 }

@@ -15,7 +15,7 @@ import { settingProblems } from '../common/input/server-settings';
 import type { ExperimentSpec } from '../common/input/spec';
 import { scriptProblems } from '../common/input/workload-script';
 import { makeScratchDir, removeLabTree, writeLabFile } from './lab-fs';
-import { findClientBinDir, findPostgresBinDir, lookupUser, postgresInstalls, postgresOsUser, type OsUser } from './postgres-binaries';
+import { findClientBinDir, findPostgresBinDir, lookupUser, postgresInstalls, postgresOsUser, requireServerUserReaches, type OsUser } from './postgres-binaries';
 import { workloadArgs } from './pgbench-workload';
 import { renderConf } from './postgres-conf';
 import { ProcessError, runProcess } from './process-runner';
@@ -210,6 +210,8 @@ export async function checkServerSettings(c: SettingsCheck): Promise<ToolCheckOu
       });
     return { problems, notes };
   }
+  // The server reads the settings as the postgres user: a folder it cannot reach is this machine's setup, not the spec.
+  requireServerUserReaches(binDir);
   const major = c.version ?? Number(/\/(\d+)\/bin\/?$/.exec(binDir)?.[1]);
   const catalogue = await settingsCatalogue(binDir);
   const unlisted = Object.keys(c.specSettings).filter((name) => !catalogue.has(name.toLowerCase()));

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { awsRunProblems } from '../../common/input/aws';
 import type { BackupToolName } from '../../common/input/backup-store';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
-import { FAILURE_TYPES, formatSpecProblems } from '../../common/core/errors';
+import { FAILURE_TYPES, formatSpecProblems, SetupError } from '../../common/core/errors';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
 import { drillVolumeBytes, failoverLedgerBytes, MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/input/rules';
 import { traversableByOthers } from '../../lib/lab-paths';
@@ -41,6 +41,19 @@ function refuseEnvironmentProblems(problems: string[]): void {
       FAILURE_TYPES.preflight,
       problems,
     );
+}
+
+/**
+ * The tools' check of a spec; a check this machine cannot run (its PostgreSQL out of the postgres user's reach) fails
+ * as an environment problem with its fix, not retried.
+ */
+async function toolCheck(check: Promise<ToolCheckOutcome>): Promise<ToolCheckOutcome> {
+  try {
+    return await check;
+  } catch (err) {
+    if (err instanceof SetupError) refuseEnvironmentProblems([err.message]);
+    throw err;
+  }
 }
 
 /** What one local host writes on this machine's disk, and the spec fields that set each part (for the fix). */
@@ -209,7 +222,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
     async preflight(input: { spec: ExperimentSpec }): Promise<{ warnings: string[] }> {
       const { spec } = input;
       provider(spec.provider);
-      const tools = await checkExperimentWithTools(spec, 'control-plane');
+      const tools = await toolCheck(checkExperimentWithTools(spec, 'control-plane'));
       refuseSpecProblems(tools, 'experiment spec');
       const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
       // A folder store the lab would create and delete must lie below its backups folder, whatever the spec says.
@@ -245,7 +258,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
     async preflightDrill(input: { kind: 'restore' | 'failover'; spec: RestoreDrillSpec | FailoverDrillSpec }): Promise<{ warnings: string[] }> {
       const { spec } = input;
       provider(spec.provider);
-      const tools = await checkDrillWithTools(spec, 'control-plane');
+      const tools = await toolCheck(checkDrillWithTools(spec, 'control-plane'));
       refuseSpecProblems(tools, `${input.kind} drill spec`);
       const backsUp = !('rounds' in spec) || spec.backup.enabled;
       const store = backsUp ? backupStoreProblem(spec.backup.store, deps.hostsDir, 'backup.store') : null;

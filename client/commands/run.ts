@@ -1,4 +1,5 @@
 /** storage-lab run: validate here, start the experiment workflow, optionally watch it and copy its results. */
+import { WorkflowFailedError } from '@temporalio/client';
 import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { awsRunProblems } from '../../common/input/aws';
@@ -10,6 +11,7 @@ import { labPaths } from '../../lib/lab-paths';
 import { runFolderName } from '../../lib/results-store';
 import { checkExperimentWithTools } from '../../lib/spec-checks';
 import type { ExperimentSummary } from '../../workflows/experiment-workflow';
+import { failureMessage } from '../../workflows/failures';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
@@ -67,9 +69,14 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
       console.log(`  follow it with: storage-lab watch ${runId}`);
       return runId;
     }
-    const summary = flags.watch
-      ? await watchWorkflow<ExperimentSummary>(lab.client, handle)
-      : ((await handle.result()) as ExperimentSummary);
+    let summary: ExperimentSummary;
+    try {
+      summary = flags.watch ? await watchWorkflow<ExperimentSummary>(lab.client, handle) : ((await handle.result()) as ExperimentSummary);
+    } catch (err) {
+      // A run refused by its preflight (or failed on the way) says why in its failure's own words, with the fix.
+      if (err instanceof WorkflowFailedError) throw new UserError(`run ${runId} failed: ${failureMessage(err)}`);
+      throw err;
+    }
     printSummary(summary);
     // Results of a control worker on AWS are in S3, not in this machine's results folder.
     if (flags.out && summary.location.startsWith('s3://'))

@@ -38,6 +38,18 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.unsafeId,
 ];
 
+/**
+ * This machine lacks something infra/bootstrap.sh provides, or has it where the user that must run it cannot reach
+ * (a tool cache below a private folder such as /root): an expected failure whose message says the fix. The CLI prints
+ * it as one line, without a stack trace.
+ */
+export class SetupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SetupError';
+  }
+}
+
 /** One problem with a spec: the dotted path of the field, what is wrong, and how to fix it. */
 export interface SpecProblem {
   path: string;

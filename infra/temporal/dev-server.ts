@@ -6,6 +6,7 @@ import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, closeSync } from 'node:fs';
 import path from 'node:path';
+import { SetupError } from '../../common/core/errors';
 import { SEARCH_ATTRIBUTES } from '../../common/core/names';
 import { openLabFile, registerLabRoot } from '../../lib/lab-fs';
 import { labPaths } from '../../lib/lab-paths';
@@ -36,7 +37,7 @@ export interface DevServer {
 
 export function temporalBinary(): string {
   const bin = path.join(labPaths().cacheBin, 'temporal');
-  if (!existsSync(bin)) throw new Error(`Temporal CLI not found at ${bin}: run infra/bootstrap.sh (it builds ${TEMPORAL_CLI_VERSION})`);
+  if (!existsSync(bin)) throw new SetupError(`Temporal CLI not found at ${bin}: run infra/bootstrap.sh (it builds ${TEMPORAL_CLI_VERSION})`);
   return bin;
 }
 

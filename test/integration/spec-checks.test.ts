@@ -4,7 +4,7 @@
  * milliseconds.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { chmodSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statfsSync, statSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createPreflightActivities } from '../../activities/control/preflight';
@@ -14,7 +14,8 @@ import { REFUSED_SETTINGS, refusedSetting } from '../../common/input/server-sett
 import { resolveSpec } from '../../common/input/spec';
 import { pgbenchLogBytes } from '../../common/input/rules';
 import type { HostProvider } from '../../infra/providers/host-provider';
-import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
+import { findPostgresBinDir, installedPostgresMajors, unreachableServerError } from '../../lib/postgres-binaries';
+import { SetupError } from '../../common/core/errors';
 
 const ci = (over: Record<string, unknown>) => resolveSpec({ preset: 'ci', ...over });
 const settings = (s: Record<string, unknown>, version?: number) => ci({ postgres: { settings: s, ...(version ? { version } : {}) } });
@@ -199,5 +200,29 @@ describe("the preflight against this machine's disk (the hosts folder's real fre
     const spec = resolveFailoverDrill({ preset: 'ci', rounds, writer: { killAfterSeconds: 3_600, afterFailoverSeconds: 3_600 } });
     const message = await refusal(env.run(activities.preflightDrill, { kind: 'failover' as const, spec }));
     expect(message).toMatch(/rounds: 4 hosts at once may keep [\d.]+ GiB of ledger of acknowledged commits/);
+  });
+
+  // As root the server reads the settings as the postgres user: through a folder of mode 0700 (a checkout below /root)
+  // its spawn failed EACCES with a stack trace. Now the check says so in one line with the fix, and the preflight
+  // refuses the run as an environment problem instead of retrying.
+  (process.getuid?.() === 0 ? it : it.skip)("says in one line that a server folder is out of the postgres user's reach, and the preflight refuses it", async () => {
+    const realBin = findPostgresBinDir(17);
+    if (!realBin) throw new Error('PostgreSQL 17 is needed; run infra/bootstrap.sh');
+    const privateDir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-private-bin-'));
+    const before = process.env.STORAGE_LAB_PG_BIN;
+    try {
+      expect(statSync(privateDir).mode & 0o777).toBe(0o700);
+      symlinkSync(realBin, path.join(privateDir, 'bin'));
+      process.env.STORAGE_LAB_PG_BIN = path.join(privateDir, 'bin');
+      const thrown = await checkExperimentWithTools(resolveSpec({ preset: 'local-quick' }), 'cli').then(() => null, (err: Error) => err);
+      expect(thrown).toBeInstanceOf(SetupError);
+      expect(thrown!.message).toBe(unreachableServerError(path.join(privateDir, 'bin')).message);
+      const message = await refusal(env.run(activities.preflight, { spec: resolveSpec({ preset: 'local-quick' }) }));
+      expect(message).toContain(`This environment cannot run the spec:\n  - PostgreSQL server binaries in ${privateDir}/bin are out of the postgres user's reach`);
+    } finally {
+      if (before === undefined) delete process.env.STORAGE_LAB_PG_BIN;
+      else process.env.STORAGE_LAB_PG_BIN = before;
+      rmSync(privateDir, { recursive: true, force: true });
+    }
   });
 });

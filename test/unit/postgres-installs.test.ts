@@ -5,7 +5,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findPostgresBinDir, postgresInstalls } from '../../lib/postgres-binaries';
+import { SetupError } from '../../common/core/errors';
+import { findPostgresBinDir, postgresInstalls, SHARED_POSTGRES_ROOT, unreachableServerError } from '../../lib/postgres-binaries';
 
 describe('PostgreSQL installations', () => {
   let dir: string;
@@ -13,7 +14,8 @@ describe('PostgreSQL installations', () => {
     mkdirSync(path.join(dir, root, String(major), 'bin'), { recursive: true });
     writeFileSync(path.join(dir, root, String(major), 'bin', 'pg_ctl'), '');
   };
-  const roots = () => ({ debian: path.join(dir, 'debian'), cache: path.join(dir, 'cache'), shared: path.join(dir, 'shared') });
+  // The postgres user reaches every folder unless a test says otherwise (the temporary folder itself is 0700).
+  const roots = () => ({ debian: path.join(dir, 'debian'), cache: path.join(dir, 'cache'), shared: path.join(dir, 'shared'), reaches: () => true });
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-installs-'));
   });
@@ -31,5 +33,27 @@ describe('PostgreSQL installations', () => {
     expect(findPostgresBinDir(undefined, roots())).toBe(path.join(dir, 'debian', '15', 'bin'));
     install('cache', 17);
     expect(postgresInstalls(roots()).filter((i) => i.major === 17).map((i) => i.binDir)).toEqual([path.join(dir, 'cache', '17', 'bin')]);
+  });
+
+  it("uses the shared folder's server instead of a private cache's the postgres user cannot reach (a cache from before the bootstrap moved it)", () => {
+    install('debian', 15);
+    install('cache', 17);
+    const privateCache = { ...roots(), reaches: (binDir: string) => !binDir.startsWith(path.join(dir, 'cache')) };
+    // Only the private one: it is still found, so running it fails with unreachableServerError's fix, not "not installed".
+    expect(findPostgresBinDir(17, privateCache)).toBe(path.join(dir, 'cache', '17', 'bin'));
+    install('shared', 17);
+    expect(findPostgresBinDir(17, privateCache)).toBe(path.join(dir, 'shared', '17', 'bin'));
+    expect(postgresInstalls(privateCache).map((i) => i.binDir.slice(dir.length + 1))).toEqual(['shared/17/bin', 'debian/15/bin']);
+    // A cache the user reaches keeps its precedence.
+    expect(findPostgresBinDir(17, roots())).toBe(path.join(dir, 'cache', '17', 'bin'));
+  });
+
+  it('says in one line why a server folder is out of reach and how to fix it', () => {
+    const err = unreachableServerError('/root/storage-lab/.cache/postgresql/17/bin');
+    expect(err).toBeInstanceOf(SetupError);
+    expect(err.message).not.toContain('\n');
+    expect(err.message).toContain("out of the postgres user's reach");
+    expect(err.message).toContain('run infra/bootstrap.sh as root');
+    expect(err.message).toContain(SHARED_POSTGRES_ROOT);
   });
 });

@@ -13,9 +13,9 @@ import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
 import { LabPathError, chownLab, makeLabDir, openLabFile, registerLabRoot, removeLabTree, writeLabFile } from '../../../lib/lab-fs';
-import { backupsDirFor, ensureDir, hostsKeyFile, traversableByOthers } from '../../../lib/lab-paths';
+import { backupsDirFor, ensureDir, hostsKeyFile } from '../../../lib/lab-paths';
 import { freePort } from '../../../lib/net';
-import { findClientBinDir, findPostgresBinDir, postgresOsUser, type OsUser } from '../../../lib/postgres-binaries';
+import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
 import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import type { HostProvider } from '../host-provider';
 import {
@@ -78,10 +78,7 @@ export class LocalProvider implements HostProvider {
     if (!pgClientBinDir)
       throw new Error(`no PostgreSQL client tools (pgbench, psql) for ${pgBinDir}; run infra/bootstrap.sh (installs Debian's postgresql)`);
     // Root runs Postgres as the postgres user, who must reach the binaries (a tools cache below /root is private).
-    if (osUser && !traversableByOthers(pgBinDir))
-      throw new Error(
-        `PostgreSQL binaries in ${pgBinDir} are out of the ${osUser.name} user's reach (a parent folder lacks o+x); set STORAGE_LAB_CACHE to a folder it can reach and run infra/bootstrap.sh again`,
-      );
+    if (osUser && !serverUserReaches(pgBinDir)) throw unreachableServerError(pgBinDir, osUser.name);
 
     const support = detectCgroups();
     const limits = classLimits(req.storageClass);
