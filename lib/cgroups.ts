@@ -114,17 +114,57 @@ function enableV2Controllers(labDir: string): void {
   }
 }
 
-/** Caps IOPS and bandwidth on one block device (MAJ:MIN). v1 read and write limits are separate budgets. */
-export function setIoLimits(cg: HostCgroup, majMin: string, iops: number, bytesPerSecond: number): void {
-  if (cg.kind === 'v1') {
-    const set = (file: string, value: number) => writeCgroupFile(cg.ioDir, `blkio.throttle.${file}`, `${majMin} ${value}`);
-    set('read_iops_device', iops);
-    set('write_iops_device', iops);
-    set('read_bps_device', bytesPerSecond);
-    set('write_bps_device', bytesPerSecond);
-  } else {
-    writeCgroupFile(cg.ioDir, 'io.max', `${majMin} riops=${iops} wiops=${iops} rbps=${bytesPerSecond} wbps=${bytesPerSecond}`);
+/** The I/O cap of one block device (MAJ:MIN): IOPS and bytes a second, each for reads and for writes; null: none. */
+export type IoLimit = { iops: number; bytesPerSecond: number } | null;
+
+/**
+ * The control-file writes that set (or, with null, remove) a device's I/O limits: v1 one file per limit, where
+ * "MAJ:MIN 0" removes it; v2 one io.max line, where "max" removes it. Pure, so its lines are tested without a cgroup.
+ */
+export function ioLimitWrites(kind: 'v1' | 'v2', majMin: string, limit: IoLimit): { file: string; value: string }[] {
+  if (kind === 'v1') {
+    const v = (n: number) => `${majMin} ${limit ? n : 0}`;
+    return [
+      { file: 'blkio.throttle.read_iops_device', value: v(limit?.iops ?? 0) },
+      { file: 'blkio.throttle.write_iops_device', value: v(limit?.iops ?? 0) },
+      { file: 'blkio.throttle.read_bps_device', value: v(limit?.bytesPerSecond ?? 0) },
+      { file: 'blkio.throttle.write_bps_device', value: v(limit?.bytesPerSecond ?? 0) },
+    ];
   }
+  const iops = limit ? String(limit.iops) : 'max';
+  const bps = limit ? String(limit.bytesPerSecond) : 'max';
+  return [{ file: 'io.max', value: `${majMin} riops=${iops} wiops=${iops} rbps=${bps} wbps=${bps}` }];
+}
+
+/** Caps IOPS and bandwidth on one block device (MAJ:MIN). v1 read and write limits are separate budgets. */
+export function setIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, iops: number, bytesPerSecond: number): void {
+  for (const w of ioLimitWrites(cg.kind, majMin, { iops, bytesPerSecond })) writeCgroupFile(cg.ioDir, w.file, w.value);
+}
+
+/** Removes a device's I/O limits (lib/io-cap.ts lifts an emulated cap for preparation with it). */
+export function removeIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): void {
+  for (const w of ioLimitWrites(cg.kind, majMin, null)) writeCgroupFile(cg.ioDir, w.file, w.value);
+}
+
+/** The I/O limits a cgroup holds on a device, as its control files say (v1 per file, v2 its io.max line); null: none. */
+export function readIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): Record<string, string> | null {
+  const lineOf = (file: string) =>
+    readFileSync(path.join(cg.ioDir, file), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${majMin} `));
+  const out: Record<string, string> = {};
+  if (cg.kind === 'v1') {
+    for (const f of ['read_iops_device', 'write_iops_device', 'read_bps_device', 'write_bps_device']) {
+      const line = lineOf(`blkio.throttle.${f}`);
+      if (line) out[f] = line.slice(majMin.length + 1).trim();
+    }
+  } else {
+    for (const kv of (lineOf('io.max') ?? '').split(/\s+/).slice(1)) {
+      const [k, v] = kv.split('=');
+      if (v && v !== 'max') out[k] = v;
+    }
+  }
+  return Object.keys(out).length ? out : null;
 }
 
 /** The command prefix that moves a shell into the host's cgroups before it execs the real program. */

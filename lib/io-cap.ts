@@ -1,0 +1,86 @@
+/**
+ * The one owner of a host's emulated I/O cap (a loop device under cgroup limits, docs/storage-emulation.md): the
+ * provider sets it at provisioning; the host agent lifts it for preparation that nothing measures (the load, making
+ * dead tuples, writing a replication backlog) and applies it again before the measured part. Every cgroup write goes
+ * through lib/cgroups.ts.
+ *
+ * A host without an emulated cap makes this a no-op that says why (`liftable` false, `note`): a local disk has no cap,
+ * and a real gp3 volume's cap cannot be lifted, so on AWS preparation runs at the real cap.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import type { HostConfig } from '../common/core/hosts';
+import { removeIoLimits, setIoLimits, type HostCgroup } from './cgroups';
+
+/** What IoCap reads of a host's config. */
+export type IoCapHost = Pick<HostConfig, 'kind' | 'emulated' | 'limits' | 'device' | 'cgroup'>;
+
+/** An emulated cap as the host's config states it, or why there is none to lift. Pure (majMin is given). */
+export type IoCapPlan =
+  | { liftable: true; cgroup: Pick<HostCgroup, 'kind' | 'ioDir'>; majMin: string; iops: number; bytesPerSecond: number }
+  | { liftable: false; note: string };
+
+export function ioCapPlan(host: IoCapHost, majMin: string | null): IoCapPlan {
+  if (host.kind === 'ebs') return { liftable: false, note: "a real EBS volume's cap cannot be lifted: preparation runs at the real cap" };
+  if (host.kind !== 'emulated-ebs') return { liftable: false, note: `no emulated cap on this ${host.kind} host: nothing to lift` };
+  const { iops, throughputMiBps } = host.limits;
+  if (!host.emulated || iops === null || throughputMiBps === null)
+    return { liftable: false, note: 'the class is not emulated on this host (no I/O limits): nothing to lift' };
+  if (!host.cgroup?.ioDir) return { liftable: false, note: 'the host has no I/O cgroup: nothing to lift' };
+  if (!majMin) return { liftable: false, note: `the host's device ${host.device ?? '(none)'} is unknown here: nothing to lift` };
+  return { liftable: true, cgroup: { kind: host.cgroup.kind, ioDir: host.cgroup.ioDir }, majMin, iops, bytesPerSecond: throughputMiBps * 2 ** 20 };
+}
+
+/** A block device's MAJ:MIN from /sys/class/block/<dev>/dev, or null. */
+export function deviceMajMin(device: string | null): string | null {
+  const file = device ? `/sys/class/block/${device}/dev` : null;
+  return file && existsSync(file) ? readFileSync(file, 'utf8').trim() : null;
+}
+
+export class IoCap {
+  readonly plan: IoCapPlan;
+  private lifted = false;
+
+  constructor(host: IoCapHost, majMin: string | null = deviceMajMin(host.device)) {
+    this.plan = ioCapPlan(host, majMin);
+  }
+
+  /** Whether this host has an emulated cap that lift() removes; false: lift() and apply() do nothing. */
+  get liftable(): boolean {
+    return this.plan.liftable;
+  }
+
+  /** Why lift() does nothing here (absent where it lifts). */
+  get note(): string | undefined {
+    return this.plan.liftable ? undefined : this.plan.note;
+  }
+
+  /** False only between a lift() and the apply() after it. */
+  get capped(): boolean {
+    return !this.lifted;
+  }
+
+  /** Removes the cap's throttle rules from the device. */
+  lift(): void {
+    if (!this.plan.liftable) return;
+    this.lifted = true; // First: a lift cut short half-way still counts as lifted, so apply() puts everything back.
+    removeIoLimits(this.plan.cgroup, this.plan.majMin);
+  }
+
+  /** Sets the class's cap on the device (again); idempotent. */
+  apply(): void {
+    if (!this.plan.liftable) return;
+    const { cgroup, majMin, iops, bytesPerSecond } = this.plan;
+    setIoLimits(cgroup, majMin, iops, bytesPerSecond);
+    this.lifted = false;
+  }
+
+  /** Runs preparation with the cap lifted, and applies it again whatever happens (a failure, a cancellation). */
+  async withoutCap<T>(prepare: () => Promise<T>): Promise<T> {
+    try {
+      this.lift();
+      return await prepare();
+    } finally {
+      this.apply();
+    }
+  }
+}
