@@ -82,7 +82,7 @@ async function load(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
       `INSERT INTO storage_lab.load_meta VALUES ('started_at', clock_timestamp()::text) ON CONFLICT DO NOTHING`,
     );
     const meta = await readMeta(monitor);
-    if (meta.vacuumed_at) return summarise(monitor, input, total, 0, meta);
+    if (meta.vacuumed_at) return await summarise(monitor, input, total, 0, meta); // Awaited: the finally closes monitor.
 
     const done = new Set(
       (await monitor.query<{ chunk_id: number }>('SELECT chunk_id FROM storage_lab.load_chunks')).rows.map(
