@@ -14,6 +14,7 @@ import { clientOsUser, findClientBinDir, findPostgresBinDir, postgresOsUser } fr
 import type { HostConfig } from '../common/core/hosts';
 import { deviceOfPath } from '../lib/block-devices';
 import { freePort } from '../lib/net';
+import { IoCap } from '../lib/io-cap';
 
 export interface BenchHost {
   deps: HostDeps;
@@ -72,7 +73,7 @@ export async function startBenchHost(name: string, settings: Record<string, stri
     ...(pgClientBinDir && pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
     cgroup: null,
   };
-  const deps: HostDeps = { config, osUser, clientUser: clientOsUser() };
+  const deps: HostDeps = { config, osUser, clientUser: clientOsUser(), ioCap: new IoCap(config) };
   const run = <A extends unknown[], R>(fn: (d: HostDeps, ...args: A) => Promise<R>, ...args: A): Promise<R> =>
     new MockActivityEnvironment().run(() => fn(deps, ...args));
   await run(configurePostgres, { hostId: config.hostId, ...hostSettings(settings) });

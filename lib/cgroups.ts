@@ -115,7 +115,7 @@ function enableV2Controllers(labDir: string): void {
   }
 }
 
-/** Read and write limits of one device; v1 and v2 throttles keep them as separate budgets. */
+/** Read and write limits of one device; v1 and v2 throttles keep them as separate budgets (lib/io-budget.ts shares one). */
 export interface IoLimitSplit {
   readIops: number;
   writeIops: number;
@@ -123,27 +123,49 @@ export interface IoLimitSplit {
   writeBytesPerSecond: number;
 }
 
-/** Caps IOPS and bandwidth on one block device (MAJ:MIN), the same figures for reads and for writes. */
-export function setIoLimits(cg: HostCgroup, majMin: string, iops: number, bytesPerSecond: number): void {
-  setIoLimitSplit(cg, majMin, { readIops: iops, writeIops: iops, readBytesPerSecond: bytesPerSecond, writeBytesPerSecond: bytesPerSecond });
+/** The same IOPS and bandwidth for reads and for writes: the kernel's separate budgets, each at the class's figure. */
+export function evenLimits(iops: number, bytesPerSecond: number): IoLimitSplit {
+  return { readIops: iops, writeIops: iops, readBytesPerSecond: bytesPerSecond, writeBytesPerSecond: bytesPerSecond };
 }
 
-/** Sets a device's read and write limits apart (lib/io-budget.ts re-splits one budget between them). Every value >= 1: 0 means "no limit". */
-export function setIoLimitSplit(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, split: IoLimitSplit): void {
-  const v = (n: number) => Math.max(1, Math.round(n));
-  if (cg.kind === 'v1') {
-    const set = (file: string, value: number) => writeCgroupFile(cg.ioDir, `blkio.throttle.${file}`, `${majMin} ${v(value)}`);
-    set('read_iops_device', split.readIops);
-    set('write_iops_device', split.writeIops);
-    set('read_bps_device', split.readBytesPerSecond);
-    set('write_bps_device', split.writeBytesPerSecond);
-  } else {
-    writeCgroupFile(
-      cg.ioDir,
-      'io.max',
-      `${majMin} riops=${v(split.readIops)} wiops=${v(split.writeIops)} rbps=${v(split.readBytesPerSecond)} wbps=${v(split.writeBytesPerSecond)}`,
-    );
+/**
+ * The control-file writes that set (or, with null, remove) a device's I/O limits: v1 one file per limit, where
+ * "MAJ:MIN 0" removes it; v2 one io.max line, where "max" removes it. A limit is at least 1 (0 would mean none).
+ * Pure, so its lines are tested without a cgroup.
+ */
+export function ioLimitWrites(kind: 'v1' | 'v2', majMin: string, limit: IoLimitSplit | null): { file: string; value: string }[] {
+  const v = (n: number | undefined) => (limit ? String(Math.max(1, Math.round(n!))) : null);
+  if (kind === 'v1') {
+    const line = (n: number | undefined) => `${majMin} ${v(n) ?? 0}`;
+    return [
+      { file: 'blkio.throttle.read_iops_device', value: line(limit?.readIops) },
+      { file: 'blkio.throttle.write_iops_device', value: line(limit?.writeIops) },
+      { file: 'blkio.throttle.read_bps_device', value: line(limit?.readBytesPerSecond) },
+      { file: 'blkio.throttle.write_bps_device', value: line(limit?.writeBytesPerSecond) },
+    ];
   }
+  const m = (n: number | undefined) => v(n) ?? 'max';
+  return [
+    {
+      file: 'io.max',
+      value: `${majMin} riops=${m(limit?.readIops)} wiops=${m(limit?.writeIops)} rbps=${m(limit?.readBytesPerSecond)} wbps=${m(limit?.writeBytesPerSecond)}`,
+    },
+  ];
+}
+
+/** Caps IOPS and bandwidth on one block device (MAJ:MIN), the same figures for reads and for writes. */
+export function setIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, iops: number, bytesPerSecond: number): void {
+  setIoLimitSplit(cg, majMin, evenLimits(iops, bytesPerSecond));
+}
+
+/** Sets a device's read and write limits apart (lib/io-budget.ts re-splits one budget between them). */
+export function setIoLimitSplit(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, split: IoLimitSplit): void {
+  for (const w of ioLimitWrites(cg.kind, majMin, split)) writeCgroupFile(cg.ioDir, w.file, w.value);
+}
+
+/** Removes a device's I/O limits (lib/io-cap.ts lifts an emulated cap for preparation with it). */
+export function removeIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): void {
+  for (const w of ioLimitWrites(cg.kind, majMin, null)) writeCgroupFile(cg.ioDir, w.file, w.value);
 }
 
 /** The cgroup's cumulative I/O on one device (v1 blkio.throttle.io_serviced / io_service_bytes, v2 io.stat), or null. */
@@ -155,6 +177,27 @@ export function ioCounters(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: strin
   } catch {
     return null;
   }
+}
+
+/** The I/O limits a cgroup holds on a device, as its control files say (v1 per file, v2 its io.max line); null: none. */
+export function readIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): Record<string, string> | null {
+  const lineOf = (file: string) =>
+    readFileSync(path.join(cg.ioDir, file), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${majMin} `));
+  const out: Record<string, string> = {};
+  if (cg.kind === 'v1') {
+    for (const f of ['read_iops_device', 'write_iops_device', 'read_bps_device', 'write_bps_device']) {
+      const line = lineOf(`blkio.throttle.${f}`);
+      if (line) out[f] = line.slice(majMin.length + 1).trim();
+    }
+  } else {
+    for (const kv of (lineOf('io.max') ?? '').split(/\s+/).slice(1)) {
+      const [k, v] = kv.split('=');
+      if (v && v !== 'max') out[k] = v;
+    }
+  }
+  return Object.keys(out).length ? out : null;
 }
 
 /** The command prefix that moves a shell into the host's cgroups before it execs the real program. */

@@ -11,7 +11,6 @@
  * allow one slice's worth of I/O at once, so writing more often than once a slice would let more than the budget
  * through. A limit is written only when it moved (MIN_CHANGE), for the same reason.
  */
-import { readFileSync } from 'node:fs';
 import { ioCounters, setIoLimitSplit, type HostCgroup, type IoLimitSplit } from './cgroups';
 import type { CgroupIoCounters } from './parsers/cgroup';
 
@@ -156,14 +155,3 @@ export class SharedIoBudget {
   }
 }
 
-/** The shared budget a host's config asks for (an emulated volume with `iopsBudget: shared`), or null. */
-export function sharedBudgetOf(config: {
-  device: string | null;
-  cgroup: { kind: 'v1' | 'v2'; ioDir: string | null } | null;
-  limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' | null };
-}): SharedIoBudget | null {
-  const { device, cgroup, limits } = config;
-  if (limits.iopsBudget !== 'shared' || !device || !cgroup?.ioDir || !limits.iops || !limits.throughputMiBps) return null;
-  const majMin = readFileSync(`/sys/class/block/${device}/dev`, 'utf8').trim();
-  return new SharedIoBudget({ kind: cgroup.kind, ioDir: cgroup.ioDir }, majMin, limits.iops, limits.throughputMiBps * 1024 * 1024);
-}

@@ -7,8 +7,8 @@ import { createHostActivities } from '../activities/host';
 import { clientOsUser, postgresOsUser } from '../lib/postgres-binaries';
 import { registerLabRoot } from '../lib/lab-fs';
 import { hostAgentRoots } from '../lib/lab-paths';
-import { sharedBudgetOf } from '../lib/io-budget';
 import { readConfig } from '../infra/providers/local/local-provider';
+import { IoCap } from '../lib/io-cap';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';
 
@@ -19,16 +19,19 @@ async function main(): Promise<void> {
   // All the agent writes or deletes (infra/lab-fs.ts refuses anything else).
   registerLabRoot(...hostAgentRoots(config));
   installLogging({ role: 'host-agent', hostId: config.hostId, runId: config.runId });
-  // An emulated EBS volume's one budget for reads and writes is held by the agent, for the host's whole life.
-  const budget = sharedBudgetOf(config);
-  budget?.start();
+  // An agent that died while preparation ran with the cap lifted left its host uncapped: the cap goes back before
+  // this agent takes any task (it fails to start rather than measure uncapped). The agent holds a shared IOPS budget
+  // (an emulated EBS volume's one budget for reads and writes) for the host's whole life.
+  const ioCap = new IoCap(config, undefined, { holdBudget: true });
+  ioCap.apply();
+  log('INFO', ioCap.liftable ? `emulated I/O cap applied${ioCap.sharedBudget ? ' (one budget for reads and writes)' : ''}; preparation lifts it` : `I/O cap: ${ioCap.note}`);
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const worker = await Worker.create({
     connection,
     namespace: temporal.namespace,
     taskQueue: config.taskQueue,
-    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser() }),
+    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser(), ioCap }),
     // The SDK sends heartbeats at most every 0.8 x the heartbeat timeout (48 s for a TPS run): progress (second,
     // TPS, rows, ETA) would reach the UI and `storage-lab watch` once a minute. Heartbeats are RPCs, not history
     // events, so sending the latest every 2 s costs the history nothing.

@@ -61,25 +61,31 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
         FAILURE_TYPES.invalidSpec,
       );
     await dropSlotAndPublication(db);
-    // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
-    // on a table far larger than memory; a tiny table then yields the same kind of WAL.
-    const stopBeat = every(2_000, () => report({ percent: 0, detail: { step: 'checkpoint' } }));
-    await db.query('CHECKPOINT').finally(stopBeat);
-    await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR ALL TABLES`);
-    await db.query('SELECT pg_create_logical_replication_slot($1, $2)', [SLOT, PLUGIN]);
-    const startLsn = (await slotState(db)).confirmedFlushLsn;
+    // Preparation (the checkpoint, writing the backlog) runs with the host's emulated I/O cap lifted (lib/io-cap.ts);
+    // the cap is back before the drain, also when the preparation fails. No CHECKPOINT after the fill: the WAL is
+    // flushed at every commit, and the dirty pages the workload left in shared_buffers are what a capped fill left
+    // too; nothing writes them during the drain but a checkpoint, as before. The drain reads the same WAL either way.
+    const { startLsn, fillSeconds } = await deps.ioCap.withoutCap(async () => {
+      // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
+      // on a table far larger than memory; a tiny table then yields the same kind of WAL.
+      const stopBeat = every(2_000, () => report({ percent: 0, detail: { step: 'checkpoint' } }));
+      await db.query('CHECKPOINT').finally(stopBeat);
+      await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR ALL TABLES`);
+      await db.query('SELECT pg_create_logical_replication_slot($1, $2)', [SLOT, PLUGIN]);
+      const startLsn = (await slotState(db)).confirmedFlushLsn;
 
-    // Fill: the workload runs with no consumer until the slot holds the requested WAL back.
-    const fillStarted = Date.now();
-    await fillBacklog(deps, db, input, requested, (retained) => {
-      // The fill's own ETA; the drain after it has none until it runs, so the phase has none yet.
-      const stepEta = etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000);
-      report({
-        percent: Math.min(49, Math.round((50 * retained) / requested)),
-        detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+      // Fill: the workload runs with no consumer until the slot holds the requested WAL back.
+      const fillStarted = Date.now();
+      await fillBacklog(deps, db, input, requested, (retained) => {
+        // The fill's own ETA; the drain after it has none until it runs, so the phase has none yet.
+        const stepEta = etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000);
+        report({
+          percent: Math.min(49, Math.round((50 * retained) / requested)),
+          detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+        });
       });
+      return { startLsn, fillSeconds: (Date.now() - fillStarted) / 1000 };
     });
-    const fillSeconds = (Date.now() - fillStarted) / 1000;
     const target = await slotState(db);
     const targetLsn = target.currentLsn;
     const backlogBytes = Number((await db.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2) AS d', [targetLsn, startLsn])).rows[0].d);
@@ -144,6 +150,7 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
       backlogBytes,
       retainedBytes: target.retainedBytes,
       reachedBeforeDrain,
+      preparedWithoutCap: deps.ioCap.liftable,
       fillSeconds,
       drainSeconds,
       drainMBps: backlogBytes / MB / drainSeconds,

@@ -4,6 +4,7 @@ import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../../commo
 import { chownLab } from '../../lib/lab-fs';
 import type { HostConfig } from '../../common/core/hosts';
 import type { OsUser } from '../../lib/postgres-binaries';
+import type { IoCap } from '../../lib/io-cap';
 
 export interface HostDeps {
   config: HostConfig;
@@ -11,6 +12,11 @@ export interface HostDeps {
   osUser: OsUser | null;
   /** The spec's workload (pgbench with its script) runs as this unprivileged user, as the workload role; null: as the agent's. */
   clientUser: OsUser | null;
+  /**
+   * The host's emulated I/O cap: lifted for unmeasured preparation, applied before the measured part
+   * (IoCap.withoutCap); a no-op on hosts without an emulated cap. The agent builds it from its config.
+   */
+  ioCap: IoCap;
 }
 
 /** Every host activity names its host; a task routed to the wrong agent must never touch this host's data. */

@@ -50,9 +50,25 @@ function schemaSql(scale: number): string[] {
   ];
 }
 
-/** Loads (or finishes loading) the data set; returns at once when an earlier attempt already completed it. */
+/**
+ * Loads (or finishes loading) the data set; returns at once when an earlier attempt already completed it.
+ * Preparation, never measured: it runs with the host's emulated I/O cap lifted (lib/io-cap.ts), applied again when it
+ * ends, whatever happens. Not followed by a CHECKPOINT: the restart with the measured phases' settings (its shutdown
+ * checkpoint) or the base backup (its checkpoint) writes what the load left under the cap as before, so the backup's
+ * figures and the state the measured phases start from are those of a capped load.
+ */
 export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
   assertHost(deps, input);
+  // With WAL archiving on (a drill's source), the archiver would still be archiving an uncapped load's WAL during
+  // the measured base backup after it: that load stays capped.
+  const archiving = await withConnection(deps.config, (c) => c.query<{ v: string }>("SELECT current_setting('archive_mode') AS v")).then(
+    (r) => r.rows[0].v !== 'off',
+  );
+  if (archiving || !deps.ioCap.liftable) return { ...(await load(deps, input)), preparedWithoutCap: false };
+  return { ...(await deps.ioCap.withoutCap(() => load(deps, input))), preparedWithoutCap: true };
+}
+
+async function load(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
   const ctx = Context.current();
   const report = progressReporter(input.hostId, 'load');
   const rows = accountRows(input.scale);
@@ -66,7 +82,7 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
       `INSERT INTO storage_lab.load_meta VALUES ('started_at', clock_timestamp()::text) ON CONFLICT DO NOTHING`,
     );
     const meta = await readMeta(monitor);
-    if (meta.vacuumed_at) return summarise(monitor, input, total, 0, meta);
+    if (meta.vacuumed_at) return await summarise(monitor, input, total, 0, meta); // Awaited: the finally closes monitor.
 
     const done = new Set(
       (await monitor.query<{ chunk_id: number }>('SELECT chunk_id FROM storage_lab.load_chunks')).rows.map(

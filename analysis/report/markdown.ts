@@ -70,6 +70,8 @@ export function renderMarkdown(result: ExperimentResult): string {
     }
   }
   lines.push('');
+  const uncapped = uncappedPreparationLine(result);
+  if (uncapped) lines.push(uncapped, '');
 
   lines.push(...diagnosticsMarkdown(result));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
@@ -92,4 +94,24 @@ export function renderMarkdown(result: ExperimentResult): string {
   );
   lines.push('');
   return lines.join('\n');
+}
+
+/**
+ * One line naming the preparation that ran with a host's emulated I/O cap lifted (lib/io-cap.ts), so a reader knows
+ * its seconds are not storage figures; null when every preparation ran capped (or none was recorded).
+ */
+export function uncappedPreparationLine(result: ExperimentResult): string | null {
+  const hosts = Object.values(result.classes)
+    .flatMap((cls) => cls.clusters)
+    .map((c) => {
+      const steps = [
+        c.load?.preparedWithoutCap ? 'load' : null,
+        c.phases.vacuum?.preparedWithoutCap ? 'making the dead tuples' : null,
+        c.phases.backlog?.preparedWithoutCap ? 'writing the backlog' : null,
+      ].filter((s) => s !== null);
+      return steps.length ? `${c.hostId} (${steps.join(', ')})` : null;
+    })
+    .filter((h) => h !== null);
+  if (!hosts.length) return null;
+  return `Preparation ran with the emulated I/O cap lifted on ${hosts.join('; ')}: its seconds (load, bloat, backlog fill) are not storage figures; the cap was applied again for the warm-up, the TPS run, VACUUM and the drain.`;
 }

@@ -59,6 +59,11 @@ export interface LoadResult {
   vacuumSeconds: number;
   heapBytes: number;
   rowsPerSecond: number;
+  /**
+   * True when the host's emulated I/O cap was lifted for the load (rows, primary keys, VACUUM ANALYZE): its seconds
+   * are then not storage figures. False or absent: it ran capped.
+   */
+  preparedWithoutCap?: boolean;
   /** count(*) and count(distinct aid) after the load, when the spec asks for the check. */
   verified?: { rows: number; distinctAids: number };
 }

@@ -168,6 +168,12 @@ export interface VacuumPhaseResult {
   relationBytesBefore: number;
   relationBytesAfter: number;
   rowsUpdated: number;
+  /**
+   * True when the host's emulated I/O cap was lifted for the preparation (the clearing VACUUM, making the dead tuples, pgstattuple_approx) and applied again before VACUUM (VERBOSE):
+   * their seconds are then not storage figures. False or absent: preparation ran capped (a real volume, or results
+   * from before it was lifted).
+   */
+  preparedWithoutCap?: boolean;
   bloatSeconds: number;
   /** Untimed VACUUM that cleared earlier dead tuples (the TPS run's) before the bloat was made. */
   preVacuumSeconds: number;
@@ -197,6 +203,12 @@ export interface BacklogPhaseResult {
   retainedBytes: number;
   /** True when the slot held at least the requested size before the consumer started. */
   reachedBeforeDrain: boolean;
+  /**
+   * True when the host's emulated I/O cap was lifted for the preparation (the checkpoint, writing the backlog) and applied again before the drain:
+   * their seconds are then not storage figures. False or absent: preparation ran capped (a real volume, or results
+   * from before it was lifted).
+   */
+  preparedWithoutCap?: boolean;
   fillSeconds: number;
   drainSeconds: number;
   /** backlogBytes / drainSeconds, in MB (2^20 bytes) a second. */

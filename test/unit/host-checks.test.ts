@@ -24,6 +24,7 @@ import { labSettingProblems, synchronousStandbyNames, tempFileLimitKb } from '..
 import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';
 import { serverSettingsProblems } from '../../common/input/server-settings';
 import type { HostConfig } from '../../common/core/hosts';
+import { IoCap } from '../../lib/io-cap';
 
 const HOST_ID = 'unit-host';
 const OS_USERS = { osUser: { name: 'postgres', uid: 101, gid: 104 }, clientUser: { name: 'storage-lab', uid: 999, gid: 995 } };
@@ -51,7 +52,7 @@ function fakeHost(): { deps: HostDeps; dir: string } {
     pgBinDir: '/nonexistent/bin',
     cgroup: null,
   };
-  return { deps: { config, osUser: null, clientUser: null }, dir };
+  return { deps: { config, osUser: null, clientUser: null, ioCap: new IoCap(config) }, dir };
 }
 
 /** Runs an activity and returns its failure (an activity that does not fail fails the test). */

@@ -26,9 +26,9 @@ import {
   memoryState,
   pidsIn,
   removeHostCgroup,
-  setIoLimits,
   type HostCgroup,
 } from '../../../lib/cgroups';
+import { IoCap } from '../../../lib/io-cap';
 import { createLoopVolume, deviceOfPath, detachLoop, loopsBackedBy, unmount } from '../../../lib/block-devices';
 
 /** Extra room on an emulated volume beyond what the workflow asked for (file system overhead, WAL bursts). */
@@ -88,12 +88,13 @@ export class LocalProvider implements HostProvider {
 
     let storageRoot = path.join(hostDir, 'disk');
     let device: string | null;
+    let majMin: string | null = null;
     if (req.storageClass.kind === 'emulated-ebs' && cgroup && limits) {
       storageRoot = path.join(hostDir, 'volume');
       ensureDir(storageRoot);
       const size = req.storageClass.sizeGiB ? req.storageClass.sizeGiB * 1024 ** 3 : req.volumeBytes + VOLUME_HEADROOM_BYTES;
       const loop = await createLoopVolume(path.join(hostDir, 'volume.img'), storageRoot, Math.ceil(size));
-      setIoLimits(cgroup, loop.majMin, limits.iops, limits.throughputMiBps * 1024 * 1024);
+      majMin = loop.majMin;
       device = loop.name;
     } else {
       ensureDir(storageRoot);
@@ -140,6 +141,8 @@ export class LocalProvider implements HostProvider {
       ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
     };
+    // The class's I/O cap, before anything runs on the host; its agent lifts it only for preparation (lib/io-cap.ts).
+    new IoCap(config, majMin).apply();
     writeLabFile(configFile, JSON.stringify(config, null, 2), { atomic: true });
     this.startAgent(config, req);
     return toRecord(config);
