@@ -19,6 +19,7 @@ import {
   LOCAL_KINDS,
   RunName,
   StorageClassSchema,
+  withBudgetDefault,
   hostSchema,
   int,
   mergeSpec,
@@ -283,12 +284,16 @@ export const FAILOVER_DRILL_PRESETS: Record<DrillPresetName, Record<string, unkn
 
 /** Resolves a restore drill input (preset + overrides); throws InvalidSpecError naming every problem. */
 export function resolveRestoreDrill(input: unknown): RestoreDrillSpec {
-  return resolveDrill(input, RESTORE_DRILL_PRESETS, RestoreDrillSpecSchema, 'restore drill spec');
+  const spec = resolveDrill(input, RESTORE_DRILL_PRESETS, RestoreDrillSpecSchema, 'restore drill spec');
+  withBudgetDefault(spec.storageClass);
+  return spec;
 }
 
 /** Resolves a failover drill input (preset + overrides); throws InvalidSpecError naming every problem. */
 export function resolveFailoverDrill(input: unknown): FailoverDrillSpec {
-  return resolveDrill(input, FAILOVER_DRILL_PRESETS, FailoverDrillSpecSchema, 'failover drill spec');
+  const spec = resolveDrill(input, FAILOVER_DRILL_PRESETS, FailoverDrillSpecSchema, 'failover drill spec');
+  withBudgetDefault(spec.storageClass);
+  return spec;
 }
 
 function resolveDrill<S extends z.ZodType>(

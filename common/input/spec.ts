@@ -431,6 +431,16 @@ type DeepPartial<T> = T extends (infer U)[]
     ? { [K in keyof T]?: DeepPartial<T[K]> | null }
     : T;
 
+/**
+ * Sets an emulated EBS class's IOPS budget when the input left it out: one budget for reads and writes, as EBS. Done
+ * at resolution (not as a schema default), so a spec resolved before the choice existed, recorded in a run's history,
+ * still parses unchanged and keeps the separate limits it ran with (classLimits).
+ */
+export function withBudgetDefault(cls: StorageClassSpec): StorageClassSpec {
+  if (cls.kind === 'emulated-ebs' && cls.iopsBudget === undefined) cls.iopsBudget = 'shared';
+  return cls;
+}
+
 /** gp3's baseline when a class leaves its limits out. */
 export const GP3_BASELINE = { iops: 3000, throughputMiBps: 125 } as const;
 
@@ -440,7 +450,8 @@ export function classLimits(cls: StorageClassSpec): { iops: number; throughputMi
   return {
     iops: cls.iops ?? GP3_BASELINE.iops,
     throughputMiBps: cls.throughputMiBps ?? GP3_BASELINE.throughputMiBps,
-    iopsBudget: cls.iopsBudget ?? 'shared',
+    // Absent only in a spec resolved before the choice existed: those hosts had the kernel's separate limits.
+    iopsBudget: cls.iopsBudget ?? 'separate',
   };
 }
 
@@ -497,6 +508,7 @@ export function resolveSpec(input: unknown): ExperimentSpec {
   const parsed = ExperimentSpecSchema.safeParse(merged, { reportInput: true });
   if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
   const spec = parsed.data;
+  for (const cls of Object.values(spec.storageClasses)) withBudgetDefault(cls);
   if (!spec.compare) {
     const names = Object.keys(spec.storageClasses);
     if (names.length >= 2) spec.compare = { baseline: names[1], candidate: names[0] };
