@@ -10,9 +10,11 @@ import { runPgbench, type PgbenchInput } from './pgbench';
 import { runVacuumPhase, type VacuumPhaseInput } from './vacuum';
 import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
 import { createDrillHostActivities } from './durability';
+import { watched } from './watchdog';
 
+/** The host's activities; each one with a heartbeat timeout runs under the watchdog of its Postgres (./watchdog.ts). */
 export function createHostActivities(deps: HostDeps) {
-  return {
+  return watched(deps, {
     /** The agent's hello: answers once the agent polls its queue, so workflows know the host is up. */
     async describeHost(input: HostInput): Promise<{ hostId: string; pid: number; postgresRunning: boolean }> {
       assertHost(deps, input);
@@ -26,7 +28,7 @@ export function createHostActivities(deps: HostDeps) {
     runVacuumPhase: (input: VacuumPhaseInput) => runVacuumPhase(deps, input),
     runBacklogPhase: (input: BacklogPhaseInput) => runBacklogPhase(deps, input),
     ...createDrillHostActivities(deps),
-  };
+  });
 }
 
 export type HostActivities = ReturnType<typeof createHostActivities>;

@@ -12,6 +12,11 @@ export const FAILURE_TYPES = {
   hostGone: 'HostGoneError',
   /** The host's memory limit killed a process of the workload: the same workload would be killed again. */
   outOfMemory: 'HostOutOfMemoryError',
+  /**
+   * The host's PostgreSQL took connections and queries and answered none for a phase's whole silence bound (every
+   * process stopped, a wedged server): a retry on the same host would wait as long again.
+   */
+  postgresNotAnswering: 'PostgresNotAnsweringError',
   /** Tearing a host down failed after every retry: its resources may be left (the sweeper tries again). */
   teardown: 'TeardownFailedError',
   /** The cloud API refused the request as given (bad parameter, quota, permission): a retry gets the same answer. */
@@ -33,6 +38,7 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.regression,
   FAILURE_TYPES.hostGone,
   FAILURE_TYPES.outOfMemory,
+  FAILURE_TYPES.postgresNotAnswering,
   FAILURE_TYPES.cloudRejected,
   FAILURE_TYPES.labPath,
   FAILURE_TYPES.unsafeId,

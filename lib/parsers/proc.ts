@@ -56,6 +56,15 @@ export function parsePidStatCpuSeconds(text: string, ticksPerSecond = 100): numb
   return (utime + stime) / ticksPerSecond;
 }
 
+/** The state letter (R, S, D, T, t, Z, ...) and the parent's pid of a /proc/<pid>/stat line (proc(5), fields 3 and 4). */
+export function parsePidStatState(text: string): { state: string; ppid: number } {
+  // The command (field 2) is in parentheses and may hold spaces or parentheses itself: read after the last one.
+  const rest = text.slice(text.lastIndexOf(')') + 2).trim().split(/\s+/);
+  const ppid = Number(rest[1]);
+  if (!/^[A-Za-z]$/.test(rest[0] ?? '') || !Number.isInteger(ppid)) throw new Error('/proc/<pid>/stat has no state/ppid fields');
+  return { state: rest[0], ppid };
+}
+
 /** CPU time of the whole machine from the first line of /proc/stat, in seconds. */
 export interface MachineCpu {
   /** user + nice + system + irq + softirq + steal (guest time is already inside user). */

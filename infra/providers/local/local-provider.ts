@@ -15,6 +15,7 @@ import { hostAgentEnv } from '../../agent-env';
 import { LabPathError, chownLab, makeLabDir, openLabFile, registerLabRoot, removeLabTree, writeLabFile } from '../../../lib/lab-fs';
 import { backupsDirFor, ensureDir, hostsKeyFile } from '../../../lib/lab-paths';
 import { freePort } from '../../../lib/net';
+import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
 import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import type { HostProvider } from '../host-provider';
@@ -172,7 +173,14 @@ export class LocalProvider implements HostProvider {
     // Without cgroups: the postmaster by its pid file (it runs in a session of its own).
     const config = existsSync(path.join(hostDir, 'host.json')) ? readConfig(path.join(hostDir, 'host.json')) : null;
     const postmasterPid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
-    if (postmasterPid) signal(postmasterPid, 'SIGKILL');
+    if (!postmasterPid) return;
+    // Its children too, when the pid is still this host's postmaster (a stale pid file may name another process
+    // now): a backend stopped by SIGSTOP never runs to notice its postmaster's death (nor a SIGTERM until
+    // continued), while SIGKILL ends a stopped process. The postmaster is stopped first, so it forks no child while
+    // they are listed, and they are listed while it is still their parent.
+    if (config && commandLine(postmasterPid).includes(config.dataDir) && signal(postmasterPid, 'SIGSTOP'))
+      for (const pid of childrenOf(postmasterPid)) signal(pid, 'SIGKILL');
+    signal(postmasterPid, 'SIGKILL');
   }
 
   async list(): Promise<ManagedHost[]> {
@@ -347,6 +355,15 @@ function readPid(file: string): number | null {
   if (!existsSync(file)) return null;
   const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/** A process's command line, its arguments joined by spaces; empty when it is gone. */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
 }
 
 /** Sends a signal; false when the process does not exist. */
