@@ -190,7 +190,7 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
         ok: held.escaped.length === 0,
         severity: 'warning',
         detail: held.escaped.length
-          ? `above the emulated cap: ${held.escaped.join(', ')}; with cgroup v1 the kernel's background writeback is charged to the root cgroup, so writes through the page cache escape the limit (a real gp3 volume would hold them; postgres.directIo keeps them in)`
+          ? `above the emulated cap: ${held.escaped.join(', ')}; with cgroup v1 the kernel's background writeback of the page cache is charged to the root cgroup, so most of it reaches the device outside the host's limits: it stands for writes a host with the reference's memory absorbs during a short run (docs/storage-emulation.md, "The reference's bound"); a real gp3 volume would charge them, and postgres.directIo "data" keeps them in`
           : `reads and writes within ${Math.round((ABOVE_CAP - 1) * 100)} % of their caps (${held.detail})`,
       });
   } else if (run) {

@@ -93,9 +93,17 @@ export function fidelityMarkdown(result: ExperimentResult): string[] {
   const direct = result.spec.postgres.directIo;
   lines.push(
     direct === 'off'
-      ? 'Data files are written through the page cache (postgres.directIo "off"): with cgroup v1 the kernel\'s background writeback is charged to the root cgroup, so an emulated volume\'s writes can exceed its cap.'
+      ? 'Data files are written through the page cache (postgres.directIo "off"), as the reference ran.'
       : `Postgres opened ${direct === 'data' ? 'its data files' : 'its data files and WAL'} with O_DIRECT (postgres.directIo "${direct}") on every class: writes reach the device as the backend's own I/O, inside its host's I/O limit, and shared_buffers is each class's only cache of the data.`,
     '',
   );
+  const budgets = Object.entries(result.spec.storageClasses).filter(([name, cls]) => cls.kind === 'emulated-ebs' && result.classes[name]?.emulated);
+  for (const [name, cls] of budgets)
+    lines.push(
+      cls.iopsBudget === 'shared'
+        ? `${name}: one IOPS budget for reads and writes, as EBS (iopsBudget "shared"), the page cache's writeback included. The reference's 64 GiB absorbed the pages its 5-minute run dirtied, so its 3,000 IOPS went to reads and the WAL; this host's memory cannot hold a run's dirtied pages, so here the writeback pays from the same budget and the class's throughput sits below the reference's (docs/storage-emulation.md, "The reference's bound").`
+        : `${name}: reads and writes each had ${fmt(cls.iops ?? 3000, 0)} IOPS (the kernel's separate limits, iopsBudget "separate"), where an EBS volume has one budget for both.`,
+      '',
+    );
   return lines;
 }

@@ -1,5 +1,5 @@
 import { PRESET_NAMES } from '../../common/input/presets';
-import { InvalidSpecError, mergeSpec, resolveSpec } from '../../common/input/spec';
+import { classLimits, InvalidSpecError, mergeSpec, resolveSpec, revalidateSpec } from '../../common/input/spec';
 
 function problemsOf(input: unknown): { path: string; message: string }[] {
   try {
@@ -68,5 +68,23 @@ describe('experiment spec', () => {
 
   it('rejects a non-object input with a hint', () => {
     expect(problemsOf('local-quick')[0].message).toContain('{"preset":"local-quick"}');
+  });
+});
+
+describe("an emulated EBS class's IOPS budget", () => {
+  it('is one budget for reads and writes unless the spec says otherwise; other kinds have none', () => {
+    const spec = resolveSpec({ preset: 'local-quick' });
+    expect(spec.storageClasses.gp3.iopsBudget).toBe('shared');
+    expect(spec.storageClasses['local-disk'].iopsBudget).toBeUndefined();
+    expect(classLimits(spec.storageClasses.gp3)?.iopsBudget).toBe('shared');
+    expect(resolveSpec({ preset: 'local-quick', storageClasses: { gp3: { iopsBudget: 'separate' } } }).storageClasses.gp3.iopsBudget).toBe('separate');
+    expect(revalidateSpec(spec)).toEqual(spec);
+  });
+
+  it('stays as it was in a spec resolved before the choice (a recorded history): separate limits, unchanged by revalidation', () => {
+    const legacy = resolveSpec({ preset: 'local-quick' });
+    delete legacy.storageClasses.gp3.iopsBudget;
+    expect(revalidateSpec(legacy)).toEqual(legacy);
+    expect(classLimits(legacy.storageClasses.gp3)?.iopsBudget).toBe('separate');
   });
 });
