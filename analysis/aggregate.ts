@@ -93,6 +93,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
         iops: emulated ? (limits?.iops ?? null) : null,
         throughputMiBps: emulated ? (limits?.throughputMiBps ?? null) : null,
         memoryLimitMiB: cls.memoryLimitMiB ?? spec.host.memoryLimitMiB,
+        ...(emulated && cls.kind === 'emulated-ebs' && limits ? { iopsBudget: limits.iopsBudget } : {}),
       },
       clusters,
       medianTps: nullableRound(median(ok.map((c) => c.tpsRun!.tps))),

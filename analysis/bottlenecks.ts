@@ -97,15 +97,19 @@ function p90(values: number[]): number | null {
  */
 export function throttleUse(
   c: ClusterResult,
-  limits: { iops: number | null; throughputMiBps: number | null },
+  limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' },
 ): { ratio: number; busiest: string | null; escaped: string[]; detail: string } | null {
   const series = c.diagnostics?.series.filter((s) => s.readIops !== null) ?? [];
   if (!limits.iops || !limits.throughputMiBps || series.length === 0) return null;
+  const own = c.diagnostics?.cgroupIo;
   const figures = [
     { name: 'read IOPS', value: p90(series.map((s) => s.readIops!))!, cap: limits.iops },
     { name: 'write IOPS', value: p90(series.map((s) => s.writeIops!))!, cap: limits.iops },
     { name: 'read MiB/s', value: p90(series.map((s) => s.readMBps!))!, cap: limits.throughputMiBps },
     { name: 'write MiB/s', value: p90(series.map((s) => s.writeMBps!))!, cap: limits.throughputMiBps },
+    // One budget for reads and writes: what the host's own cgroup did on the device, both ways, over the window (a
+    // mean: the split follows demand second by second, the sum is what the budget holds).
+    ...(limits.iopsBudget === 'shared' && own ? [{ name: 'reads + writes of the host (mean, one budget)', value: own.readIops + own.writeIops, cap: limits.iops }] : []),
   ].map((f) => ({ ...f, ratio: f.value / f.cap }));
   const within = figures.filter((f) => f.ratio <= ABOVE_CAP);
   const top = within.length ? within.reduce((a, b) => (b.ratio > a.ratio ? b : a)) : null;

@@ -115,7 +115,8 @@ export interface ClassResult {
   kind: StorageKind;
   emulated: boolean;
   emulationNote?: string;
-  limits: { iops: number | null; throughputMiBps: number | null; memoryLimitMiB: number };
+  /** iopsBudget: one budget for reads and writes together (`shared`) or each its own; absent in results before the choice. */
+  limits: { iops: number | null; throughputMiBps: number | null; memoryLimitMiB: number; iopsBudget?: 'shared' | 'separate' };
   clusters: ClusterResult[];
   medianTps: number | null;
   medianLatencyMs: number | null;

@@ -161,3 +161,26 @@ describe('self-checks', () => {
     expect([...names].filter((n) => !(n in BREAKERS))).toEqual([]);
   });
 });
+
+describe('the throttle checks of a class with one IOPS budget for reads and writes', () => {
+  const withOwnIo = (readIops: number, writeIops: number) => {
+    const c = healthyCluster();
+    // The device's per-second figures far below the cap either way: only the host's own reads + writes can show it.
+    c.diagnostics!.series.forEach((s) => Object.assign(s, { readIops: 1200, writeIops: 1100, readMBps: 9, writeMBps: 9 }));
+    c.diagnostics!.cgroupIo = { readIops, writeIops, readMBps: 9, writeMBps: 9 };
+    return checksOf(c).filter((k) => k.name.startsWith('throttle'));
+  };
+
+  it('is engaged by reads and writes together near the budget', () => {
+    expect(spec.storageClasses.gp3.iopsBudget).toBe('shared');
+    expect(withOwnIo(1900, 700).every((k) => k.ok)).toBe(true);
+  });
+
+  it('fails "throttle engaged" when reads and writes together stay far below the budget', () => {
+    expect(withOwnIo(1000, 300).find((k) => k.name === 'throttle engaged')?.ok).toBe(false);
+  });
+
+  it('fails "throttle held" when reads and writes together went well beyond the budget', () => {
+    expect(withOwnIo(3000, 1000).find((k) => k.name === 'throttle held')?.ok).toBe(false);
+  });
+});
