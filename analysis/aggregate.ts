@@ -14,6 +14,7 @@ import {
   type TpsRun,
 } from '../common/results/result';
 import { classDiagnostics, classPhases, diagnosticChecks } from './bottlenecks';
+import { clientGapShare, LOAD_GENERATOR_GAP_SHARE } from './cross-checks';
 
 export interface EnvironmentInfo {
   cpus: number;
@@ -46,7 +47,7 @@ export function pgbenchConsistencyChecks(hostId: string, run: TpsRun): Check[] {
   const gap = run.clientGapMs ?? 0;
   const predicted = run.clients / ((run.latencyMs.mean + gap) / 1000);
   const deviation = Math.abs(predicted - run.tps) / run.tps;
-  const gapShare = gap / run.latencyMs.mean;
+  const gapShare = clientGapShare(run);
   return [
     {
       name: 'pgbench summary matches its transaction log',
@@ -57,9 +58,9 @@ export function pgbenchConsistencyChecks(hostId: string, run: TpsRun): Check[] {
     {
       name: 'load generator kept up',
       scope: hostId,
-      ok: gapShare <= PGBENCH_CONSISTENCY_TOLERANCE,
+      ok: gapShare <= LOAD_GENERATOR_GAP_SHARE,
       severity: 'warning',
-      detail: `clients spent ${round(gap, 2)} ms between transactions, ${round(gapShare * 100)} % of the ${round(run.latencyMs.mean, 2)} ms latency${gapShare > PGBENCH_CONSISTENCY_TOLERANCE ? ': pgbench was short of CPU on this host, so TPS < clients / latency and understates the server' : ''}`,
+      detail: `clients spent ${round(gap, 2)} ms between transactions, ${round(gapShare * 100)} % of the ${round(run.latencyMs.mean, 2)} ms latency${gapShare > LOAD_GENERATOR_GAP_SHARE ? ': pgbench was short of CPU on this host, so TPS < clients / latency and understates the server' : ''}`,
     },
   ];
 }

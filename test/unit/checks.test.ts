@@ -184,3 +184,23 @@ describe('the throttle checks of a class with one IOPS budget for reads and writ
     expect(withOwnIo(3000, 1000).find((k) => k.name === 'throttle held')?.ok).toBe(false);
   });
 });
+
+describe('server occupancy with pgbench short of CPU', () => {
+  const occupancy = (clientGapMs: number) => {
+    const c = healthyCluster();
+    c.diagnostics!.avgActiveSessions = 40; // 20 ms in the server of a 32 ms latency
+    c.tpsRun!.clientGapMs = clientGapMs;
+    return checksOf(c).find((k) => k.name === 'server occupancy matches the latency')!;
+  };
+
+  it('fails as an error while pgbench kept up: the sampler then missed backends', () => {
+    expect(occupancy(0.5)).toMatchObject({ ok: false });
+    expect(occupancy(0.5).severity ?? 'error').toBe('error');
+  });
+
+  it('fails as a warning that says why when pgbench was short of CPU (its clients waited for a core)', () => {
+    const check = occupancy(4);
+    expect(check).toMatchObject({ ok: false, severity: 'warning' });
+    expect(check.detail).toMatch(/pgbench was short of CPU \(its clients spent 13 % of the latency between transactions\)/);
+  });
+});
