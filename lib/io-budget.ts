@@ -26,8 +26,6 @@ export const FLOOR_SHARE = 0.05;
 const MIN_CHANGE = 0.02;
 /** The most the split moves in one period: counts over 100 ms are noisy (a WAL flush is a burst), so it steps, it does not jump. */
 export const MAX_STEP = 0.1;
-/** Which writes count as demand (writeDemand): all, see docs/storage-emulation.md for the two measured. */
-const WRITE_DEMAND: 'all' | 'sync' = 'all';
 /** Weight of the newest period in the smoothed rates (about 300 ms of memory at 100 ms periods). */
 export const SMOOTHING = 0.3;
 
@@ -65,17 +63,6 @@ export function nextSplit(iops: number, current: BudgetSplit, used: { reads: num
 export function smoothed(previous: { reads: number; writes: number } | null, latest: { reads: number; writes: number }) {
   if (!previous) return latest;
   return { reads: previous.reads + SMOOTHING * (latest.reads - previous.reads), writes: previous.writes + SMOOTHING * (latest.writes - previous.writes) };
-}
-
-/**
- * Writes between two readings that count as demand on the write share. On v1 the page cache's background writeback
- * shows as Async operations; `'all'` counts them (they take the write limit's allowance, so the WAL's own writes
- * queue behind them), `'sync'` leaves them out (only what the cgroup's tasks issue themselves).
- */
-export function writeDemand(now: CgroupIoCounters, before: CgroupIoCounters, count: 'all' | 'sync'): number {
-  const writes = now.writes - before.writes;
-  if (count === 'all' || now.asyncOps === undefined || before.asyncOps === undefined) return writes;
-  return Math.max(0, writes - (now.asyncOps - before.asyncOps));
 }
 
 /** The limits for a split: bandwidth divided in the same shares as the IOPS. */
@@ -141,7 +128,9 @@ export class SharedIoBudget {
     const seconds = (now.at - before.at) / 1000;
     // A late timer (a busy machine) still measures rates over what really elapsed; a clock step back is skipped.
     if (seconds <= 0) return;
-    const latest = { reads: (now.counters.reads - before.counters.reads) / seconds, writes: writeDemand(now.counters, before.counters, WRITE_DEMAND) / seconds };
+    // Every write counts as demand, v1's background writeback included: the part charged to the host takes the write
+    // limit's allowance, and left out (a version did) the WAL's own writes queued behind it (docs/storage-emulation.md).
+    const latest = { reads: (now.counters.reads - before.counters.reads) / seconds, writes: (now.counters.writes - before.counters.writes) / seconds };
     this.rates = smoothed(this.rates, latest);
     const next = nextSplit(this.iops, this.current, this.rates);
     if (Math.abs(next.readIops - this.current.readIops) < MIN_CHANGE * this.iops) return;

@@ -10,26 +10,19 @@ export interface CgroupIoCounters {
   writes: number;
   readBytes: number;
   writeBytes: number;
-  /**
-   * v1 only: operations the kernel flagged asynchronous. Reads are always synchronous there, so these are writes: the
-   * page cache's background writeback, which v1's throttle does not hold (it is not issued by the cgroup's tasks).
-   */
-  asyncOps?: number;
 }
 
 /** The "MAJ:MIN Read N" and "MAJ:MIN Write N" lines of a v1 blkio.throttle file, or null when the device has none. */
-export function parseBlkioThrottle(text: string, majMin: string): { read: number; write: number; async: number } | null {
+export function parseBlkioThrottle(text: string, majMin: string): { read: number; write: number } | null {
   let read: number | null = null;
   let write: number | null = null;
-  let async = 0;
   for (const line of text.split('\n')) {
     const [dev, op, value] = line.trim().split(/\s+/);
     if (dev !== majMin) continue;
     if (op === 'Read') read = Number(value);
     if (op === 'Write') write = Number(value);
-    if (op === 'Async') async = Number(value);
   }
-  return read === null || write === null ? null : { read, write, async };
+  return read === null || write === null ? null : { read, write };
 }
 
 /** v1: the counters from io_serviced (operations) and io_service_bytes (bytes). */
@@ -37,7 +30,7 @@ export function blkioCounters(serviced: string, serviceBytes: string, majMin: st
   const ops = parseBlkioThrottle(serviced, majMin);
   const bytes = parseBlkioThrottle(serviceBytes, majMin);
   if (!ops || !bytes) return null;
-  return { reads: ops.read, writes: ops.write, readBytes: bytes.read, writeBytes: bytes.write, asyncOps: ops.async };
+  return { reads: ops.read, writes: ops.write, readBytes: bytes.read, writeBytes: bytes.write };
 }
 
 /** v2: one device's line of io.stat ("MAJ:MIN rbytes=.. wbytes=.. rios=.. wios=.. ..."), or null. */

@@ -1,5 +1,5 @@
 /** The re-split rule of the shared IOPS budget (lib/io-budget.ts), on made-up demand. */
-import { evenSplit, FLOOR_SHARE, limitsFor, MAX_STEP, nextSplit, smoothed, SMOOTHING, writeDemand, type BudgetSplit } from '../../lib/io-budget';
+import { evenSplit, FLOOR_SHARE, limitsFor, MAX_STEP, nextSplit, smoothed, SMOOTHING, type BudgetSplit } from '../../lib/io-budget';
 
 const B = 3000;
 
@@ -50,15 +50,7 @@ describe('nextSplit', () => {
   });
 });
 
-describe('writeDemand', () => {
-  it("counts every write, or only the cgroup's own (without v1's async writeback)", () => {
-    const at = (writes: number, asyncOps?: number) => ({ reads: 0, writes, readBytes: 0, writeBytes: 0, ...(asyncOps === undefined ? {} : { asyncOps }) });
-    expect(writeDemand(at(1508, 1390), at(1000, 1000), 'all')).toBe(508);
-    expect(writeDemand(at(1508, 1390), at(1000, 1000), 'sync')).toBe(118);
-    // v2 counts no async operations: every write counts.
-    expect(writeDemand(at(1508), at(1000), 'sync')).toBe(508);
-  });
-
+describe('nextSplit in a closed loop', () => {
   it.each([
     [1.5, 1],
     [1.7, 0.2],
