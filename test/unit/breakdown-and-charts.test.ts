@@ -199,7 +199,12 @@ describe('fidelity to the reference', () => {
     const md = fidelityMarkdown(result).join('\n');
     expect(md).toContain('| emulated gp3 vs published gp3 | 1,647 / 1,734 (-5 %) | 38.74 / 36.9 (+5 %) | 47 % / 45 % (+4.4 %) | IO-bound (write IOPS at the cap) |');
     expect(md).toMatch(/h-gp3: write IOPS 2980 of the 3000 cap/);
-    expect(md).toContain('O_DIRECT (postgres.directIo "data")');
+    expect(md).toContain('Data files are written through the page cache (postgres.directIo "off"), as the reference ran.');
+    expect(md).toMatch(/gp3: one IOPS budget for reads and writes, as EBS \(iopsBudget "shared"\)/);
+    const direct = fidelityMarkdown({ ...result, spec: { ...result.spec, postgres: { ...result.spec.postgres, directIo: 'data' } } }).join('\n');
+    expect(direct).toContain('O_DIRECT (postgres.directIo "data")');
+    const separate = { ...result.spec, storageClasses: { ...result.spec.storageClasses, gp3: { ...result.spec.storageClasses.gp3, iopsBudget: 'separate' as const } } };
+    expect(fidelityMarkdown({ ...result, spec: separate }).join('\n')).toContain('gp3: reads and writes each had 3,000 IOPS');
     // Both reports carry it; a run without a comparison has no such section.
     expect(renderHtml(result)).toContain('<td>emulated gp3 vs published gp3</td>');
     expect(fidelityMarkdown({ ...result, compare: null })).toEqual([]);

@@ -19,10 +19,11 @@ function problemsOf(resolve: () => unknown): { path: string; message: string }[]
 }
 
 describe('version rules', () => {
-  it('local-quick runs PostgreSQL 17 with O_DIRECT data files; ci stays on the default version, buffered', () => {
+  it('local-quick runs PostgreSQL 17 with buffered I/O, as the reference; ci stays on the default version; O_DIRECT on request', () => {
     const quick = resolveSpec({ preset: 'local-quick' });
-    expect(quick.postgres).toMatchObject({ version: 17, directIo: 'data' });
-    expect(postgresSettings(quick).debug_io_direct).toBe('data');
+    expect(quick.postgres).toMatchObject({ version: 17, directIo: 'off' });
+    expect(postgresSettings(quick)).not.toHaveProperty('debug_io_direct');
+    expect(postgresSettings(resolveSpec({ preset: 'local-quick', postgres: { directIo: 'data' } })).debug_io_direct).toBe('data');
     const ci = resolveSpec({ preset: 'ci' });
     expect(ci.postgres.version).toBeUndefined();
     expect(ci.postgres.directIo).toBe('off');
@@ -31,8 +32,8 @@ describe('version rules', () => {
   });
 
   it.each([
-    [{ postgres: { version: 15 } }, 'postgres.directIo', 'needs PostgreSQL 16+'],
-    [{ postgres: { version: null } }, 'postgres.directIo', 'set postgres.version to 17'],
+    [{ postgres: { version: 15, directIo: 'data' } }, 'postgres.directIo', 'needs PostgreSQL 16+'],
+    [{ postgres: { version: null, directIo: 'data' } }, 'postgres.directIo', 'set postgres.version to 17'],
     [{ postgres: { directIo: 'wal' } }, 'postgres.directIo', 'must be one of off, data, data+wal'],
     [{ durability: { enabled: true, tool: 'pgbackrest' } }, 'durability.tool', 'pgBackRest 2.45 does not know 17'],
     [{ durability: { drills: ['restore'], tool: 'pgbackrest' } }, 'durability.tool', 'back up with WAL-G'],
