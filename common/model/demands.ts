@@ -123,7 +123,7 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
       // The throttle's writes without the WAL flushes' own (the model counts those itself).
       throttledPerTx: d.cgroupIo ? Math.max(0, d.cgroupIo.writeIops * d.seconds - walSyncs) / tx : null,
     },
-    wal: { bytesPerTx: walBytes / tx },
+    wal: { bytesPerTx: walBytes / tx, ...(walSyncs > 0 ? { flushesPerTx: walSyncs / tx } : {}) },
     device: { readLatencyMs: d.device?.readLatencyMs ?? null, flushLatencyMs: flushLatency(d, notes) },
     cache,
     storage: targetOfClass(result, className),
@@ -200,7 +200,7 @@ export function demandsFromCapture(capture: DiagnoseCapture): WorkloadDemands {
     serverMs,
     reads: { perTx: reads, kib: readKiB },
     writes: { kind: 'measured', perTx: (d.bufferWrites ?? 0) / tx, kib: PAGE_KIB, throttledPerTx: null },
-    wal: { bytesPerTx: (d.wal?.wal_bytes ?? d.walBytes ?? 0) / tx },
+    wal: { bytesPerTx: (d.wal?.wal_bytes ?? d.walBytes ?? 0) / tx, ...(walSyncs > 0 ? { flushesPerTx: walSyncs / tx } : {}) },
     device: {
       readLatencyMs: capture.local ? (d.device?.readLatencyMs ?? null) : capture.evidence.msPerBlockRead,
       flushLatencyMs,

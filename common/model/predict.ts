@@ -162,7 +162,8 @@ export interface WorkloadDemands {
   writes:
     | { kind: 'measured'; perTx: number; kib: number; throttledPerTx: number | null }
     | { kind: 'window'; dirtiedPagesPerTx: number; absorbPages: number; windowSeconds: number; kib: number };
-  wal: { bytesPerTx: number };
+  /** WAL bytes per transaction, and WAL flushes (pg_stat_wal's wal_sync) per transaction where measured. */
+  wal: { bytesPerTx: number; flushesPerTx?: number };
   /** Device time of a read and of a WAL flush as measured on the source (queueing in the device included). */
   device: { readLatencyMs: number | null; flushLatencyMs: number | null };
   /** The cache: data set size and what memory holds of it; null when unknown (memory changes are then not predicted). */
@@ -241,6 +242,24 @@ interface DeviceModel {
   throttleSeesWriteback: boolean;
 }
 
+/**
+ * A target's I/O caps (null: none), whether reads and writes share one budget, and whether the budget sees the kernel's
+ * writeback: EBS counts every I/O of a volume against one budget (AWS); the cgroup v1 emulation throttles reads and
+ * writes apart and charges writeback to the root cgroup; a local disk or instance store has a cap only if given.
+ */
+export function targetCaps(target: PredictTarget): { sharedBudget: boolean; iops: number | null; mibps: number | null; throttleSeesWriteback: boolean } {
+  switch (target.kind) {
+    case 'ebs': {
+      const ebs = target.volumeType === 'io2' ? DEVICE_DEFAULTS.io2 : DEVICE_DEFAULTS.gp3;
+      return { sharedBudget: true, iops: target.iops ?? ebs.iops, mibps: target.throughputMiBps ?? ebs.throughputMiBps, throttleSeesWriteback: true };
+    }
+    case 'emulated-ebs':
+      return { sharedBudget: false, iops: target.iops ?? DEVICE_DEFAULTS.gp3.iops, mibps: target.throughputMiBps ?? DEVICE_DEFAULTS.gp3.throughputMiBps, throttleSeesWriteback: false };
+    default:
+      return { sharedBudget: true, iops: target.iops ?? null, mibps: target.throughputMiBps ?? null, throttleSeesWriteback: true };
+  }
+}
+
 function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumptions: string[]): DeviceModel {
   const sameKind = target.kind === demands.storage.kind;
   // The emulated volume sits on this machine's disk: its own latency is the disk's, measured on a source here.
@@ -260,8 +279,7 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
   const unknownReadLatency = () => (demands.reads.perTx === 0 ? 0 : needMeasured('read latency'));
   switch (target.kind) {
     case 'ebs': {
-      const iops = target.iops ?? ebs.iops;
-      const mibps = target.throughputMiBps ?? ebs.throughputMiBps;
+      const { iops, mibps } = targetCaps(target);
       const latency = () => published(ebs.latencyMs, ebs.source);
       const read = target.readLatencyMs ?? measuredOr(demands.device.readLatencyMs, latency);
       return {
@@ -276,8 +294,7 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
       };
     }
     case 'emulated-ebs': {
-      const iops = target.iops ?? DEVICE_DEFAULTS.gp3.iops;
-      const mibps = target.throughputMiBps ?? DEVICE_DEFAULTS.gp3.throughputMiBps;
+      const { iops, mibps } = targetCaps(target);
       return {
         // cgroup v1 throttles reads and writes as separate budgets, and charges kernel writeback to the root cgroup.
         sharedBudget: false,
@@ -332,19 +349,17 @@ const NO_RESIDUALS: Residuals = { cpu: 0, pageReadsPerRead: 0, walFsync: 0 };
  * commit amplifies, page-cache allocation in a memory-limited host, kernel work outside any wait event). Page-read
  * time is carried per read, so a target that reads less (more memory) carries less of it.
  */
-export function sourceResiduals(demands: WorkloadDemands): Residuals {
+export function sourceResiduals(demands: WorkloadDemands, variant: ModelVariant = {}): Residuals {
   const s = demands.serverMs;
-  if (!s) return NO_RESIDUALS;
-  const base = solve(demands, demands.storage, NO_RESIDUALS);
+  if (!s || variant.residuals === false) return NO_RESIDUALS;
+  const { base, saturated } = sourceSaturation(demands, variant);
   // At a station the source saturated, the closed model itself sets how the clients' time splits between the
-  // stations: a difference there is that split, not a delay, so it is not carried. Saturated at the source's measured
-  // throughput: where the model alone runs faster than the source, its own utilisation would overstate the source's.
-  const atSource = base.tps > 0 ? demands.measured.tps / base.tps : 1;
-  const free = (stations: string[]) => stations.every((name) => (base.utilization[name] ?? 0) * atSource < SATURATED);
+  // stations: a difference there is that split, not a delay, so it is not carried.
+  const free = (stations: string[]) => stations.every((name) => !saturated.includes(name));
   const carried = {
     cpu: free(['CPU']),
     pageReads: free(['device IOPS', 'device MiB/s', 'read IOPS', 'read MiB/s']),
-    walFsync: free(['device IOPS', 'device MiB/s', 'write IOPS', 'write MiB/s']),
+    walFsync: free(['device IOPS', 'device MiB/s', 'write IOPS', 'write MiB/s', 'WAL flush']),
   };
   let residuals = NO_RESIDUALS;
   let model = base;
@@ -359,9 +374,23 @@ export function sourceResiduals(demands: WorkloadDemands): Residuals {
     const change = Math.max(Math.abs(next.cpu - residuals.cpu), Math.abs(next.pageReadsPerRead - residuals.pageReadsPerRead), Math.abs(next.walFsync - residuals.walFsync));
     residuals = next;
     if (change < RESIDUAL_CONVERGED_MS) break;
-    model = solve(demands, demands.storage, residuals);
+    model = solve(demands, demands.storage, residuals, variant);
   }
   return residuals;
+}
+
+/**
+ * The stations the source saturated: the model without residuals on the source's own storage and host, its
+ * utilisations taken at the source's measured throughput (where the model alone runs faster than the source, its own
+ * utilisation would overstate the source's).
+ */
+export function sourceSaturation(demands: WorkloadDemands, variant: ModelVariant = {}): { base: Prediction; saturated: string[] } {
+  const base = solve(demands, demands.storage, NO_RESIDUALS, variant);
+  const atSource = base.tps > 0 ? demands.measured.tps / base.tps : 1;
+  const saturated = Object.entries(base.utilization)
+    .filter(([, u]) => u * atSource >= SATURATED)
+    .map(([name]) => name);
+  return { base, saturated };
 }
 
 /** The residuals' fixed point: each step moves them by less than the last (a queue drains slower than a delay grows). */
@@ -386,13 +415,26 @@ const SATURATED = 0.9;
 const MAX_ITERATIONS = 200;
 const CONVERGED = 1e-7;
 
+/**
+ * Parts of the model that can be switched off: a test seam, so that test/unit/predict-mutations.test.ts can show the
+ * fixtures' checks fail without each part, and a way to see what a part contributes. Every caller outside the tests
+ * uses the whole model (both on).
+ */
+export interface ModelVariant {
+  /** Group commit (on by default). Off: every commit flushes the WAL alone, one flush at a time (a queue). */
+  groupCommit?: boolean;
+  /** The source's residuals carried to the target (on by default). Off: only what the stations model. */
+  residuals?: boolean;
+}
+
 /** Predicts throughput and latency of the demands on a target. Throws when the target lacks a figure it needs. */
-export function predict(demands: WorkloadDemands, target: PredictTarget): Prediction {
-  return solve(demands, target, sourceResiduals(demands));
+export function predict(demands: WorkloadDemands, target: PredictTarget, variant: ModelVariant = {}): Prediction {
+  return solve(demands, target, sourceResiduals(demands, variant), variant);
 }
 
 /** The model on a target with the source's residuals. */
-function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Residuals): Prediction {
+function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Residuals, variant: ModelVariant = {}): Prediction {
+  const groupCommit = variant.groupCommit !== false;
   const assumptions: string[] = [];
   const clients = target.clients ?? demands.clients;
   const vcpus = target.vcpus ?? demands.cpu.vcpus;
@@ -437,17 +479,18 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
     const writeServiceMs = dev.writeIops ? 1000 / dev.writeIops : 0;
     // A WAL flush is one write of the group's bytes: the device's own time, the transfer at a capped bandwidth,
     // and its wait behind the writes queued at a capped device.
-    const groupBytes = x > 0 ? demands.wal.bytesPerTx * Math.max(1, x * walMsPrevious) : demands.wal.bytesPerTx;
+    const groupBytes = x > 0 && groupCommit ? demands.wal.bytesPerTx * Math.max(1, x * walMsPrevious) : demands.wal.bytesPerTx;
     const transferMs = dev.writeMiBps ? (groupBytes / 2 ** 20 / dev.writeMiBps) * 1000 : 0;
     const flushMs = dev.flushLatencyMs + transferMs + writeServiceMs * (1 + walQueue);
     // Group commit: a commit waits for the flush in progress (half of one on average, when one is) and its own.
-    walMs = groupedFlushWaitMs(flushMs, x);
+    // Without group commit (the test seam) each commit's flush is its own, and flushes queue one behind another.
+    walMs = groupCommit ? groupedFlushWaitMs(flushMs, x) : 0;
     // A synchronous standby: after its own flush a commit waits for the WAL to cross the network and be flushed on
     // the standby, where the flushes group the same way (its device serves no reads: replay of a page after its
     // full-page image needs none).
-    if (syncStandbyRttMs > 0) walMs += syncStandbyRttMs + groupedFlushWaitMs(dev.flushLatencyMs + transferMs, x);
+    if (syncStandbyRttMs > 0) walMs += syncStandbyRttMs + (groupCommit ? groupedFlushWaitMs(dev.flushLatencyMs + transferMs, x) : dev.flushLatencyMs + transferMs);
     walMsPrevious = flushMs;
-    const flushesPerTx = x > 0 ? Math.min(1, 1 / (x * flushMs)) : 1;
+    const flushesPerTx = x > 0 && groupCommit ? Math.min(1, 1 / (x * flushMs)) : 1;
     const bytesPerFlush = demands.wal.bytesPerTx / flushesPerTx;
     walOpsPerTx = flushesPerTx * Math.max(1, Math.ceil(bytesPerFlush / EBS_MAX_IO_BYTES));
     const throttledWrites = dev.throttleSeesWriteback
@@ -461,6 +504,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
       // grown to the whole CPU per transaction, so the cores still bind at vCPUs / CPU per transaction.
       ...multiServer('CPU', onPathCpuMs, vcpus, besideCpuMs > 0 ? (tx) => 1 / (1 - Math.min(MAX_BESIDE_UTILIZATION, (tx * besideCpuMs) / vcpus)) : undefined),
       { name: 'read latency', kind: 'delay', demandMs: reads * dev.readLatencyMs },
+      ...(groupCommit ? [] : [{ name: 'WAL flush', kind: 'queue' as const, demandMs: flushMs }]),
       { name: 'WAL flush', kind: 'delay', demandMs: walMs },
       { name: 'locks', kind: 'delay', demandMs: lockMs },
       { name: 'other waits', kind: 'delay', demandMs: otherMs },
@@ -510,7 +554,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   const breakdownMs: Record<PredictedPart, number> = {
     cpu: byName('CPU'),
     pageReads: byName('read latency') + capMs(true),
-    walFsync: walMs,
+    walFsync: byName('WAL flush'),
     lock: byName('locks'),
     // Other waits, plus the queueing that background writes and WAL writes cause at a capped device.
     other: byName('other waits') + capMs(false),
@@ -550,25 +594,43 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
 /** The model on the source's own storage must give back the source's measured TPS within this. */
 export const SOURCE_CHECK_TOLERANCE = 0.15;
 
-/** The model's self-check: the source predicted on its own storage and host, against what it measured. */
+/** What the check on the source is called wherever it shows (CLI, report, docs). */
+export const SOURCE_CHECK_NAME = "source figures consistent (Little's law)";
+
+/**
+ * The check on the source: the model on the source's own storage and host, against what the source measured. It is a
+ * consistency check of the source's figures, not a test of the model: with no station saturated at the source, the
+ * residuals make every carried part equal its sample, so the model gives back the source by Little's law whatever its
+ * stations say. Only at a saturated station (where the model, not the samples, splits the time) can a wrong model fail
+ * it; `saturated` names those stations, and `byConstruction` says there were none.
+ */
 export interface SourceCheck {
   predictedTps: number;
   measuredTps: number;
   errorPct: number;
   ok: boolean;
+  /** The stations the source saturated (empty: the check holds by construction). */
+  saturated: string[];
+  byConstruction: boolean;
   detail: string;
 }
 
-export function sourceCheck(demands: WorkloadDemands): SourceCheck {
-  const own = predict(demands, demands.storage);
+export function sourceCheck(demands: WorkloadDemands, variant: ModelVariant = {}): SourceCheck {
+  const own = predict(demands, demands.storage, variant);
+  const { saturated } = sourceSaturation(demands, variant);
   const error = errorPct(own.tps, demands.measured.tps);
   const ok = Math.abs(error) <= SOURCE_CHECK_TOLERANCE * 100;
+  const what = saturated.length
+    ? `the source saturated ${saturated.join(', ')}, where the model's own bound sets the figures, so a wrong model can fail this`
+    : `no station saturated at the source: the unexplained time is carried so that every part equals its sample, so this restates Little's law on the source's figures and does not test the model`;
   return {
     predictedTps: own.tps,
     measuredTps: demands.measured.tps,
     errorPct: error,
     ok,
-    detail: `the model gives ${Math.round(own.tps).toLocaleString('en-US')} TPS on the source's own storage and host, ${error >= 0 ? '+' : ''}${error.toFixed(1)} % from the measured ${Math.round(demands.measured.tps).toLocaleString('en-US')} (tolerance ${SOURCE_CHECK_TOLERANCE * 100} %)${ok ? '' : ': it does not explain its own source, so its predictions from it are suspect'}`,
+    saturated,
+    byConstruction: saturated.length === 0,
+    detail: `the model gives ${Math.round(own.tps).toLocaleString('en-US')} TPS on the source's own storage and host, ${error >= 0 ? '+' : ''}${error.toFixed(1)} % from the measured ${Math.round(demands.measured.tps).toLocaleString('en-US')} (tolerance ${SOURCE_CHECK_TOLERANCE * 100} %); ${what}${ok ? '' : ': the source\'s figures do not hang together in the model, so its predictions from them are suspect'}`,
   };
 }
 
