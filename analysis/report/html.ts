@@ -131,9 +131,13 @@ export function renderCharts(result: ExperimentResult): string[] {
         series: [
           { name: 'predicted', values: predicted.map((r) => r.predicted!.tps) },
           { name: 'measured', values: predicted.map((r) => r.measured?.tps ?? null) },
+          // The baselines the model must beat, where the result has them (docs/prediction-model.md).
+          ...(predicted.some((r) => r.baselines)
+            ? [{ name: 'cap ÷ I/O baseline', values: predicted.map((r) => r.baselines?.capDivision.tps ?? null) }]
+            : []),
         ],
       }),
-      'Each class predicted from the calibration class\'s measured demands alone, then measured by this run (see "Predicted vs measured").',
+      'Each class predicted from the calibration class\'s measured demands alone, then measured by this run (see "Predicted vs measured"); beside it the cap ÷ I/O baseline (the tightest cap ÷ the calibration class\'s I/O per transaction). The clients × TPS baseline is in the table: on these classes it is the calibration class\'s own TPS.',
     );
 
   figure(

@@ -1,19 +1,27 @@
 /** The report's predictions: each class predicted (from the calibration class, from the previous run) beside what it measured. */
 import type { PredictionRow, PredictionSet, RunPredictions } from '../../common/model/run-predictions';
-import { PREDICTION_GOAL_PCT } from '../../common/model/run-predictions';
+import { PREDICTION_GOAL_PCT, rowComparison } from '../../common/model/run-predictions';
+import { BASELINE_LABELS, comparisonLine, type BaselineName } from '../../common/model/baselines';
+import { SOURCE_CHECK_NAME } from '../../common/model/predict';
 import { fmt } from './summary';
 
 const signed = (v: number | null) => (v === null || Number.isNaN(v) ? '–' : `${v >= 0 ? '+' : ''}${fmt(v, 1)} %`);
 const ms = (a: number | null | undefined, b: number | null | undefined) => `${fmt(a, 2)} / ${fmt(b, 2)}`;
 
+/** A baseline's TPS and its error, or "–" (none, or a result computed before the baselines existed). */
+function baselineCell(r: PredictionRow, name: BaselineName): string {
+  const b = r.baselines?.[name];
+  return b && b.tps !== null ? `${fmt(b.tps, 0)} (${signed(b.errorPct)})` : '–';
+}
+
 function table(rows: PredictionRow[]): string[] {
   return [
-    '| class | target | predicted TPS | measured TPS | TPS error | predicted mean / p95 (ms) | measured mean / p95 (ms) | mean / p95 error | predicted bound |',
-    '|---|---|---|---|---|---|---|---|---|',
+    `| class | target | predicted TPS | measured TPS | TPS error | ${BASELINE_LABELS.capDivision} baseline TPS (error) | ${BASELINE_LABELS.clientScaling} baseline TPS (error) | predicted mean / p95 (ms) | measured mean / p95 (ms) | mean / p95 error | predicted bound |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) =>
       r.predicted
-        ? `| ${r.className} | ${r.target} | ${fmt(r.predicted.tps, 0)} | ${fmt(r.measured?.tps, 0)} | ${signed(r.errorPct.tps)} | ${ms(r.predicted.meanMs, r.predicted.p95Ms)} | ${ms(r.measured?.meanMs, r.measured?.p95Ms)} | ${signed(r.errorPct.mean)} / ${signed(r.errorPct.p95)} | ${r.predicted.bottleneck} |`
-        : `| ${r.className} | ${r.target} | – | ${fmt(r.measured?.tps, 0)} | – | – | ${ms(r.measured?.meanMs, r.measured?.p95Ms)} | – | not predicted: ${r.problem?.replace(/\|/g, '\\|') ?? ''} |`,
+        ? `| ${r.className} | ${r.target} | ${fmt(r.predicted.tps, 0)} | ${fmt(r.measured?.tps, 0)} | ${signed(r.errorPct.tps)} | ${baselineCell(r, 'capDivision')} | ${baselineCell(r, 'clientScaling')} | ${ms(r.predicted.meanMs, r.predicted.p95Ms)} | ${ms(r.measured?.meanMs, r.measured?.p95Ms)} | ${signed(r.errorPct.mean)} / ${signed(r.errorPct.p95)} | ${r.predicted.bottleneck} |`
+        : `| ${r.className} | ${r.target} | – | ${fmt(r.measured?.tps, 0)} | – | – | – | – | ${ms(r.measured?.meanMs, r.measured?.p95Ms)} | – | not predicted: ${r.problem?.replace(/\|/g, '\\|') ?? ''} |`,
     ),
     '',
   ];
@@ -22,12 +30,17 @@ function table(rows: PredictionRow[]): string[] {
 function setLines(set: PredictionSet): string[] {
   const lines: string[] = [];
   if (set.from) lines.push(`From ${set.from}.`);
-  if (set.sourceCheck) lines.push(`Model check: ${set.sourceCheck.ok ? 'PASS' : '**FAIL**'}: ${set.sourceCheck.detail}.`);
+  if (set.sourceCheck) lines.push(`${capitalised(SOURCE_CHECK_NAME)}: ${set.sourceCheck.ok ? 'PASS' : '**FAIL**'}: ${set.sourceCheck.detail}.`);
   lines.push('');
   if (set.rows.length) lines.push(...table(set.rows));
+  // Computed from the rows, so a result stored before the baselines existed shows none rather than a stale one.
+  const comparison = rowComparison(set.rows);
+  if (comparison) lines.push(`Against the baselines (docs/prediction-model.md): ${comparisonLine(comparison)}.`, '');
   if (set.notes.length) lines.push(...set.notes.map((n) => `- ${n}`), '');
   return lines;
 }
+
+const capitalised = (s: string) => s[0].toUpperCase() + s.slice(1);
 
 export function predictionsMarkdown(p: RunPredictions): string[] {
   const lines: string[] = [];

@@ -63,7 +63,7 @@ export function capDivisionBaseline(demands: WorkloadDemands, target: PredictTar
     const tps = cap / perTx;
     if (best === null || tps < best.tps!) best = { tps, detail: `${name} cap ${n(cap)} ÷ ${n(perTx, 3)} ${unit} per transaction at the source` };
   }
-  const unmeasured = demands.wal.flushesPerTx === undefined ? ' (WAL flushes not measured at the source: not counted)' : '';
+  const unmeasured = demands.wal.flushesPerTx === undefined ? '; WAL flushes not measured at the source, not counted' : '';
   if (!best) return { tps: null, detail: 'the source did no I/O the caps count' };
   return { tps: best.tps, detail: best.detail + unmeasured };
 }

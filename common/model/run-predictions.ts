@@ -3,6 +3,7 @@
  * (spec.prediction, the predict-check preset), and every class predicted from the previous run of the same spec.
  * Each beside what the run measured, with the error in per cent. Pure and workflow-safe.
  */
+import { baselines, compareWithBaselines, BASELINE_NAMES, type BaselineComparison, type BaselineName } from './baselines';
 import { demandsFromClass, targetOfClass } from './demands';
 import { describeTarget, errorPct, predict, sourceCheck, type SourceCheck, type WorkloadDemands } from './predict';
 import type { ExperimentResult } from '../results/result';
@@ -16,6 +17,8 @@ export interface PredictionRow {
   predicted: { tps: number; meanMs: number; p95Ms: number | null; bottleneck: string } | null;
   measured: { tps: number; meanMs: number; p95Ms: number } | null;
   errorPct: { tps: number | null; mean: number | null; p95: number | null };
+  /** The baselines the model must beat, on the same pair (absent in results computed before they existed). */
+  baselines?: Record<BaselineName, { tps: number | null; errorPct: number | null; detail: string }>;
   /** Why a class could not be predicted or compared. */
   problem?: string;
 }
@@ -25,6 +28,8 @@ export interface PredictionSet {
   from: string;
   sourceCheck: SourceCheck | null;
   rows: PredictionRow[];
+  /** The model's median error beside the baselines' on the rows where all three give a figure (null: no such row). */
+  comparison?: BaselineComparison | null;
   notes: string[];
 }
 
@@ -48,6 +53,8 @@ export function predictClasses(demands: WorkloadDemands, result: ExperimentResul
     try {
       const p = predict(demands, target);
       const predicted = { tps: p.tps, meanMs: p.latencyMs.mean, p95Ms: p.latencyMs.p95, bottleneck: p.bottleneck };
+      const b = baselines(demands, target);
+      const withError = (name: BaselineName) => ({ ...b[name], errorPct: measured && b[name].tps !== null ? errorPct(b[name].tps!, measured.tps) : null });
       return {
         className,
         target: describeTarget({ ...target, label: undefined }),
@@ -58,6 +65,7 @@ export function predictClasses(demands: WorkloadDemands, result: ExperimentResul
           mean: measured ? errorPct(predicted.meanMs, measured.meanMs) : null,
           p95: measured && predicted.p95Ms !== null ? errorPct(predicted.p95Ms, measured.p95Ms) : null,
         },
+        baselines: { capDivision: withError('capDivision'), clientScaling: withError('clientScaling') },
         ...(measured ? {} : { problem: 'the class measured no TPS' }),
       };
     } catch (err) {
@@ -81,7 +89,22 @@ function predictionSet(source: () => WorkloadDemands, result: ExperimentResult, 
   } catch (err) {
     notes.push(`no source check: ${(err as Error).message}`);
   }
-  return { from: demands.source, sourceCheck: check, rows: predictClasses(demands, result, classNames), notes };
+  const rows = predictClasses(demands, result, classNames);
+  return { from: demands.source, sourceCheck: check, rows, comparison: rowComparison(rows), notes };
+}
+
+/** The model against the baselines on the rows of a set that were predicted and measured. */
+export function rowComparison(rows: PredictionRow[]): BaselineComparison | null {
+  return compareWithBaselines(
+    rows
+      .filter((r) => r.predicted && r.measured && r.baselines)
+      .map((r) => ({
+        label: r.className,
+        measuredTps: r.measured!.tps,
+        modelTps: r.predicted!.tps,
+        baselineTps: Object.fromEntries(BASELINE_NAMES.map((n) => [n, r.baselines![n].tps])) as Record<BaselineName, number | null>,
+      })),
+  );
 }
 
 /** Every other class predicted from the spec's calibration class; undefined when the spec names none. */
