@@ -107,7 +107,7 @@ export interface BaselineComparison {
   pairs: number;
   /** Median absolute TPS error in per cent, of the model and of each baseline, on those pairs. */
   medianAbsErrorPct: { model: number; capDivision: number; clientScaling: number };
-  /** Whether the model's median error is below both baselines' (a tie does not beat). */
+  /** Whether the model's median error is below both baselines' by at least TIE_PCT_POINTS (a tie does not beat). */
   modelBeatsBoth: boolean;
   /** The predictors by median error, best first. */
   ranking: string[];
@@ -123,14 +123,23 @@ export function compareWithBaselines(pairs: ComparedPair[]): BaselineComparison 
     .map((k) => [k === 'model' ? 'model' : BASELINE_LABELS[k], m[k]] as const)
     .sort((a, b) => a[1] - b[1])
     .map(([k]) => k);
-  return { pairs: same.length, medianAbsErrorPct: m, modelBeatsBoth: m.model < m.capDivision && m.model < m.clientScaling, ranking };
+  const beats = (baseline: number) => baseline - m.model >= TIE_PCT_POINTS;
+  return { pairs: same.length, medianAbsErrorPct: m, modelBeatsBoth: beats(m.capDivision) && beats(m.clientScaling), ranking };
 }
+
+/**
+ * Median errors closer than this (percentage points) are a tie: the precision every comparison prints (one decimal),
+ * so the model does not "beat" a baseline it equals on paper but for floating-point noise.
+ */
+export const TIE_PCT_POINTS = 0.1;
 
 /** The comparison in one sentence, saying plainly when the model does not beat both. */
 export function comparisonLine(c: BaselineComparison): string {
   const f = (v: number) => `${v.toFixed(1)} %`;
   const head = `median |TPS error| on ${c.pairs} pairs: model ${f(c.medianAbsErrorPct.model)}, ${BASELINE_LABELS.capDivision} ${f(c.medianAbsErrorPct.capDivision)}, ${BASELINE_LABELS.clientScaling} ${f(c.medianAbsErrorPct.clientScaling)}`;
-  return `${head}: ${c.modelBeatsBoth ? 'the model beats both baselines' : 'the model does not beat both baselines'}`;
+  const tied = BASELINE_NAMES.filter((b) => Math.abs(c.medianAbsErrorPct[b] - c.medianAbsErrorPct.model) < TIE_PCT_POINTS).map((b) => BASELINE_LABELS[b]);
+  const verdict = c.modelBeatsBoth ? 'the model beats both baselines' : `the model does not beat both baselines${tied.length ? ` (it ties ${tied.join(' and ')})` : ''}`;
+  return `${head}: ${verdict}`;
 }
 
 export function median(values: number[]): number {

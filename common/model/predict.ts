@@ -620,16 +620,19 @@ export function sourceCheck(demands: WorkloadDemands, variant: ModelVariant = {}
   const { saturated } = sourceSaturation(demands, variant);
   const error = errorPct(own.tps, demands.measured.tps);
   const ok = Math.abs(error) <= SOURCE_CHECK_TOLERANCE * 100;
+  const carried = variant.residuals !== false;
   const what = saturated.length
     ? `the source saturated ${saturated.join(', ')}, where the model's own bound sets the figures, so a wrong model can fail this`
-    : `no station saturated at the source: the unexplained time is carried so that every part equals its sample, so this restates Little's law on the source's figures and does not test the model`;
+    : carried
+      ? `no station saturated at the source: the unexplained time is carried so that every part equals its sample, so this restates Little's law on the source's figures and does not test the model`
+      : 'no station saturated at the source, and no residuals carried (the test seam): the stations alone against the source';
   return {
     predictedTps: own.tps,
     measuredTps: demands.measured.tps,
     errorPct: error,
     ok,
     saturated,
-    byConstruction: saturated.length === 0,
+    byConstruction: saturated.length === 0 && carried,
     detail: `the model gives ${Math.round(own.tps).toLocaleString('en-US')} TPS on the source's own storage and host, ${error >= 0 ? '+' : ''}${error.toFixed(1)} % from the measured ${Math.round(demands.measured.tps).toLocaleString('en-US')} (tolerance ${SOURCE_CHECK_TOLERANCE * 100} %); ${what}${ok ? '' : ': the source\'s figures do not hang together in the model, so its predictions from them are suspect'}`,
   };
 }
