@@ -196,7 +196,7 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     const file = path.join(work, 'capture.json');
     writeFileSync(file, r.stdout);
     const predicted = await runProcess(process.execPath, [cli, 'predict', '--from', file, '--target', '{"kind":"local-disk","syncStandbyRttMs":0,"label":"no standby"}'], { timeoutMs: 60_000 });
-    // Printed on purpose: what the capture says a commit waits for, and the model's self-check on it.
+    // Printed on purpose: what the capture says a commit waits for, and the source-figures consistency check on it.
     console.log(predicted.stdout);
     expect(predicted.stdout).toMatch(/synchronous standbys: quorum: the fastest of 1 standby \(s1\)/);
     expect(predicted.stdout).toMatch(/^predicted: [\d,]+ TPS/m);
