@@ -101,7 +101,7 @@ function parseTargets(text: string): PredictTarget[] {
   });
 }
 
-/** The source check (the model on the source's own storage vs what it measured), then every target. */
+/** The source's consistency check (the model on the source's own storage vs what it measured), then every target with both baselines. */
 export function predictAll(demands: WorkloadDemands, targets: PredictTarget[]): PredictOutput {
   const attempt = (t: PredictTarget) => {
     try {

@@ -87,7 +87,7 @@ function predictionSet(source: () => WorkloadDemands, result: ExperimentResult, 
   try {
     check = sourceCheck(demands);
   } catch (err) {
-    notes.push(`no source check: ${(err as Error).message}`);
+    notes.push(`no source consistency check: ${(err as Error).message}`);
   }
   const rows = predictClasses(demands, result, classNames);
   return { from: demands.source, sourceCheck: check, rows, comparison: rowComparison(rows), notes };
