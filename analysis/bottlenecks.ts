@@ -95,6 +95,9 @@ function p90(values: number[]): number | null {
  * the per-second figures): `ratio` of the busiest figure still within reach of the cap, and the figures far above
  * it, which escaped the throttle (cgroup v1 charges kernel writeback to the root cgroup, not the host's).
  */
+/** The figure of a class with one IOPS budget: its host's reads and writes together. */
+const BUDGET_FIGURE = 'reads + writes of the host (mean, one budget)';
+
 export function throttleUse(
   c: ClusterResult,
   limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' },
@@ -109,7 +112,7 @@ export function throttleUse(
     { name: 'write MiB/s', value: p90(series.map((s) => s.writeMBps!))!, cap: limits.throughputMiBps },
     // One budget for reads and writes: what the host's own cgroup did on the device, both ways, over the window (a
     // mean: the split follows demand second by second, the sum is what the budget holds).
-    ...(limits.iopsBudget === 'shared' && own ? [{ name: 'reads + writes of the host (mean, one budget)', value: own.readIops + own.writeIops, cap: limits.iops }] : []),
+    ...(limits.iopsBudget === 'shared' && own ? [{ name: BUDGET_FIGURE, value: own.readIops + own.writeIops, cap: limits.iops }] : []),
   ].map((f) => ({ ...f, ratio: f.value / f.cap }));
   const within = figures.filter((f) => f.ratio <= ABOVE_CAP);
   const top = within.length ? within.reduce((a, b) => (b.ratio > a.ratio ? b : a)) : null;
@@ -125,7 +128,7 @@ export function throttleUse(
 /** The resource that bound a cluster's throughput, from its wait shares, CPU and device, or null without diagnostics. */
 export function boundBy(
   c: ClusterResult,
-  limits: { iops: number | null; throughputMiBps: number | null } = { iops: null, throughputMiBps: null },
+  limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' } = { iops: null, throughputMiBps: null },
 ): { resource: string; detail: string } | null {
   const d = c.diagnostics;
   if (!d) return null;
@@ -144,6 +147,11 @@ export function boundBy(
     .filter(Boolean)
     .join('; ');
   // The device at its cap names the bound by the figure that hit it: with O_DIRECT data files that can be the writes.
+  // One budget for both is named by what the backends waited on at it (reads, or the WAL's flushes).
+  if (throttle && throttle.ratio >= AT_CAP && throttle.busiest === BUDGET_FIGURE) {
+    const waitedOn = share('pageReads') >= share('walFsync') ? 'page reads' : 'WAL flushes';
+    return { resource: `IO-bound (${waitedOn} at the IOPS budget)`, detail };
+  }
   if (throttle && throttle.ratio >= AT_CAP) return { resource: `IO-bound (${throttle.busiest} at the cap)`, detail };
   if (share('pageReads') >= DOMINANT_SHARE) return { resource: 'IO-bound (page reads)', detail };
   if (share('walFsync') >= DOMINANT_SHARE) return { resource: 'IO-bound (WAL flushes)', detail };

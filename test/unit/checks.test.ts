@@ -3,6 +3,7 @@
  * broken in the one way it guards against fails exactly it. A new check without a case here fails the last test.
  */
 import { aggregate, drillChecks } from '../../analysis/aggregate';
+import { boundBy } from '../../analysis/bottlenecks';
 import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
 import type { Diagnostics, DiagnosticsSecond } from '../../common/results/sampler-and-phases';
 import type { Check, ClusterResult, ExperimentResult } from '../../common/results/result';
@@ -174,6 +175,16 @@ describe('the throttle checks of a class with one IOPS budget for reads and writ
   it('is engaged by reads and writes together near the budget', () => {
     expect(spec.storageClasses.gp3.iopsBudget).toBe('shared');
     expect(withOwnIo(1900, 700).every((k) => k.ok)).toBe(true);
+  });
+
+  it('names the bound by what the backends waited on at the budget', () => {
+    const c = healthyCluster();
+    // Under one budget each direction stays below the whole figure; together they reach it.
+    c.diagnostics!.series.forEach((s) => Object.assign(s, { readIops: 2000, writeIops: 1100, readMBps: 9, writeMBps: 9 }));
+    c.diagnostics!.cgroupIo = { readIops: 1900, writeIops: 700, readMBps: 9, writeMBps: 9 };
+    const limits = { iops: 3000, throughputMiBps: 125, iopsBudget: 'shared' as const };
+    expect(boundBy(c, limits)?.resource).toBe('IO-bound (page reads at the IOPS budget)');
+    expect(boundBy(c, { ...limits, iopsBudget: 'separate' })?.resource).not.toMatch(/IOPS budget/);
   });
 
   it('fails "throttle engaged" when reads and writes together stay far below the budget', () => {
