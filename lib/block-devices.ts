@@ -32,6 +32,12 @@ export function describeLoop(device: string): LoopDevice {
   return { device, name, majMin: readFileSync(`/sys/block/${name}/dev`, 'utf8').trim() };
 }
 
+/** A block device's MAJ:MIN (as the cgroup I/O files name it) from /sys/class/block/<dev>/dev, or null. */
+export function deviceMajMin(device: string | null): string | null {
+  const file = device ? `/sys/class/block/${device}/dev` : null;
+  return file && existsSync(file) ? readFileSync(file, 'utf8').trim() : null;
+}
+
 /** Whether direct I/O is on for a loop device (1 in sysfs). */
 export function loopDirectIo(name: string): boolean {
   const file = `/sys/block/${name}/loop/dio`;

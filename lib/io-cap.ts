@@ -11,7 +11,7 @@
  * A host without an emulated cap makes this a no-op that says why (`liftable` false, `note`): a local disk has no cap,
  * and a real gp3 volume's cap cannot be lifted, so on AWS preparation runs at the real cap.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { deviceMajMin } from './block-devices';
 import type { HostConfig } from '../common/core/hosts';
 import { evenSplit, limitsFor, SharedIoBudget } from './io-budget';
 import { removeIoLimits, setIoLimits, setIoLimitSplit, type HostCgroup } from './cgroups';
@@ -41,12 +41,6 @@ export function ioCapPlan(host: IoCapHost, majMin: string | null): IoCapPlan {
     // A host made before the choice existed had the kernel's separate limits.
     budget: host.limits.iopsBudget ?? 'separate',
   };
-}
-
-/** A block device's MAJ:MIN from /sys/class/block/<dev>/dev, or null. */
-export function deviceMajMin(device: string | null): string | null {
-  const file = device ? `/sys/class/block/${device}/dev` : null;
-  return file && existsSync(file) ? readFileSync(file, 'utf8').trim() : null;
 }
 
 export class IoCap {

@@ -12,15 +12,15 @@ import { toolEnv } from './process-runner';
  */
 export const LAB_SESSION_OPTIONS = '-c search_path=pg_catalog -c temp_file_limit=-1';
 
-/**
- * Connects over the host's Unix socket as the lab's role: peer authentication maps the agent's OS user (and the
- * Postgres user) to it; the socket folder is open to the Postgres user and the client tools' user only.
- */
-export async function connectLocal(
-  config: Pick<HostConfig, 'socketDir' | 'postgres'>,
-  opts: { database?: string; applicationName?: string; statementTimeoutMs?: number } = {},
-): Promise<Client> {
-  const client = new Client({
+export interface LocalClientOptions {
+  database?: string;
+  applicationName?: string;
+  statementTimeoutMs?: number;
+}
+
+/** A lab session's client over the host's Unix socket, not yet connected (a caller that must abandon a hung connect holds it). */
+export function localClient(config: Pick<HostConfig, 'socketDir' | 'postgres'>, opts: LocalClientOptions = {}): Client {
+  return new Client({
     host: config.socketDir,
     port: config.postgres.port,
     user: LAB_ROLE,
@@ -29,6 +29,17 @@ export async function connectLocal(
     statement_timeout: opts.statementTimeoutMs,
     options: LAB_SESSION_OPTIONS,
   });
+}
+
+/**
+ * Connects over the host's Unix socket as the lab's role: peer authentication maps the agent's OS user (and the
+ * Postgres user) to it; the socket folder is open to the Postgres user and the client tools' user only.
+ */
+export async function connectLocal(
+  config: Pick<HostConfig, 'socketDir' | 'postgres'>,
+  opts: LocalClientOptions = {},
+): Promise<Client> {
+  const client = localClient(config, opts);
   await client.connect();
   // Keep idle connections from being reaped by the server's own timeouts mid-phase.
   client.on('error', () => undefined);

@@ -5,14 +5,13 @@
  * whole watch, as the lab's superuser role (a reserved slot: never one the workload's clients need), `SELECT 1` on
  * it: no lock, no disk read, so only a server that does not run at all leaves it unanswered.
  */
-import { Client, DatabaseError } from 'pg';
+import { DatabaseError, type Client } from 'pg';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { HostConfig } from '../common/core/hosts';
-import { LAB_ROLE } from '../common/core/names';
 import type { PostgresProcess, ProbeOutcome } from '../common/core/postgres-silence';
 import { parsePidStatState } from './parsers/proc';
-import { LAB_SESSION_OPTIONS } from './pg';
+import { localClient } from './pg';
 
 /**
  * The probe's application_name: not "storage-lab <something>", so a retry's cleanup of the lab's leftover backends
@@ -56,15 +55,8 @@ export class PostgresProbe {
   private async once(): Promise<ProbeOutcome> {
     try {
       if (!this.client) {
-        const client = new Client({
-          host: this.config.socketDir,
-          port: this.config.postgres.port,
-          user: LAB_ROLE,
-          // Always there, whatever the phase does to the lab's database (a restore, a drop).
-          database: 'postgres',
-          application_name: PROBE_APPLICATION_NAME,
-          options: LAB_SESSION_OPTIONS,
-        });
+        // The postgres database is always there, whatever the phase does to the lab's (a restore, a drop).
+        const client = localClient(this.config, { database: 'postgres', applicationName: PROBE_APPLICATION_NAME });
         client.on('error', () => undefined);
         this.client = client;
         await client.connect();

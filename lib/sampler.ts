@@ -7,7 +7,7 @@
  * but its own; diagnose makes that connection read-only). Independent of the activity context, so the
  * sampler-overhead bench can run it too.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
@@ -15,6 +15,7 @@ import { waitClassShares, CPU_EVENT } from '../common/results/breakdown';
 import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond } from '../common/results/sampler-and-phases';
 import type { HostConfig } from '../common/core/hosts';
 import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
+import { deviceMajMin } from './block-devices';
 import { connectLocal } from './pg';
 import { WORKLOAD_APP_PREFIX } from './pgbench-workload';
 import { parseMemoryStat, type CgroupIoCounters } from './parsers/cgroup';
@@ -95,8 +96,7 @@ export class HostCounters {
   private readonly majMin: string | null;
   constructor(private readonly host: Pick<SamplerHost, 'device' | 'cgroup'>) {
     this.cpuSource = host.cgroup?.cpuDir ? 'cgroup' : 'proc';
-    const devFile = host.device ? `/sys/class/block/${host.device}/dev` : null;
-    this.majMin = devFile && existsSync(devFile) ? readFileSync(devFile, 'utf8').trim() : null;
+    this.majMin = deviceMajMin(host.device);
   }
   cpu(): number {
     const cg = this.host.cgroup;
