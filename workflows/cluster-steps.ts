@@ -8,7 +8,7 @@ import { FAILURE_TYPES } from '../common/core/errors';
 import { clusterBounds, type HostTimeouts } from '../common/input/bounds';
 import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
 import { accountRows } from '../common/input/data-size';
-import { volumeBytes, type ExperimentSpec } from '../common/input/spec';
+import { classWorkload, volumeBytes, type ExperimentSpec } from '../common/input/spec';
 import { tpsStall } from '../common/results/attempts';
 import { latencyBreakdown } from '../common/results/breakdown';
 import type { BacklogPhaseResult, VacuumPhaseResult } from '../common/results/sampler-and-phases';
@@ -127,7 +127,7 @@ export async function restartWithDirectIo(c: ClusterRun): Promise<void> {
 /** A pgbench run of the spec's workload, measured (a stalled run counts as a failed attempt); `sampled` adds the sampler. */
 export function pgbench(c: ClusterRun, label: string, durationSeconds: number, sampled = false): Promise<PgbenchRun> {
   const { spec, hostId } = c;
-  const { clients, threads, script } = spec.workload;
+  const { clients, threads, script } = classWorkload(spec, c.input.className);
   const sampler = sampled && spec.sampler.enabled ? { intervalMs: spec.sampler.intervalMs } : undefined;
   const stalled = (r: PgbenchRun) => {
     const stall = tpsStall(r.tpsSeries);

@@ -51,7 +51,10 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
   ];
   if (spec.durability.enabled) phases.push(`WAL archiving + base backup with ${spec.durability.tool}${bound(b.phaseSeconds)}`);
   if (spec.workload.warmupSeconds > 0) phases.push(`warm-up ${spec.workload.warmupSeconds} s${bound(b.measureSeconds)}`);
-  phases.push(`TPS run: ${spec.workload.clients} clients, ${spec.workload.threads} threads, ${spec.workload.durationSeconds} s${bound(b.measureSeconds)}`);
+  const ownClients = Object.entries(spec.storageClasses).filter(([, c]) => c.clients !== undefined).map(([name, c]) => `${name} ${c.clients}`);
+  phases.push(
+    `TPS run: ${spec.workload.clients} clients${ownClients.length ? ` (${ownClients.join(', ')})` : ''}, ${spec.workload.threads} threads, ${spec.workload.durationSeconds} s${bound(b.measureSeconds)}`,
+  );
   if (spec.phases.vacuum.enabled) phases.push(`bloat ${spec.phases.vacuum.bloatMB} MB + VACUUM${bound(b.phaseSeconds)}`);
   if (spec.phases.backlog.enabled) phases.push(`logical-replication backlog ${spec.phases.backlog.backlogMB} MB + drain${bound(b.phaseSeconds)}`);
   phases.push('save results', 'teardown');

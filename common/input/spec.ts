@@ -120,6 +120,11 @@ export const StorageClassSchema = z
      * (lib/io-budget.ts); `separate` gives reads and writes `iops` each, the kernel's throttle as it is.
      */
     iopsBudget: z.enum(['shared', 'separate'], { error: 'must be "shared" (reads + writes, as EBS) or "separate"' }).optional(),
+    /**
+     * This class's TPS run uses this many pgbench clients instead of workload.clients (at most that many, which sizes
+     * max_connections and the memory rules): one data set measured at several client counts, as predict-matrix does.
+     */
+    clients: int(1, 10_000, 'pgbench clients').optional(),
   })
   .strict();
 
@@ -382,6 +387,12 @@ export const ExperimentSpecSchema = z
     }
     // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
     for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path.split('.'), p.message);
+    for (const [name, cls] of Object.entries(spec.storageClasses))
+      if (cls.clients !== undefined && cls.clients > spec.workload.clients)
+        add(
+          ['storageClasses', name, 'clients'],
+          `${cls.clients} clients is more than workload.clients (${spec.workload.clients}), which sizes max_connections and the memory checks; raise workload.clients to ${cls.clients} or lower this`,
+        );
     if (spec.workload.threads > spec.workload.clients)
       add(
         ['workload', 'threads'],
@@ -442,6 +453,15 @@ export function withBudgetDefault(cls: StorageClassSpec): StorageClassSpec {
 }
 
 /** gp3's baseline when a class leaves its limits out. */
+/**
+ * The pgbench workload of a class's runs: the spec's, with the class's own client count where it sets one (pgbench
+ * needs threads <= clients, so the threads are capped at the clients).
+ */
+export function classWorkload(spec: ExperimentSpec, className: string): ExperimentSpec['workload'] {
+  const clients = spec.storageClasses[className]?.clients ?? spec.workload.clients;
+  return { ...spec.workload, clients, threads: Math.min(spec.workload.threads, clients) };
+}
+
 export const GP3_BASELINE = { iops: 3000, throughputMiBps: 125 } as const;
 
 /** The I/O limits that apply to a class, or null for a class with none (local disk, instance store). */

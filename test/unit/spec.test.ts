@@ -1,5 +1,5 @@
 import { PRESET_NAMES } from '../../common/input/presets';
-import { classLimits, InvalidSpecError, mergeSpec, resolveSpec, revalidateSpec } from '../../common/input/spec';
+import { classLimits, classWorkload, InvalidSpecError, mergeSpec, resolveSpec, revalidateSpec } from '../../common/input/spec';
 
 function problemsOf(input: unknown): { path: string; message: string }[] {
   try {
@@ -86,5 +86,22 @@ describe("an emulated EBS class's IOPS budget", () => {
     delete legacy.storageClasses.gp3.iopsBudget;
     expect(revalidateSpec(legacy)).toEqual(legacy);
     expect(classLimits(legacy.storageClasses.gp3)?.iopsBudget).toBe('separate');
+  });
+});
+
+describe("a class's own client count (the predict-matrix preset)", () => {
+  test('a class runs its own clients, with the threads capped at them; the others run workload.clients', () => {
+    const spec = resolveSpec({ preset: 'predict-matrix' });
+    expect(classWorkload(spec, 'local-c8')).toMatchObject({ clients: 8, threads: 2 });
+    expect(classWorkload(spec, 'local-c64')).toMatchObject({ clients: 64, threads: 2 });
+    const one = resolveSpec({ preset: 'ci', storageClasses: { gp3: { kind: 'emulated-ebs', clients: 1 } } });
+    expect(classWorkload(one, 'gp3')).toMatchObject({ clients: 1, threads: 1 });
+    expect(classWorkload(one, 'local-disk').clients).toBe(one.workload.clients);
+  });
+
+  test('more clients than workload.clients (which sizes max_connections and the memory checks) is refused at the field', () => {
+    expect(problemsOf({ preset: 'ci', storageClasses: { gp3: { kind: 'emulated-ebs', clients: 9 } } })).toEqual([
+      expect.objectContaining({ path: 'storageClasses.gp3.clients', message: expect.stringMatching(/more than workload.clients \(8\).*raise workload.clients to 9/) }),
+    ]);
   });
 });
