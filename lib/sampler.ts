@@ -90,6 +90,11 @@ function snapshotSql(versionNum: number): string {
 /** A snapshot plus the WAL position (the primary's insert position, or a standby's replay position). */
 type Snapshot = StatSnapshot & { lsn: string | null } & Record<string, unknown>;
 
+/** CPU seconds the whole machine has been busy (/proc/stat). */
+function machineBusySeconds(): number {
+  return parseProcStat(readFileSync('/proc/stat', 'utf8')).busySeconds;
+}
+
 /** Host-level counters read from files: CPU seconds (the host's cgroup, or the machine's), diskstats, the I/O and memory cgroup. */
 export class HostCounters {
   readonly cpuSource: CpuUsage['source'];
@@ -149,6 +154,7 @@ export class HostCounters {
   window(): { end(): { cpu: CpuUsage; device: (DeviceRates & { name: string }) | null; cgroupIo: Diagnostics['cgroupIo'] } } {
     const started = performance.now();
     const cpu0 = this.cpu();
+    const machine0 = machineBusySeconds();
     const disk0 = this.disk();
     const io0 = this.cgroupIo();
     return {
@@ -159,7 +165,13 @@ export class HostCounters {
         const io = this.cgroupIo();
         const span = wall > 0 ? wall : 1;
         return {
-          cpu: { source: this.cpuSource, seconds: used, coresBusy: wall > 0 ? used / wall : 0, cores: os.cpus().length },
+          cpu: {
+            source: this.cpuSource,
+            seconds: used,
+            coresBusy: wall > 0 ? used / wall : 0,
+            cores: os.cpus().length,
+            ...(wall > 0 ? { machineCoresBusy: (machineBusySeconds() - machine0) / wall } : {}),
+          },
           device: disk && disk0 && this.host.device ? { name: this.host.device, ...diskRates(disk0, disk, wall) } : null,
           cgroupIo:
             io && io0

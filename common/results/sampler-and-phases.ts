@@ -25,6 +25,11 @@ export interface CpuUsage {
   coresBusy: number;
   /** Cores the host has. */
   cores: number;
+  /**
+   * Cores busy on the whole machine over the window (/proc/stat), the clients and everything beside the host
+   * included: where pgbench shares the host's cores (the local provider), what they had left. Absent in older results.
+   */
+  machineCoresBusy?: number;
 }
 
 /** One second of the sampled window. */
