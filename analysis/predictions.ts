@@ -5,21 +5,24 @@
 import type { ExperimentResult } from '../common/results/result';
 import { calibrationPredictions, previousRunPredictions, type RunPredictions } from '../common/model/run-predictions';
 import { historyEntry, RunHistory } from './history';
+import { MODEL_VERSION } from '../common/model/predict';
+import { predictionMatrix } from '../common/model/matrix';
 import type { ResultsStore } from '../lib/results-store';
 
 /** The predictions a run's report shows, or undefined when there is neither a calibration class nor a previous run. */
 export async function runPredictions(store: ResultsStore, result: ExperimentResult, now = new Date()): Promise<RunPredictions | undefined> {
-  const predictions: RunPredictions = { computedAt: now.toISOString() };
+  const predictions: RunPredictions = { computedAt: now.toISOString(), modelVersion: MODEL_VERSION };
   // Predictions are derived: whatever goes wrong with them must not keep the measured result from being written.
   try {
     const calibration = calibrationPredictions(result);
     if (calibration) predictions.calibration = calibration;
+    if (result.preset === 'predict-matrix') predictions.matrix = predictionMatrix(result);
     const previous = await previousRun(store, result);
     if (previous) predictions.previousRun = previousRunPredictions(previous, result);
   } catch (err) {
     predictions.problem = `predictions could not be computed: ${(err as Error).message}`;
   }
-  return predictions.calibration || predictions.previousRun || predictions.problem ? predictions : undefined;
+  return predictions.calibration || predictions.matrix || predictions.previousRun || predictions.problem ? predictions : undefined;
 }
 
 /** The latest completed run of the same preset and environment that finished before this one started. */

@@ -3,6 +3,7 @@ import type { PredictionRow, PredictionSet, RunPredictions } from '../../common/
 import { PREDICTION_GOAL_PCT, rowComparison } from '../../common/model/run-predictions';
 import { BASELINE_LABELS, comparisonLine, type BaselineName } from '../../common/model/baselines';
 import { SOURCE_CHECK_NAME } from '../../common/model/predict';
+import { matrixLines } from '../../common/model/matrix';
 import { fmt } from './summary';
 
 const signed = (v: number | null) => (v === null || Number.isNaN(v) ? '–' : `${v >= 0 ? '+' : ''}${fmt(v, 1)} %`);
@@ -59,6 +60,17 @@ export function predictionsMarkdown(p: RunPredictions): string[] {
         `Goal: every class's TPS within ±${PREDICTION_GOAL_PCT} %: ${Math.abs(worst.errorPct.tps!) <= PREDICTION_GOAL_PCT ? 'met' : `**missed**`} (largest error ${signed(worst.errorPct.tps)}, ${worst.className}).`,
         '',
       );
+  }
+  if (p.matrix) {
+    lines.push('## Prediction matrix', '');
+    lines.push(
+      `Every class predicted from every other class's measured demands alone (leave-one-out: a target's own measurement never enters its prediction), beside both baselines, by model ${p.matrix.modelVersion}; computed ${p.computedAt}. docs/prediction-model.md says what each column means.`,
+      '',
+      '```text',
+      ...matrixLines(p.matrix),
+      '```',
+      '',
+    );
   }
   if (p.previousRun) {
     lines.push(`## Predicted from the previous run (\`${p.previousRun.runId}\`)`, '');

@@ -26,6 +26,7 @@ import type { ExperimentResult } from '../../common/results/result';
 import { toProblem } from '../../common/input/spec';
 import { UserError } from '../errors';
 import { resultsStore } from './report';
+import { matrixLines, predictionMatrix } from '../../common/model/matrix';
 
 export interface PredictFlags {
   from?: string;
@@ -33,6 +34,7 @@ export interface PredictFlags {
   target?: string;
   json?: boolean;
   reference?: boolean;
+  matrix?: string;
   resultsDir?: string;
 }
 
@@ -46,6 +48,14 @@ export interface PredictOutput {
 
 export async function predictCommand(flags: PredictFlags): Promise<PredictOutput[]> {
   if (flags.reference) return referenceCommand(flags);
+  if (flags.matrix) {
+    const parsed = (await loadJson(flags.matrix, flags)) as Partial<ExperimentResult>;
+    if (!parsed.classes || !parsed.runId) throw new UserError(`--matrix ${flags.matrix}: not a run's result.json`);
+    const matrix = predictionMatrix(parsed as ExperimentResult);
+    if (flags.json) console.log(JSON.stringify(matrix, null, 2));
+    else for (const line of matrixLines(matrix)) console.log(line);
+    return [];
+  }
   if (!flags.from) throw new UserError('--from RUN_ID|FILE is required (or --reference)');
   if (!flags.target) throw new UserError('--target JSON is required, e.g. --target \'{"kind":"ebs","iops":6000,"throughputMiBps":250}\'');
   const targets = parseTargets(flags.target);
@@ -59,19 +69,7 @@ export async function predictCommand(flags: PredictFlags): Promise<PredictOutput
 /** The demands to predict from: a capture file, a result.json file, or a run id in the results store. */
 async function loadDemands(flags: PredictFlags): Promise<WorkloadDemands> {
   const from = flags.from!;
-  let parsed: unknown;
-  if (existsSync(from)) {
-    try {
-      parsed = JSON.parse(readFileSync(from, 'utf8'));
-    } catch (err) {
-      throw new UserError(`${from} is not JSON: ${(err as Error).message}`);
-    }
-  } else {
-    const store = await resultsStore({ resultsDir: flags.resultsDir });
-    const text = await store.get(from, 'result.json');
-    if (text === null) throw new UserError(`--from ${from}: no such file, and no result.json for a run of that id in ${store.location(from)}`);
-    parsed = JSON.parse(text);
-  }
+  const parsed = await loadJson(from, flags, '--from');
   const obj = parsed as Partial<DiagnoseCapture & ExperimentResult>;
   try {
     if (obj.kind === CAPTURE_KIND) return demandsFromCapture(parsed as DiagnoseCapture);
@@ -84,6 +82,21 @@ async function loadDemands(flags: PredictFlags): Promise<WorkloadDemands> {
     throw new UserError((err as Error).message);
   }
   throw new UserError(`--from ${from}: neither a run's result.json nor a diagnose capture`);
+}
+
+/** A JSON file, or a run's result.json in the results store by its id. */
+async function loadJson(from: string, flags: PredictFlags, option = '--matrix'): Promise<unknown> {
+  if (existsSync(from)) {
+    try {
+      return JSON.parse(readFileSync(from, 'utf8'));
+    } catch (err) {
+      throw new UserError(`${from} is not JSON: ${(err as Error).message}`);
+    }
+  }
+  const store = await resultsStore({ resultsDir: flags.resultsDir });
+  const text = await store.get(from, 'result.json');
+  if (text === null) throw new UserError(`${option} ${from}: no such file, and no result.json for a run of that id in ${store.location(from)}`);
+  return JSON.parse(text);
 }
 
 /** --target: one JSON object or an array of them (inline, or @file). */

@@ -8,7 +8,7 @@ import { LOCAL_SERVER_MAJOR } from './postgres-versions';
 export const RANDOM_UPDATE_SCRIPT =
   '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n';
 
-export const PRESET_NAMES = ['local-quick', 'ci', 'nightly', 'seed-full', 'predict-check'] as const;
+export const PRESET_NAMES = ['local-quick', 'ci', 'nightly', 'seed-full', 'predict-check', 'predict-matrix'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 
 const localClasses = {
@@ -81,7 +81,6 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
   'predict-check': localPreset('predict-check', {
     storageClasses: {
       'local-disk': { kind: 'local-disk' },
-      'gp3-1500': { kind: 'emulated-ebs', iops: 1500, throughputMiBps: 125 },
       'gp3-3000': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
       'gp3-6000': { kind: 'emulated-ebs', iops: 6000, throughputMiBps: 250 },
       'gp3-3000-mem1536': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125, memoryLimitMiB: 1536 },
@@ -98,6 +97,35 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
     // 60 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host (about 600 MiB beside Postgres) takes some 50 s
     // to fill with 8 kB reads, and the cache's share of the data sets the reads per transaction the model is given.
+    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
+    phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
+  }),
+  /**
+   * The prediction model's validation matrix (docs/prediction-model.md): one data set measured at points that move
+   * different terms of the model: the clients (8 to 64, on the local disk, where contention and the CPU set the
+   * throughput), IOPS budgets below what the workload needs (3,000, at two memory limits) and far above it (30,000), two memory
+   * limits, and the local disk. `storage-lab predict-matrix <run>` predicts every point from every other.
+   */
+  'predict-matrix': localPreset('predict-matrix', {
+    storageClasses: {
+      'local-c8': { kind: 'local-disk', clients: 8 },
+      'local-c16': { kind: 'local-disk', clients: 16 },
+      'local-c32': { kind: 'local-disk', clients: 32 },
+      'local-c64': { kind: 'local-disk' },
+      'local-c64-mem1536': { kind: 'local-disk', memoryLimitMiB: 1536 },
+      'gp3-3000': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
+      'gp3-3000-mem1536': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125, memoryLimitMiB: 1536 },
+      'gp3-30000': { kind: 'emulated-ebs', iops: 30000, throughputMiBps: 1000 },
+    },
+    compare: { baseline: 'gp3-3000', candidate: 'local-c64' },
+    host: { memoryLimitMiB: 768 },
+    postgres: {
+      sharedBuffersMiB: 128,
+      maxWalSizeMiB: 4096,
+      settings: { checkpoint_timeout: '15min', track_wal_io_timing: 'on' },
+    },
+    data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
+    // The same warm-up as predict-check: the page cache of a 768 MiB host fills in some 50 s at 1,500 IOPS.
     workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
     phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
   }),

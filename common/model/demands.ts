@@ -30,6 +30,8 @@ export function targetOfClass(result: ExperimentResult, className: string): Pred
     kind: cls.kind,
     ...(limitedKind && cls.limits.iops ? { iops: cls.limits.iops } : {}),
     ...(limitedKind && cls.limits.throughputMiBps ? { throughputMiBps: cls.limits.throughputMiBps } : {}),
+    // Runs recorded before the shared budget had the kernel's separate read and write limits.
+    ...(cls.kind === 'emulated-ebs' ? { iopsBudget: cls.limits.iopsBudget ?? 'separate' } : {}),
     ...(cluster?.diagnostics?.cpu ? { vcpus: cluster.diagnostics.cpu.cores } : {}),
     memoryMiB: cls.limits.memoryLimitMiB,
     clients: cluster?.tpsRun?.clients ?? result.spec.workload.clients,
@@ -113,7 +115,14 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
     clients: run.clients,
     measured: { tps: run.tps, latencyMs: { mean: run.latencyMs.mean, p95: run.latencyMs.p95 } },
     client: { gapMs: run.clientGapMs ?? 0, inLatencyMs: inLatency },
-    cpu: { msPerTx: (1000 * d.cpu.seconds) / tx, vcpus: d.cpu.cores },
+    cpu: {
+      msPerTx: (1000 * d.cpu.seconds) / tx,
+      vcpus: d.cpu.cores,
+      // The clients ran on the host's cores too (the lab's pgbench does): what the whole machine used per transaction.
+      ...(d.cpu.machineCoresBusy !== undefined && d.cpu.machineCoresBusy * d.seconds > d.cpu.seconds
+        ? { machineMsPerTx: (1000 * d.cpu.machineCoresBusy * d.seconds) / tx }
+        : {}),
+    },
     serverMs,
     reads: { perTx: reads, kib: readKiB },
     writes: {
@@ -123,7 +132,11 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
       // The throttle's writes without the WAL flushes' own (the model counts those itself).
       throttledPerTx: d.cgroupIo ? Math.max(0, d.cgroupIo.writeIops * d.seconds - walSyncs) / tx : null,
     },
-    wal: { bytesPerTx: walBytes / tx, ...(walSyncs > 0 ? { flushesPerTx: walSyncs / tx } : {}) },
+    wal: {
+      bytesPerTx: walBytes / tx,
+      ...(walSyncs > 0 ? { flushesPerTx: walSyncs / tx } : {}),
+      ...(walSyncs > 0 && d.wal?.wal_write_time ? { writeMsPerFlush: d.wal.wal_write_time / walSyncs } : {}),
+    },
     device: { readLatencyMs: d.device?.readLatencyMs ?? null, flushLatencyMs: flushLatency(d, notes) },
     cache,
     storage: targetOfClass(result, className),

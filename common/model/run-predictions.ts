@@ -7,6 +7,7 @@ import { baselines, compareWithBaselines, BASELINE_NAMES, type BaselineCompariso
 import { demandsFromClass, targetOfClass } from './demands';
 import { describeTarget, errorPct, predict, sourceCheck, type SourceCheck, type WorkloadDemands } from './predict';
 import type { ExperimentResult } from '../results/result';
+import type { PredictionMatrix } from './matrix';
 
 /** The predict-check preset's goal: every class's TPS predicted within this (per cent). */
 export const PREDICTION_GOAL_PCT = 15;
@@ -37,6 +38,10 @@ export interface PredictionSet {
 export interface RunPredictions {
   /** When the model computed them (storage-lab report computes them again with the model it has). */
   computedAt: string;
+  /** The model's version that computed them (MODEL_VERSION; absent in results computed before it was recorded). */
+  modelVersion?: string;
+  /** Every class predicted from every other (the predict-matrix preset). */
+  matrix?: PredictionMatrix;
   calibration?: PredictionSet;
   /** Why there are none when computing them failed. */
   problem?: string;

@@ -109,7 +109,7 @@ describe('exact mean value analysis', () => {
 
 describe('caps that bind', () => {
   it('a read IOPS cap holds TPS at cap / reads per transaction', () => {
-    const p = predict(demands(), { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000 });
+    const p = predict(demands(), { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000, iopsBudget: 'separate' });
     expect(p.bottleneck).toBe('read IOPS');
     expect(p.tps).toBeGreaterThan(500 * 0.99);
     expect(p.tps).toBeLessThanOrEqual(500);
@@ -118,7 +118,7 @@ describe('caps that bind', () => {
   });
 
   it('a throughput cap binds when the reads are large', () => {
-    const p = predict(demands({ reads: { perTx: 2, kib: 64 } }), { kind: 'emulated-ebs', iops: 100_000, throughputMiBps: 10 });
+    const p = predict(demands({ reads: { perTx: 2, kib: 64 } }), { kind: 'emulated-ebs', iops: 100_000, throughputMiBps: 10, iopsBudget: 'separate' });
     expect(p.bottleneck).toBe('read MiB/s');
     expect(p.tps).toBeGreaterThan(80 * 0.99); // 10 MiB/s / 128 KiB per transaction
     expect(p.tps).toBeLessThanOrEqual(80);
@@ -129,7 +129,7 @@ describe('caps that bind', () => {
     const ebs = predict(d, { kind: 'ebs', iops: 3000, throughputMiBps: 1000 });
     expect(ebs.bottleneck).toBe('device IOPS');
     expect(ebs.tps).toBeCloseTo(3000 / (2 + 1 + ebs.walOpsPerTx), -1);
-    const emulated = predict(d, { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 1000 });
+    const emulated = predict(d, { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 1000, iopsBudget: 'separate' });
     expect(emulated.tps).toBeCloseTo(1500, -1);
   });
 
@@ -165,7 +165,7 @@ describe('caps that bind', () => {
   });
 
   it('fewer clients than the cap needs leave it unsaturated: TPS = clients / latency', () => {
-    const p = predict(demands(), { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000, clients: 1 });
+    const p = predict(demands(), { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000, clients: 1, iopsBudget: 'separate' });
     expect(p.utilization['read IOPS']).toBeLessThan(0.5);
     expect(p.tps).toBeCloseTo(1000 / p.latencyMs.mean, 6);
   });
@@ -190,7 +190,7 @@ describe('the cache model', () => {
     expect(readsAtMemory(d, 8192).perTx).toBe(0);
     expect(readsAtMemory(d, undefined).perTx).toBe(3);
     // An IOPS-bound workload speeds up by the drop in reads.
-    const t = { kind: 'emulated-ebs' as const, iops: 1000, throughputMiBps: 1000 };
+    const t = { kind: 'emulated-ebs' as const, iops: 1000, throughputMiBps: 1000, iopsBudget: 'separate' as const };
     expect(predict(d, { ...t, memoryMiB: 2048 }).tps / predict(d, t).tps).toBeCloseTo(1.5, 1);
   });
 
@@ -214,11 +214,19 @@ describe('residuals and the source\'s consistency check', () => {
     const slowReads = demands({ serverMs: { cpu: 0.1, pageReads: 2.2, walFsync: 0.3, lock: 0, other: 0 } });
     // Two reads of 0.1 ms explain 0.2 of the 2.2 ms sampled: 1 ms per read is carried, and it scales with the reads.
     expect(sourceResiduals(slowReads).pageReadsPerRead).toBeCloseTo(1, 6);
-    const noReads = predict({ ...slowReads, cache: { dataBytes: 4 * GIB, cacheBytes: 2 * GIB, memoryMiB: 1024 } }, { kind: 'local-disk', memoryMiB: 3072 });
+    // Carried as constants (one end of the interval), the residuals add up exactly.
+    const constant = { residualsAsCoreWaits: false };
+    const noReads = predict({ ...slowReads, cache: { dataBytes: 4 * GIB, cacheBytes: 2 * GIB, memoryMiB: 1024 } }, { kind: 'local-disk', memoryMiB: 3072 }, constant);
     expect(noReads.readsPerTx).toBeCloseTo(0, 6);
-    const r = sourceResiduals(slowReads);
+    const r = sourceResiduals(slowReads, constant);
     expect(noReads.breakdownMs.unexplained).toBeCloseTo(r.cpu + r.walFsync, 6);
-    expect(predict(slowReads, { kind: 'local-disk' }).breakdownMs.unexplained).toBeCloseTo(r.cpu + r.walFsync + 2 * r.pageReadsPerRead, 6);
+    expect(predict(slowReads, { kind: 'local-disk' }, constant).breakdownMs.unexplained).toBeCloseTo(r.cpu + r.walFsync + 2 * r.pageReadsPerRead, 6);
+    // As waits for a core (the model's default) they grow with the load on the cores: more clients, more of them.
+    const busy = demands({ cpu: { msPerTx: 0.5, vcpus: 2 }, measured: { tps: 2000, latencyMs: { mean: 4, p95: null } }, serverMs: { cpu: 0.4, pageReads: 2.2, walFsync: 0.3, lock: 0, other: 0 } });
+    const fewer = predict(busy, { kind: 'local-disk', clients: 8 }).breakdownMs.unexplained;
+    const more = predict(busy, { kind: 'local-disk', clients: 64 }).breakdownMs.unexplained;
+    expect(more).toBeGreaterThan(fewer * 1.2);
+    expect(predict(busy, { kind: 'local-disk', clients: 64 }, constant).breakdownMs.unexplained).toBeCloseTo(predict(busy, { kind: 'local-disk', clients: 8 }, constant).breakdownMs.unexplained, 6);
     const saturated = demands({
       serverMs: { cpu: 0.1, pageReads: 60, walFsync: 5, lock: 0, other: 0 },
       storage: { kind: 'ebs', iops: 1000, throughputMiBps: 1000 },
@@ -245,7 +253,7 @@ describe('residuals and the source\'s consistency check', () => {
   });
 
   it('names the stations the source saturated: there a wrong model can fail the check', () => {
-    const target = { kind: 'emulated-ebs' as const, iops: 1000, throughputMiBps: 1000 };
+    const target = { kind: 'emulated-ebs' as const, iops: 1000, throughputMiBps: 1000, iopsBudget: 'separate' as const };
     const own = predict(demands({ storage: target }), target);
     const saturated = sourceCheck(demands({ storage: target, measured: { tps: own.tps, latencyMs: { mean: own.latencyMs.mean, p95: null } } }));
     expect(saturated.saturated).toEqual(['read IOPS']);
@@ -256,7 +264,7 @@ describe('residuals and the source\'s consistency check', () => {
   });
 
   it('passes when the model gives back the source, fails on a source it cannot explain', () => {
-    const target = { kind: 'emulated-ebs' as const, iops: 1000, throughputMiBps: 1000 };
+    const target = { kind: 'emulated-ebs' as const, iops: 1000, throughputMiBps: 1000, iopsBudget: 'separate' as const };
     const own = predict(demands({ storage: target }), target);
     const consistent = demands({ storage: target, measured: { tps: own.tps, latencyMs: { mean: own.latencyMs.mean, p95: null } } });
     expect(sourceCheck(consistent).ok).toBe(true);
@@ -296,12 +304,12 @@ describe('the baselines the model must beat', () => {
     // Two reads of 8 KiB, one background write (the throttle saw 0.25 of it), 0.5 WAL flushes of 512 bytes.
     const d = demands({ writes: { kind: 'measured', perTx: 1, kib: 8, throttledPerTx: 0.25 }, wal: { bytesPerTx: 512, flushesPerTx: 0.5 } });
     // The emulation: reads and writes apart, writeback only as the throttle saw it: 1,000 / 2 reads.
-    const emulated = capDivisionBaseline(d, { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000 });
+    const emulated = capDivisionBaseline(d, { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000, iopsBudget: 'separate' });
     expect(emulated.tps).toBeCloseTo(500, 9);
     expect(emulated.detail).toMatch(/^read IOPS cap 1,000 ÷ 2 reads per transaction/);
     // Writes bind when they are the larger part: 1,000 / (0.25 + 2) writes.
     const writeHeavy = { ...d, wal: { bytesPerTx: 512, flushesPerTx: 2 } };
-    expect(capDivisionBaseline(writeHeavy, { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000 }).tps).toBeCloseTo(1000 / 2.25, 9);
+    expect(capDivisionBaseline(writeHeavy, { kind: 'emulated-ebs', iops: 1000, throughputMiBps: 1000, iopsBudget: 'separate' }).tps).toBeCloseTo(1000 / 2.25, 9);
     // EBS: one budget for reads, every background write and the flushes: 3,000 / 3.5.
     expect(capDivisionBaseline(d, { kind: 'ebs', iops: 3000, throughputMiBps: 1000 }).tps).toBeCloseTo(3000 / 3.5, 9);
     // A throughput cap binds on large reads: 10 MiB/s ÷ (2 × 64 KiB + 8 KiB of writes + 512 bytes of WAL).

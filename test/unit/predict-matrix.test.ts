@@ -1,0 +1,50 @@
+/**
+ * The validation matrix (common/model/matrix.ts) on the recorded predict-matrix runs: every class predicted from
+ * every other, beside both baselines, each prediction with its interval. The run held to the goals is
+ * predict-matrix-2, measured after the model's last change (predict-matrix-1 is the run the model was revised on).
+ * Every goal is met or listed in MATRIX_SHORTFALLS with how far and why; the test fails when a listed shortfall
+ * starts to meet its goal or a goal not listed fails, so the README's and docs' claims follow the table.
+ */
+import { matrixGoals, matrixLines, predictionMatrix } from '../../common/model/matrix';
+import { MODEL_VERSION } from '../../common/model/predict';
+import { recordedRun } from '../helpers/predict-fixtures';
+
+/** The goals the recorded matrix does not meet, each with its reason (docs/prediction-model.md gives the detail). */
+export const MATRIX_SHORTFALLS: { goal: RegExp; reason: string }[] = [
+  {
+    goal: /^largest \|TPS error\|/,
+    reason:
+      'gp3-3000 from local-c64-mem1536 is +47.6 % and gp3-3000 from local-c32 +25.8 %. Predicting the 768 MiB volume from the 1,536 MiB disk, the uniform-access cache model expects reads per transaction to rise from 0.97 to 1.29; they rose to 1.51 (the index pages stay cached at either size); and every gp3 target is over-predicted (below)',
+  },
+  {
+    goal: /^the interval holds the measured TPS/,
+    reason:
+      '70 % of the 37 pairs (26). 8 of the 11 misses are the emulated 3,000-IOPS volumes predicted from a local disk, 16-48 % over: the budget controller delivered 81-86 % of the 3,000 IOPS where the model takes 88 % (its integration test), and the host\'s cgroup counted 0.51 writes per transaction on the volume against 0.13 on the local disk, which the model carries; the other 3 are 8 clients predicted from 16 or 64, 11-21 % under',
+  },
+];
+
+describe('the validation matrix of predict-matrix-2', () => {
+  const run = recordedRun('predict-matrix-2');
+  const matrix = predictionMatrix(run);
+
+  test('prints its table: every ordered pair, with the model version', () => {
+    console.log(matrixLines(matrix).join('\n'));
+    expect(matrix.modelVersion).toBe(MODEL_VERSION);
+    const classes = Object.keys(run.classes).length;
+    expect(matrix.pairs).toHaveLength(classes * (classes - 1));
+  });
+
+  test('has at least 20 predicted pairs, at least 8 of them not bound by a single cap', () => {
+    expect(matrix.summary!.pairs).toBeGreaterThanOrEqual(20);
+    expect(matrix.summary!.notCapBound).toBeGreaterThanOrEqual(8);
+  });
+
+  test('meets every goal, or the goal is a listed shortfall', () => {
+    const goals = matrixGoals(matrix.summary!);
+    const failed = goals.filter((g) => !g.met).map((g) => g.goal);
+    const listed = (goal: string) => MATRIX_SHORTFALLS.some((s) => s.goal.test(goal));
+    for (const s of MATRIX_SHORTFALLS) console.log(`shortfall: ${s.goal.source}: ${s.reason}`);
+    expect(failed.filter((g) => !listed(g))).toEqual([]);
+    expect(MATRIX_SHORTFALLS.filter((s) => !failed.some((g) => s.goal.test(g))).map((s) => s.goal.source)).toEqual([]);
+  });
+});
