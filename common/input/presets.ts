@@ -34,6 +34,22 @@ function localPreset(name: string, sizes: Record<string, unknown>): Record<strin
   };
 }
 
+/** The sizes of the presets that test the prediction model: one data set of scale 250 against a 768 MiB host. */
+const predictionSizes = {
+  host: { memoryLimitMiB: 768 },
+  postgres: {
+    sharedBuffersMiB: 128,
+    maxWalSizeMiB: 4096,
+    // WAL flush latency (wal_sync_time / wal_sync) is a measured input of the model.
+    settings: { checkpoint_timeout: '15min', track_wal_io_timing: 'on' },
+  },
+  data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
+  // 60 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host (about 600 MiB beside Postgres) takes some 50 s
+  // to fill with 8 kB reads, and the cache's share of the data sets the reads per transaction the model is given.
+  workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
+  phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
+};
+
 export const PRESETS: Record<PresetName, Record<string, unknown>> = {
   /**
    * The experiment scaled to one small machine: data ~4.8x the host memory limit, so reads reach the device.
@@ -81,30 +97,20 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
   'predict-check': localPreset('predict-check', {
     storageClasses: {
       'local-disk': { kind: 'local-disk' },
+      'gp3-1500': { kind: 'emulated-ebs', iops: 1500, throughputMiBps: 125 },
       'gp3-3000': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
       'gp3-6000': { kind: 'emulated-ebs', iops: 6000, throughputMiBps: 250 },
       'gp3-3000-mem1536': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125, memoryLimitMiB: 1536 },
     },
     compare: { baseline: 'gp3-3000', candidate: 'local-disk' },
     prediction: { calibrationClass: 'local-disk' },
-    host: { memoryLimitMiB: 768 },
-    postgres: {
-      sharedBuffersMiB: 128,
-      maxWalSizeMiB: 4096,
-      // WAL flush latency (wal_sync_time / wal_sync) is a measured input of the model.
-      settings: { checkpoint_timeout: '15min', track_wal_io_timing: 'on' },
-    },
-    data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
-    // 60 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host (about 600 MiB beside Postgres) takes some 50 s
-    // to fill with 8 kB reads, and the cache's share of the data sets the reads per transaction the model is given.
-    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
+    ...predictionSizes,
   }),
   /**
    * The prediction model's validation matrix (docs/prediction-model.md): one data set measured at points that move
    * different terms of the model: the clients (8 to 64, on the local disk, where contention and the CPU set the
-   * throughput), IOPS budgets below what the workload needs (3,000, at two memory limits) and far above it (30,000), two memory
-   * limits, and the local disk. `storage-lab predict-matrix <run>` predicts every point from every other.
+   * throughput), an IOPS budget below what the workload needs (3,000, at both memory limits) and one far above it
+   * (30,000), two memory limits. `storage-lab predict --matrix RUN` predicts every point from every other.
    */
   'predict-matrix': localPreset('predict-matrix', {
     storageClasses: {
@@ -118,16 +124,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
       'gp3-30000': { kind: 'emulated-ebs', iops: 30000, throughputMiBps: 1000 },
     },
     compare: { baseline: 'gp3-3000', candidate: 'local-c64' },
-    host: { memoryLimitMiB: 768 },
-    postgres: {
-      sharedBuffersMiB: 128,
-      maxWalSizeMiB: 4096,
-      settings: { checkpoint_timeout: '15min', track_wal_io_timing: 'on' },
-    },
-    data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
-    // The same warm-up as predict-check: the page cache of a 768 MiB host fills in some 50 s at 1,500 IOPS.
-    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
+    ...predictionSizes,
   }),
   /** The published experiment: 4 + 4 m6id.4xlarge clusters, instance-store NVMe vs gp3 at 3,000 IOPS. */
   'seed-full': {
