@@ -7,6 +7,9 @@
  */
 import { matrixGoals, matrixLines, predictionMatrix } from '../../common/model/matrix';
 import { MODEL_VERSION } from '../../common/model/predict';
+import { predictionsMarkdown } from '../../analysis/report/predictions-markdown';
+import { runPredictions } from '../../analysis/predictions';
+import type { ResultsStore } from '../../lib/results-store';
 import { recordedRun } from '../helpers/predict-fixtures';
 
 /** The goals the recorded matrix does not meet, each with its reason (docs/prediction-model.md gives the detail). */
@@ -46,5 +49,18 @@ describe('the validation matrix of predict-matrix-2', () => {
     for (const s of MATRIX_SHORTFALLS) console.log(`shortfall: ${s.goal.source}: ${s.reason}`);
     expect(failed.filter((g) => !listed(g))).toEqual([]);
     expect(MATRIX_SHORTFALLS.filter((s) => !failed.some((g) => s.goal.test(g))).map((s) => s.goal.source)).toEqual([]);
+  });
+
+  test("a predict-matrix run's report shows the matrix, computed by the model version it records", async () => {
+    const noHistory = { get: async () => null, list: async () => [] } as unknown as ResultsStore;
+    const predictions = (await runPredictions(noHistory, run))!;
+    expect(predictions.modelVersion).toBe(MODEL_VERSION);
+    expect(predictions.matrix?.summary?.pairs).toBe(matrix.summary!.pairs);
+    const md = predictionsMarkdown(predictions).join('\n');
+    expect(md).toContain('## Prediction matrix');
+    expect(md).toMatch(/^local-c16 +local-c64 +8,485 +8,318 \([\d,]+-[\d,]+\) +-2\.0 %/m);
+    expect(md).toMatch(/^met: median \|TPS error\| at most 10 % \(7\.9 %\)$/m);
+    // Any other preset's run gets no matrix.
+    expect((await runPredictions(noHistory, { ...run, preset: 'local-quick' }))?.matrix).toBeUndefined();
   });
 });
