@@ -78,7 +78,7 @@ describe('diagnose captures', () => {
     const r = await storageLab(['predict', '--from', fixture, '--target', '{"kind":"ebs","iops":3000,"throughputMiBps":125}']);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/^from: diagnose capture of monitor@127\.0\.0\.1:\d+\/bench/m);
-    expect(r.stdout).toMatch(/^predicted: [\d,]+ TPS, mean latency [\d.]+ ms \((bound by |no queue saturated)/m);
+    expect(r.stdout).toMatch(/^predicted: [\d,]+ TPS \([\d,]+-[\d,]+\), mean latency [\d.]+ ms \((bound by |no queue saturated)/m);
   });
 
   describe('of a primary with synchronous standbys', () => {

@@ -100,7 +100,7 @@ describe('storage-lab predict', () => {
     expect(r.stdout).toMatch(/^from: run predict-check-1, class local-disk/m);
     expect(r.stdout).toMatch(/source figures consistent \(Little's law\): PASS: the model gives [\d,]+ TPS on the source's own storage/);
     expect(r.stdout).toMatch(/^ {2}baselines: cap ÷ I\/O [\d,]+ TPS \(IOPS cap 6,000 ÷ [\d.]+ I\/O operations per transaction at the source\); clients × TPS [\d,]+ TPS/m);
-    expect(r.stdout).toMatch(/^predicted: [\d,]+ TPS, mean latency [\d.]+ ms, p95 [\d.]+ ms \(bound by [^,]+, \d+ % busy\)$/m);
+    expect(r.stdout).toMatch(/^predicted: [\d,]+ TPS \([\d,]+-[\d,]+\), mean latency [\d.]+ ms, p95 [\d.]+ ms \(bound by [^,]+, \d+ % busy\)$/m);
     expect(r.stdout).toMatch(/assumption: AWS: gp3 baseline/);
   });
 
@@ -127,7 +127,7 @@ describe('storage-lab predict', () => {
     expect(r.stdout).toMatch(/published 16,030 TPS, 4 ms: TPS error [+-][\d.]+ %/);
     // NVMe with and without the standby's round trip, side by side.
     expect(r.stdout).toMatch(/^ {2}0 ms +[\d,]+ TPS \(\+[\d.]+ %\) +[\d,]+ TPS/m);
-    expect(r.stdout).toMatch(/^ {2}1 ms \(used\) +15,705 TPS \(-2\.0 %\)/m);
+    expect(r.stdout).toMatch(/^ {2}1 ms \(used\) +15,704 TPS \(-2\.0 %\)/m);
   });
 
   it('refuses a bad target with exit code 2, naming the field', async () => {
