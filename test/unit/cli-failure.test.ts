@@ -14,7 +14,7 @@ const spawnError = (file: string, code: string) => new ProcessError(`${file} -D 
 describe("the CLI's top-level catch", () => {
   it.each([
     ['a user error', new UserError('--limit 0: must be a whole number >= 1'), '--limit 0: must be a whole number >= 1'],
-    ['a missing bootstrap', new SetupError('Temporal CLI not found at /x/.cache/bin/temporal: run infra/bootstrap.sh (it builds v1.5.1)'), 'Temporal CLI not found at /x/.cache/bin/temporal: run infra/bootstrap.sh (it builds v1.5.1)'],
+    ['a missing bootstrap', new SetupError('Temporal CLI not found at /x/.cache/bin/temporal: run infra/bootstrap.sh (it installs 1.9.1)'), 'Temporal CLI not found at /x/.cache/bin/temporal: run infra/bootstrap.sh (it installs 1.9.1)'],
   ])('prints %s as its message, exit code 2', (_what, err, message) => {
     expect(cliFailure(err)).toEqual({ message, exitCode: 2 });
   });
