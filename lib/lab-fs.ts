@@ -543,6 +543,9 @@ export function readLabBytes(file: string, opts: ReadOptions = {}): Buffer | nul
   if (fd === null) return null;
   try {
     const size = fstatSync(fd).size;
+    // Cut short only where the caller asks for a bound; a file over the default bound is refused, never cut silently.
+    if (opts.maxBytes === undefined && !opts.tail && size > MAX_READ_BYTES)
+      throw new LabPathError(`refused to read ${path.resolve(file)}: ${size} bytes, more than the ${MAX_READ_BYTES} a read takes`);
     const max = Math.min(opts.maxBytes ?? MAX_READ_BYTES, MAX_READ_BYTES);
     const start = opts.tail ? Math.max(0, size - max) : 0;
     const buf = Buffer.alloc(Math.min(max, size));
@@ -588,7 +591,7 @@ const KERNEL_ROOTS = ['/proc/', '/sys/'];
 
 function kernelPath(p: string, op: string): string {
   const abs = path.resolve(p);
-  if (!KERNEL_ROOTS.some((r) => abs.startsWith(r))) throw new LabPathError(`refused to ${op} ${abs} as a kernel file: not below ${KERNEL_ROOTS.join(' or ')}`);
+  if (!KERNEL_ROOTS.some((r) => abs.startsWith(r) || abs === r.slice(0, -1))) throw new LabPathError(`refused to ${op} ${abs} as a kernel file: not below ${KERNEL_ROOTS.join(' or ')}`);
   return abs;
 }
 
@@ -619,4 +622,28 @@ export function listOperatorDir(dir: string): string[] {
   const root = roots.find((r) => inside(abs, r.given) || inside(abs, r.real));
   if (root) throw new LabPathError(`refused to list ${abs} as the operator's folder: it lies in the lab's folder ${root.real} (list it with listLabDir)`);
   return readdirSync(abs);
+}
+
+/**
+ * A small file outside the lab's folders in a folder another OS user owns (a server's postmaster.pid the lab did not
+ * make), read as that user: the kernel then grants only that user's rights, so a link there leads nowhere that user
+ * could not read already. In a folder of root's (or the lab's user) it is opened without following a link. Bounded.
+ */
+export function readAsFolderOwner(file: string, maxBytes = 64 * 1024): string {
+  const abs = path.resolve(file);
+  const dir = lstatSync(path.dirname(abs));
+  if (!dir.isDirectory()) throw new LabPathError(`refused to read ${abs}: ${path.dirname(abs)} is ${kindOf(dir)}, not a folder`);
+  if (dir.uid !== 0 && dir.uid !== euid()) {
+    const r = spawnSync('head', ['-c', String(maxBytes), '--', abs], { uid: dir.uid, gid: dir.gid, cwd: '/', env: PATH_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.error) throw r.error;
+    if (r.status !== 0) throw Object.assign(new Error(`reading ${abs} as uid ${dir.uid} failed: ${r.stderr.toString().trim()}`), { code: /No such file/.test(r.stderr.toString()) ? 'ENOENT' : 'EACCES' });
+    return r.stdout.toString('utf8');
+  }
+  const fd = openChecked(abs, constants.O_RDONLY, undefined, 'read');
+  try {
+    const buf = Buffer.alloc(maxBytes);
+    return buf.subarray(0, readSync(fd, buf, 0, maxBytes, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -18,6 +18,7 @@ import {
   makeLabDir,
   makeScratchDir,
   openLabFile,
+  readAsFolderOwner,
   readKernelFile,
   readLabFile,
   readOperatorFile,
@@ -224,6 +225,20 @@ describe('reads', () => {
     execFileSync('mkfifo', [path.join(dir, 'fifo')]);
     expect(() => readLabFile(path.join(dir, 'fifo'))).toThrow(/it is a special file, not a file of its own/);
     expect(() => readLabFile(dir)).toThrow(/it is a folder, not a file of its own/);
+  });
+
+  it("reads a file outside the lab in another user's folder as that user: a link there to a root-only file is not read", () => {
+    const secret = secretFile();
+    const data = path.join(outside, 'pgdata');
+    mkdirSync(data);
+    chownSync(data, user.uid, user.gid);
+    execFileSync('sh', ['-c', `echo 4242 > ${path.join(data, 'postmaster.pid')}`], { uid: user.uid, gid: user.gid });
+    expect(readAsFolderOwner(path.join(data, 'postmaster.pid'), 16)).toBe('4242\n');
+    execFileSync('ln', ['-s', secret, path.join(data, 'linked.pid')], { uid: user.uid, gid: user.gid });
+    expect(() => readAsFolderOwner(path.join(data, 'linked.pid'))).toThrow(/as uid \d+ failed: .*Permission denied/);
+    // In a folder of root's, a link is refused without reading.
+    symlinkSync(secret, path.join(outside, 'root-link.pid'));
+    expect(() => readAsFolderOwner(path.join(outside, 'root-link.pid'))).toThrow(/it is a symbolic link/);
   });
 
   it('reads kernel files only below /proc and /sys, and operator files only outside the lab', () => {
