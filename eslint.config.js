@@ -1,7 +1,7 @@
 // Lints the TypeScript sources. Three rules carry the architecture:
 // - workflow code (and the common code it imports) stays deterministic: no Node built-ins, no process;
 // - the layers import only downwards (LAYERS below; docs/architecture.md draws them);
-// - only lib/lab-fs.ts creates, writes, chowns or deletes files in the code that runs as root.
+// - only lib/lab-fs.ts reads, creates, writes, chowns or deletes files in the code that runs as root.
 const tseslint = require('typescript-eslint');
 const { builtinModules } = require('node:module');
 
@@ -30,10 +30,15 @@ const LAYERS = {
   client: { never: ['activities'], types: true },
 };
 
-/** What creates, writes, chowns or deletes files: in the code that runs as root only lib/lab-fs.ts may call it. */
-const fsWrites = ['rm', 'rmdir', 'unlink', 'chown', 'lchown', 'fchown', 'chmod', 'lchmod', 'fchmod', 'writeFile', 'appendFile', 'copyFile', 'cp', 'rename', 'mkdir', 'mkdtemp', 'symlink', 'link', 'truncate', 'ftruncate', 'open', 'utimes', 'lutimes'];
-const fsSyncWrites = [...fsWrites.map((n) => `${n}Sync`), 'createWriteStream'];
-const guardMessage = 'Create, write, chown and delete files through lib/lab-fs.ts (it refuses paths outside the lab and planted links).';
+/**
+ * What reads, creates, writes, chowns or deletes files: in the code that runs as root only lib/lab-fs.ts may call it.
+ * Reads too: root reading a file in a folder another user can write (the server's log, postmaster.pid, a tool's
+ * output) would follow a link that user planted to any file on the machine, and put its text in a failure.
+ */
+const fsWrites = ['rm', 'rmdir', 'unlink', 'chown', 'lchown', 'fchown', 'chmod', 'lchmod', 'fchmod', 'writeFile', 'appendFile', 'copyFile', 'cp', 'rename', 'mkdir', 'mkdtemp', 'symlink', 'link', 'truncate', 'ftruncate', 'open', 'utimes', 'lutimes', 'readFile', 'readdir', 'opendir', 'read', 'readv'];
+const fsSyncWrites = [...fsWrites.map((n) => `${n}Sync`), 'createWriteStream', 'createReadStream'];
+const guardMessage =
+  'Read, create, write, chown and delete files through lib/lab-fs.ts (it refuses paths outside the lab and planted links, and never reads through one): readLabFile, readKernelFile, readOperatorFile.';
 const fsModules = { 'node:fs': [...fsWrites, ...fsSyncWrites, 'promises'], fs: [...fsWrites, ...fsSyncWrites, 'promises'], 'node:fs/promises': fsWrites, 'fs/promises': fsWrites };
 /** The folders whose code runs as root (the control worker, host agents); lib/lab-fs.ts and the exemptions below aside. */
 const GUARDED = ['lib', 'analysis', 'infra', 'activities', 'worker'];

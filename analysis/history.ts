@@ -8,7 +8,8 @@
  * a nightly run must catch, not a new environment.
  */
 import path from 'node:path';
-import { runTag } from '../common/core/ids';
+// A short stable digest of the workload, not a name: the key of earlier runs' history entries, kept as it was.
+import { fnv32RunTag as workloadTag } from '../common/core/ids';
 import type { ExperimentResult } from '../common/results/result';
 import type { VerdictKind, TpsUnit } from './regression-verdict';
 import { runFolderName, type ReservedRun, type ResultsStore } from '../lib/results-store';
@@ -92,7 +93,7 @@ export function environmentOf(result: ExperimentResult): RunEnvironment {
       threads: spec.workload.threads,
       durationSeconds: spec.workload.durationSeconds,
       warmupSeconds: spec.workload.warmupSeconds,
-      script: runTag(spec.workload.script),
+      script: workloadTag(spec.workload.script),
     },
     storage: Object.fromEntries(
       Object.entries(result.classes).map(([name, c]) => [
@@ -109,7 +110,7 @@ export function environmentOf(result: ExperimentResult): RunEnvironment {
  */
 export function environmentKey(env: RunEnvironment): string {
   const shape = env.instanceType ?? `${env.cpus}cpu-${env.memoryGiB}gib`;
-  const workload = runTag(JSON.stringify(env.workload));
+  const workload = workloadTag(JSON.stringify(env.workload));
   return `${env.provider}-${shape}-pg${env.postgresMajor ?? 'unknown'}-mem${env.memoryLimitMiB}-w${workload}`;
 }
 

@@ -30,7 +30,7 @@
  * `inconclusive`, as is a comparison with too little history. The baseline's run-to-run spread (CV and range of
  * the per-run medians) and the smallest drop it lets the verdict detect go with every verdict.
  */
-import { runTag } from '../common/core/ids';
+import { fnv32RunTag } from '../common/core/ids';
 import type { VerdictOptions } from '../common/input/regression-options';
 import {
   mannWhitneyLowerTail,
@@ -132,7 +132,7 @@ export interface Verdict {
 
 /** A seed from text (the run id): the run's short FNV-1a tag read as a number. */
 export function seedFrom(text: string): number {
-  return parseInt(runTag(text), 36);
+  return parseInt(fnv32RunTag(text), 36);
 }
 
 /** Block length of the circular block bootstrap: about n^(1/3), the usual rate for a median. */

@@ -179,6 +179,9 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
     async saveDrillResult({ runId }) {
       return `budget://${runId}`;
     },
+    async claimRunResults({ runId }) {
+      return `budget://${runId}`;
+    },
   } as Partial<ControlActivities>;
 }
 

@@ -2,13 +2,14 @@
  * Where a run's backup store is: its own prefix of the spec's store, a folder below the lab's backups folder (never
  * anywhere else, whatever the input says) or a key prefix in S3; and the labels that tie a local store to its run.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
+import type { OwnerRecord } from '../common/core/claims';
 import type { ResolvedBackupStore } from '../common/input/backup-store';
 import type { SpecProblem } from '../common/core/errors';
-import { runFolderName } from '../common/core/ids';
+import { legacyRunFolderName, runFolderName } from '../common/core/ids';
 import type { BackupStoreSpec } from '../common/input/spec';
-import { LabPathError } from './lab-fs';
+import { LabPathError, listLabDir, readLabFile } from './lab-fs';
 import { backupsDirFor } from './lab-paths';
 
 /**
@@ -52,25 +53,70 @@ export function resolveBackupStore(runId: string, store: BackupStoreSpec, hostsD
   return { kind: 'folder', path: path.join(backupStoreFolder(store, hostsDir), run) };
 }
 
-/** Which run a local backup folder belongs to, written beside it so the sweeper can find orphans. */
-export interface BackupStoreLabel {
-  runId: string;
-  keep: boolean;
+/**
+ * The folder a run's local store had before run folders were escaped injectively, when it differs from today's (an
+ * id with "_" or another character outside [A-Za-z0-9.-]); only ever removed where its label names that run.
+ */
+export function legacyBackupFolder(runId: string, store: BackupStoreSpec, hostsDir: string): string | null {
+  if (store.kind !== 'folder') return null;
+  const name = legacyRunFolderName(runId);
+  const folder = name && path.join(backupStoreFolder(store, hostsDir), name);
+  return folder && folder !== path.join(backupStoreFolder(store, hostsDir), runFolderName(runId)) ? folder : null;
 }
 
-/** The label file of a local backup folder, beside it. */
+/**
+ * A local store's label: its owner record (lib/claims.ts), written with O_EXCL before the folder is made, and
+ * whether its run keeps it. Labels written before owner records hold the run id and keep only.
+ */
+export type BackupStoreLabel = (OwnerRecord & { keep: boolean }) | { runId: string; keep: boolean; workflowId?: undefined };
+
+/** The label file of a local backup folder, beside it (in the backups folder, which only the lab writes). */
 export function backupLabelFile(storePath: string): string {
   return `${storePath}.labels.json`;
 }
 
-/** Local backup folders with their labels (for the sweeper). */
-export function listBackupFolders(hostsDir: string): { path: string; label: BackupStoreLabel }[] {
+/** The S3 key of a store's owner record: beside the run's prefix, never inside the tool's repository. */
+export function s3OwnerKey(store: Extract<ResolvedBackupStore, { kind: 's3' }>): string {
+  return `${store.path.replace(/^\/+/, '')}.owner.json`;
+}
+
+/** A local store's label as read, or null when there is none. */
+export function readBackupLabel(storePath: string): BackupStoreLabel | null {
+  const text = readLabFile(backupLabelFile(storePath), { maxBytes: 64 * 1024 });
+  return text === null ? null : (JSON.parse(text) as BackupStoreLabel);
+}
+
+/** A local backup folder the sweeper may judge: its label, or none (then when the folder was made). */
+export interface BackupFolder {
+  path: string;
+  label: BackupStoreLabel | null;
+  madeAt?: string;
+}
+
+/**
+ * Local backup folders with their labels (for the sweeper), and the lab's folders there without one: a store whose
+ * claim never got written (made by the lab: its marker is beside it), which nothing else would ever remove.
+ */
+export function listBackupFolders(hostsDir: string): BackupFolder[] {
   const dir = backupsDirFor(hostsDir);
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
+  const names = listLabDir(dir) ?? [];
+  const out: BackupFolder[] = names
     .filter((f) => f.endsWith('.labels.json'))
-    .map((f) => ({
-      path: path.join(dir, f.slice(0, -'.labels.json'.length)),
-      label: JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as BackupStoreLabel,
-    }));
+    .map((f) => {
+      const folder = path.join(dir, f.slice(0, -'.labels.json'.length));
+      return { path: folder, label: readBackupLabel(folder) };
+    });
+  const labelled = new Set(out.map((b) => path.basename(b.path)));
+  for (const name of names) {
+    const marker = `.${name}.storage-lab`;
+    if (labelled.has(name) || !names.includes(marker) || !lstatSync(path.join(dir, name)).isDirectory()) continue;
+    const made = Math.min(lstatSync(path.join(dir, marker)).mtimeMs, lstatSync(path.join(dir, name)).mtimeMs);
+    out.push({ path: path.join(dir, name), label: null, madeAt: new Date(made).toISOString() });
+  }
+  return out;
+}
+
+/** Whether a local store's folder exists. */
+export function storeExists(storePath: string): boolean {
+  return existsSync(storePath);
 }

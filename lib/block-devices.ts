@@ -3,7 +3,8 @@
  * outside the host's memory limit), an ext4 file system on it, and the lookups that name a device the way
  * /proc/diskstats and the cgroup I/O files do.
  */
-import { existsSync, readFileSync, statSync, readlinkSync } from 'node:fs';
+import { existsSync, statSync, readlinkSync } from 'node:fs';
+import { readKernelFile } from './lab-fs';
 import path from 'node:path';
 import { runProcess } from './process-runner';
 
@@ -29,19 +30,19 @@ export async function createLoopVolume(backingFile: string, mountPoint: string, 
 /** Names and numbers of a loop device. */
 export function describeLoop(device: string): LoopDevice {
   const name = path.basename(device);
-  return { device, name, majMin: readFileSync(`/sys/block/${name}/dev`, 'utf8').trim() };
+  return { device, name, majMin: readKernelFile(`/sys/block/${name}/dev`).trim() };
 }
 
 /** A block device's MAJ:MIN (as the cgroup I/O files name it) from /sys/class/block/<dev>/dev, or null. */
 export function deviceMajMin(device: string | null): string | null {
   const file = device ? `/sys/class/block/${device}/dev` : null;
-  return file && existsSync(file) ? readFileSync(file, 'utf8').trim() : null;
+  return file && existsSync(file) ? readKernelFile(file).trim() : null;
 }
 
 /** Whether direct I/O is on for a loop device (1 in sysfs). */
 export function loopDirectIo(name: string): boolean {
   const file = `/sys/block/${name}/loop/dio`;
-  return existsSync(file) && readFileSync(file, 'utf8').trim() === '1';
+  return existsSync(file) && readKernelFile(file).trim() === '1';
 }
 
 /** Loop devices whose backing file lies under `dir` (for teardown and the sweeper). */
@@ -68,7 +69,7 @@ export async function unmount(mountPoint: string): Promise<void> {
 
 export function isMounted(mountPoint: string): boolean {
   const target = path.resolve(mountPoint);
-  return readFileSync('/proc/self/mounts', 'utf8')
+  return readKernelFile('/proc/self/mounts')
     .split('\n')
     .some((line) => line.split(' ')[1] === target);
 }

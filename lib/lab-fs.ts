@@ -1,6 +1,10 @@
 /**
- * The one way the lab (as root, or as its own user) creates, writes, chowns and deletes files: activities/, infra/
- * and worker/ go through here (eslint.config.js refuses the fs calls elsewhere). Every operation:
+ * The one way the lab (as root, or as its own user) reads, creates, writes, chowns and deletes files: activities/,
+ * infra/, lib/ and worker/ go through here (eslint.config.js refuses the fs calls elsewhere). Reads open every
+ * component below the lab's root without following a link (O_NOFOLLOW through the folder already open, an openat),
+ * refuse anything but a regular file of one link, and read at most a bounded number of bytes: root never reads
+ * through a link another user (the postgres OS user, in its own folders) planted. Kernel files (/proc, /sys) and
+ * files the operator names outside the lab's folders have readers of their own. Every write operation:
  * - resolves its path below a registered root (the lab's home, hosts, results, backups, logs and run folders, and
  *   scratch folders it made) and refuses any other, and any symbolic link between the root and the path's folder;
  * - walks the folders from / down: a folder anyone but root (or the lab's user) may change is "foreign". With none,
@@ -17,6 +21,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import {
   closeSync,
   constants,
+  createReadStream,
   fchmodSync,
   fchownSync,
   fstatSync,
@@ -26,7 +31,9 @@ import {
   mkdirSync,
   mkdtempSync,
   openSync,
+  readFileSync,
   readSync,
+  readdirSync,
   realpathSync,
   renameSync,
   unlinkSync,
@@ -34,6 +41,7 @@ import {
   type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -455,5 +463,187 @@ export function removeLabFile(file: string): void {
     if (code === 'ENOENT') return;
     if (code === 'EISDIR' || code === 'EPERM') throw new LabPathError(`refused to remove ${target}: it is a folder, not a file`);
     throw err;
+  }
+}
+
+/** Bytes a read returns at most unless it asks for fewer: results, reports and configs are far smaller. */
+const MAX_READ_BYTES = 64 * 1024 * 1024;
+
+/** The root a path lies below and the names from there down (the path's folders, then its last component). */
+function rootOf(p: string, op: string): { root: string; names: string[] } {
+  const abs = path.resolve(p);
+  for (const dir of scratch) if (inside(abs, dir)) return { root: dir, names: path.relative(dir, abs).split(path.sep).filter(Boolean) };
+  const root = roots.find((r) => inside(abs, r.given)) ?? roots.find((r) => inside(abs, r.real));
+  if (!root) throw new LabPathError(`refused to ${op} ${abs}: outside the lab's folders (${labRoots().join(', ') || 'none registered'})`);
+  const base = inside(abs, root.given) ? root.given : root.real;
+  return { root: root.real, names: path.relative(base, abs).split(path.sep).filter(Boolean) };
+}
+
+const isMissing = (err: unknown) => ['ENOENT'].includes((err as NodeJS.ErrnoException).code ?? '');
+const isLink = (err: unknown) => ['ELOOP', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '');
+
+/**
+ * Opens a path below the lab's roots for reading, following no link in any component below the root: the root by
+ * its real path, then each name through the folder already open (/proc/self/fd/<fd>/<name>: an openat) with
+ * O_NOFOLLOW, so a folder or file swapped for a link at any moment is refused, never followed. A file must be a
+ * regular file with one link; a folder a folder. Null when something on the way does not exist.
+ */
+function openNoFollow(p: string, op: string, want: 'file' | 'folder'): number | null {
+  const { root, names } = rootOf(p, op);
+  let fd: number;
+  try {
+    // A root registered as a single file (the hosts' key) is the file itself.
+    fd = openSync(root, constants.O_RDONLY | (names.length === 0 && want === 'file' ? constants.O_NOFOLLOW | constants.O_NONBLOCK : constants.O_DIRECTORY));
+  } catch (err) {
+    if (isMissing(err)) return null;
+    if (isLink(err)) throw new LabPathError(`refused to ${op} ${path.resolve(p)}: the lab's root ${root} is not a ${want}`);
+    throw err;
+  }
+  let at = root;
+  try {
+    for (const [i, name] of names.entries()) {
+      const last = i === names.length - 1;
+      const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | (last && want === 'file' ? 0 : constants.O_DIRECTORY);
+      at = path.join(at, name);
+      let next: number;
+      try {
+        next = openSync(`/proc/self/fd/${fd}/${name}`, flags);
+      } catch (err) {
+        if (isMissing(err)) return null;
+        if (isLink(err)) {
+          const st = lstatOrNull(at);
+          throw new LabPathError(`refused to ${op} ${path.resolve(p)}: ${at} is ${st ? kindOf(st) : 'not a folder'}${last && want === 'file' ? '' : ', not a folder'} (a link planted in the lab's folders?)`);
+        }
+        throw err;
+      }
+      closeSync(fd);
+      fd = next;
+    }
+    const st = fstatSync(fd);
+    if (want === 'file' && !(st.isFile() && st.nlink === 1))
+      throw new LabPathError(`refused to ${op} ${path.resolve(p)}: it is ${st.isFile() ? `a file with ${st.nlink} hard links` : kindOf(st)}, not a file of its own`);
+    const opened = fd;
+    fd = -1;
+    return opened;
+  } finally {
+    if (fd >= 0) closeSync(fd);
+  }
+}
+
+export interface ReadOptions {
+  /** Bytes to read at most (default 64 MiB); the rest is left unread. */
+  maxBytes?: number;
+  /** Read the last maxBytes bytes instead of the first (a log's tail), from the start of a line. */
+  tail?: boolean;
+}
+
+/** A file's bytes below the lab's roots, read without following a link (see openNoFollow); null when it is not there. */
+export function readLabBytes(file: string, opts: ReadOptions = {}): Buffer | null {
+  const fd = openNoFollow(file, 'read', 'file');
+  if (fd === null) return null;
+  try {
+    const size = fstatSync(fd).size;
+    // Cut short only where the caller asks for a bound; a file over the default bound is refused, never cut silently.
+    if (opts.maxBytes === undefined && !opts.tail && size > MAX_READ_BYTES)
+      throw new LabPathError(`refused to read ${path.resolve(file)}: ${size} bytes, more than the ${MAX_READ_BYTES} a read takes`);
+    const max = Math.min(opts.maxBytes ?? MAX_READ_BYTES, MAX_READ_BYTES);
+    const start = opts.tail ? Math.max(0, size - max) : 0;
+    const buf = Buffer.alloc(Math.min(max, size));
+    let n = 0;
+    while (n < buf.length) {
+      const got = readSync(fd, buf, n, buf.length - n, start + n);
+      if (got === 0) break;
+      n += got;
+    }
+    const bytes = buf.subarray(0, n);
+    if (!opts.tail || start === 0) return bytes;
+    const newline = bytes.indexOf(0x0a);
+    return newline >= 0 ? bytes.subarray(newline + 1) : bytes;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A text file below the lab's roots (readLabBytes as UTF-8); null when it is not there. */
+export function readLabFile(file: string, opts: ReadOptions = {}): string | null {
+  return readLabBytes(file, opts)?.toString('utf8') ?? null;
+}
+
+/** A stream of a file below the lab's roots, opened without following a link; null when it is not there. */
+export function labReadStream(file: string): Readable | null {
+  const fd = openNoFollow(file, 'read', 'file');
+  return fd === null ? null : createReadStream('', { fd, autoClose: true });
+}
+
+/** The names in a folder below the lab's roots, opened without following a link; null when it is not there. */
+export function listLabDir(dir: string): string[] | null {
+  const fd = openNoFollow(dir, 'list', 'folder');
+  if (fd === null) return null;
+  try {
+    return readdirSync(`/proc/self/fd/${fd}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Where the kernel's own files live: only root and the kernel make entries there. */
+const KERNEL_ROOTS = ['/proc/', '/sys/'];
+
+function kernelPath(p: string, op: string): string {
+  const abs = path.resolve(p);
+  if (!KERNEL_ROOTS.some((r) => abs.startsWith(r) || abs === r.slice(0, -1))) throw new LabPathError(`refused to ${op} ${abs} as a kernel file: not below ${KERNEL_ROOTS.join(' or ')}`);
+  return abs;
+}
+
+/** A kernel file (/proc, /sys, the cgroup file system): counters, limits, a process's command line. */
+export function readKernelFile(file: string): string {
+  return readFileSync(kernelPath(file, 'read'), 'utf8');
+}
+
+/** The names in a kernel folder (/proc's processes, a cgroup's children). */
+export function listKernelDir(dir: string): string[] {
+  return readdirSync(kernelPath(dir, 'list'));
+}
+
+/**
+ * A file the operator names or installs, outside the lab's folders: a certificate, the accounts file, the project's
+ * own files (package.json, the agent's package). Refused below the lab's roots, where readLabFile must read.
+ */
+export function readOperatorFile(file: string): Buffer {
+  const abs = path.resolve(file);
+  const root = roots.find((r) => inside(abs, r.given) || inside(abs, r.real));
+  if (root) throw new LabPathError(`refused to read ${abs} as the operator's file: it lies in the lab's folder ${root.real} (read it with readLabFile)`);
+  return readFileSync(abs);
+}
+
+/** The names in a folder the operator installs (a tools cache, PostgreSQL's installations), outside the lab's folders. */
+export function listOperatorDir(dir: string): string[] {
+  const abs = path.resolve(dir);
+  const root = roots.find((r) => inside(abs, r.given) || inside(abs, r.real));
+  if (root) throw new LabPathError(`refused to list ${abs} as the operator's folder: it lies in the lab's folder ${root.real} (list it with listLabDir)`);
+  return readdirSync(abs);
+}
+
+/**
+ * A small file outside the lab's folders in a folder another OS user owns (a server's postmaster.pid the lab did not
+ * make), read as that user: the kernel then grants only that user's rights, so a link there leads nowhere that user
+ * could not read already. In a folder of root's (or the lab's user) it is opened without following a link. Bounded.
+ */
+export function readAsFolderOwner(file: string, maxBytes = 64 * 1024): string {
+  const abs = path.resolve(file);
+  const dir = lstatSync(path.dirname(abs));
+  if (!dir.isDirectory()) throw new LabPathError(`refused to read ${abs}: ${path.dirname(abs)} is ${kindOf(dir)}, not a folder`);
+  if (dir.uid !== 0 && dir.uid !== euid()) {
+    const r = spawnSync('head', ['-c', String(maxBytes), '--', abs], { uid: dir.uid, gid: dir.gid, cwd: '/', env: PATH_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.error) throw r.error;
+    if (r.status !== 0) throw Object.assign(new Error(`reading ${abs} as uid ${dir.uid} failed: ${r.stderr.toString().trim()}`), { code: /No such file/.test(r.stderr.toString()) ? 'ENOENT' : 'EACCES' });
+    return r.stdout.toString('utf8');
+  }
+  const fd = openChecked(abs, constants.O_RDONLY, undefined, 'read');
+  try {
+    const buf = Buffer.alloc(maxBytes);
+    return buf.subarray(0, readSync(fd, buf, 0, maxBytes, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
   }
 }

@@ -7,6 +7,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { HostConfig } from '../common/core/hosts';
+import { HOST_FOLDER_LENGTH } from '../common/core/ids';
 import { makeLabDir, registerLabRoot } from './lab-fs';
 
 /** The project folder (the one with package.json); dist/ sits below it. */
@@ -88,4 +89,21 @@ export function registerLabPaths(paths: LabPaths, env: NodeJS.ProcessEnv = proce
  */
 export function hostAgentRoots(config: Pick<HostConfig, 'hostDir' | 'dataDir'>): string[] {
   return [...new Set([config.hostDir, path.dirname(config.dataDir), backupsDirFor(path.dirname(config.hostDir))])];
+}
+
+/** The longest unix socket path the kernel binds (sun_path holds 108 bytes with the terminating NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** A host's Postgres socket below a hosts folder at its longest: `<hosts>/<folder>/run/.s.PGSQL.65535`. */
+export function longestSocketPath(hostsDir: string, folder = 'x'.repeat(HOST_FOLDER_LENGTH)): string {
+  return path.join(path.resolve(hostsDir), folder, 'run', '.s.PGSQL.65535');
+}
+
+/** Why hosts cannot live in a hosts folder because their sockets' paths would be too long, or null. */
+export function socketPathProblem(hostsDir: string, folder?: string): string | null {
+  const socket = longestSocketPath(hostsDir, folder);
+  const bytes = Buffer.byteLength(socket);
+  if (bytes <= MAX_SOCKET_PATH_BYTES) return null;
+  const room = MAX_SOCKET_PATH_BYTES - (bytes - Buffer.byteLength(path.resolve(hostsDir)));
+  return `hosts folder ${path.resolve(hostsDir)}: a host's Postgres socket there (${socket}) is ${bytes} bytes, more than the ${MAX_SOCKET_PATH_BYTES} a unix socket path may have; set STORAGE_LAB_HOSTS_DIR to a folder of at most ${room} bytes, for example under /var/lib`;
 }

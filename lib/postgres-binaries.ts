@@ -4,9 +4,10 @@
  * cache (`<cache>/postgresql/<major>/bin`: initdb, pg_ctl, postgres and contrib, no client tools; infra/bootstrap.sh
  * installs PostgreSQL 17 there from the npm registry). A cached server is driven by Debian's client tools.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { SetupError } from '../common/core/errors';
+import { listOperatorDir, readOperatorFile } from './lab-fs';
 import { labPaths, traversableByOthers } from './lab-paths';
 
 const DEBIAN_ROOT = '/usr/lib/postgresql';
@@ -32,7 +33,7 @@ export const SHARED_POSTGRES_ROOT = '/var/lib/storage-lab/postgresql';
 
 function majorsUnder(root: string, clientTools: boolean): PostgresInstall[] {
   if (!existsSync(root)) return [];
-  return readdirSync(root)
+  return listOperatorDir(root)
     .filter((v) => /^\d+$/.test(v) && existsSync(path.join(root, v, 'bin', 'pg_ctl')))
     .map((v) => ({ major: Number(v), binDir: path.join(root, v, 'bin'), clientTools }));
 }
@@ -133,7 +134,7 @@ export interface OsUser {
 
 /** Looks a user up in /etc/passwd (Node has no getpwnam). */
 export function lookupUser(name: string): OsUser | null {
-  for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+  for (const line of readOperatorFile('/etc/passwd').toString('utf8').split('\n')) {
     const [user, , uid, gid] = line.split(':');
     if (user === name) return { name, uid: Number(uid), gid: Number(gid) };
   }

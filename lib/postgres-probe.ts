@@ -6,7 +6,7 @@
  * it: no lock, no disk read, so only a server that does not run at all leaves it unanswered.
  */
 import { DatabaseError, type Client } from 'pg';
-import { readFileSync, readdirSync } from 'node:fs';
+import { listKernelDir, readKernelFile, readLabFile } from './lab-fs';
 import path from 'node:path';
 import type { HostConfig } from '../common/core/hosts';
 import type { PostgresProcess, ProbeOutcome } from '../common/core/postgres-silence';
@@ -91,7 +91,8 @@ export function postgresProcesses(dataDir: string): PostgresProcess[] | null {
 /** The postmaster's pid from its pid file in the data folder, or null. */
 export function postmasterPid(dataDir: string): number | null {
   try {
-    const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    // PGDATA is the postgres user's: read through the file guard (no link followed), only its first bytes.
+    const pid = Number((readLabFile(path.join(dataDir, 'postmaster.pid'), { maxBytes: 1024 }) ?? '').split('\n')[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : null;
   } catch {
     return null;
@@ -108,10 +109,10 @@ export function childrenOf(parent: number): number[] {
 /** Every process of the machine with its state and parent. */
 function processStates(): (PostgresProcess & { ppid: number })[] {
   const found: (PostgresProcess & { ppid: number })[] = [];
-  for (const entry of readdirSync('/proc')) {
+  for (const entry of listKernelDir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      found.push({ pid: Number(entry), ...parsePidStatState(readFileSync(`/proc/${entry}/stat`, 'utf8')) });
+      found.push({ pid: Number(entry), ...parsePidStatState(readKernelFile(`/proc/${entry}/stat`)) });
     } catch {
       // Exited while we looked.
     }

@@ -5,7 +5,7 @@
  * settings reach a tool unless its caller adds them.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readOperatorFile } from './lab-fs';
 
 /** Variables every tool inherits from the worker: where programs are, and the locale and time zone. */
 const INHERITED = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/;
@@ -17,7 +17,7 @@ export function toolEnv(parent: NodeJS.ProcessEnv = process.env): NodeJS.Process
 
 /** The home folder of a user by uid (/etc/passwd), or undefined when it has none there. */
 function homeOf(uid: number): string | undefined {
-  for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+  for (const line of readOperatorFile('/etc/passwd').toString('utf8').split('\n')) {
     const fields = line.split(':');
     if (fields.length >= 6 && Number(fields[2]) === uid) return fields[5];
   }

@@ -1,12 +1,13 @@
 /**
  * Where a run's results go: result.json, cluster results (saved before teardown) and report files.
  * A folder locally; S3 on AWS (see s3-results-store.ts). Keys are relative paths below the run's prefix.
+ * A run's folder is its id escaped injectively (common/core/ids.ts) and claimed by its first write (`.run-id`, made
+ * atomically); results of runs made before the escaping stay found under their old folder, where its claim names them.
  */
-import { readFile, readdir } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
-import { RESERVED_RUN_FOLDERS, runFolderName, safeSegment, UnsafeIdError, type ReservedRunFolder } from '../common/core/ids';
-import { makeLabDir, registerLabRoot, writeLabFile } from './lab-fs';
+import { legacyRunFolderName, RESERVED_RUN_FOLDERS, runFolderName, runIdOfFolder, safeSegment, UnsafeIdError, type ReservedRunFolder } from '../common/core/ids';
+import { listLabDir, makeLabDir, readLabFile, registerLabRoot, writeLabFile } from './lab-fs';
 
 export { runFolderName };
 
@@ -28,6 +29,11 @@ export interface ResultsStore {
   list(run: RunKey, prefix: string): Promise<string[]>;
   /** Run ids with anything stored. */
   runs(): Promise<string[]>;
+  /**
+   * Writes `value` under `key` unless something is there, atomically (of two writers at once exactly one wins);
+   * returns what is stored now: a run's claims.
+   */
+  claim(run: RunKey, key: string, value: string): Promise<string>;
 }
 
 /** The folder (key prefix) of a run: its workflow id made safe (common/core/ids.ts), or a reserved folder. */
@@ -65,9 +71,8 @@ export const RUN_EXECUTION_KEY = '.run-execution';
  * before claims existed is claimed by its next writer.
  */
 export async function claimRunExecution(store: ResultsStore, run: string, execution: string): Promise<void> {
-  const claimed = await store.get(run, RUN_EXECUTION_KEY);
-  if (claimed === null) await store.put(run, RUN_EXECUTION_KEY, execution);
-  else if (claimed !== execution)
+  const claimed = await store.claim(run, RUN_EXECUTION_KEY, execution);
+  if (claimed !== execution)
     throw new UnsafeIdError(
       'workflowId',
       `run ${JSON.stringify(run)} finished before (execution ${claimed}) and its results are in ${store.location(run)}; a new run under its workflow id (execution ${execution}) would replace them: start the run with another workflow id`,
@@ -80,6 +85,16 @@ export function safeKey(key: string, field = 'key'): string {
   return key;
 }
 
+/**
+ * The folder name a run had before names were escaped injectively, when it differs: used only where the folder's own
+ * claim names that run exactly (a run finished or in flight before the change), so `a_b` never reads `a/b`'s results.
+ */
+export function legacyFolderOf(run: RunKey): string | null {
+  if (typeof run !== 'string') return null;
+  const name = legacyRunFolderName(run);
+  return name && name !== runFolderOf(run) ? name : null;
+}
+
 export class DirResultsStore implements ResultsStore {
   constructor(readonly root: string) {
     // The store writes below its folder only: the file guard lets it.
@@ -87,39 +102,68 @@ export class DirResultsStore implements ResultsStore {
   }
 
   location(run: RunKey): string {
-    return path.join(this.root, runFolderOf(run));
+    const folder = path.join(this.root, runFolderOf(run));
+    const legacy = legacyFolderOf(run);
+    if (!legacy || isFolder(folder)) return folder;
+    const old = path.join(this.root, legacy);
+    return readLabFile(path.join(old, RUN_CLAIM_KEY), { maxBytes: 4096 }) === runClaim(run) ? old : folder;
   }
 
   async put(run: RunKey, key: string, body: string): Promise<void> {
     const folder = this.location(run);
     const file = path.join(folder, safeKey(key));
     makeLabDir(path.dirname(file));
-    const claim = path.join(folder, RUN_CLAIM_KEY);
-    if (!existsSync(claim))
-      try {
-        writeLabFile(claim, runClaim(run), { exclusive: true });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // Another writer claimed it first: read theirs.
-      }
-    checkRunClaim(run, folder, await readFile(claim, 'utf8'));
+    await this.claimFolder(run, folder);
     // Written aside, then renamed, so a reader (or a crash) never sees half a file.
     writeLabFile(file, body, { atomic: true });
   }
 
+  /** The run's claim of its folder, made by the first write (O_EXCL), checked by every write. */
+  private async claimFolder(run: RunKey, folder: string): Promise<void> {
+    makeLabDir(folder);
+    checkRunClaim(run, folder, this.createOnce(path.join(folder, RUN_CLAIM_KEY), runClaim(run)));
+  }
+
+  /** Writes a file unless it exists (linked into place: of two writers exactly one wins); returns its content. */
+  private createOnce(file: string, value: string): string {
+    try {
+      writeLabFile(file, value, { exclusive: true });
+      return value;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // Another writer was first: read theirs.
+    }
+    return readLabFile(file, { maxBytes: 64 * 1024 }) ?? '';
+  }
+
+  async claim(run: RunKey, key: string, value: string): Promise<string> {
+    const folder = this.location(run);
+    await this.claimFolder(run, folder);
+    return this.createOnce(path.join(folder, safeKey(key)), value);
+  }
+
   async get(run: RunKey, key: string): Promise<string | null> {
-    const file = path.join(this.location(run), safeKey(key));
-    return existsSync(file) ? readFile(file, 'utf8') : null;
+    return readLabFile(path.join(this.location(run), safeKey(key)));
   }
 
   async list(run: RunKey, prefix: string): Promise<string[]> {
     const dir = path.join(this.location(run), safeKey(prefix, 'prefix'));
-    if (!existsSync(dir)) return [];
-    return (await readdir(dir)).filter((f) => !f.includes('.tmp-') && f !== RUN_CLAIM_KEY).map((f) => path.posix.join(prefix, f));
+    return (listLabDir(dir) ?? []).filter((f) => !f.includes('.tmp-') && f !== RUN_CLAIM_KEY).map((f) => path.posix.join(prefix, f));
   }
 
   async runs(): Promise<string[]> {
-    if (!existsSync(this.root)) return [];
-    const entries = await readdir(this.root, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => e.name);
+    return (listLabDir(this.root) ?? []).filter((name) => isFolder(path.join(this.root, name))).map((name) => runOfFolder(name));
   }
+}
+
+function isFolder(p: string): boolean {
+  try {
+    return lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The run id a folder holds: the id it escapes, or (a folder from before the escaping, or the lab's own) its name. */
+export function runOfFolder(name: string): string {
+  return (RESERVED_RUN_FOLDERS as readonly string[]).includes(name) ? name : (runIdOfFolder(name) ?? name);
 }

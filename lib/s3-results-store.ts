@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import path from 'node:path';
 import { awsErrorCode } from './aws-clients';
-import { checkRunClaim, RUN_CLAIM_KEY, runClaim, runFolderOf, safeKey, type ResultsStore, type RunKey } from './results-store';
+import { checkRunClaim, legacyFolderOf, RUN_CLAIM_KEY, runClaim, runFolderOf, runOfFolder, safeKey, type ResultsStore, type RunKey } from './results-store';
 
 export interface S3ResultsStoreOptions {
   bucket: string;
@@ -30,6 +30,8 @@ const CONTENT_TYPES: Record<string, string> = {
 
 export class S3ResultsStore implements ResultsStore {
   private readonly prefix: string;
+  /** Runs whose results live under their folder from before the escaping (its claim names them), by run. */
+  private readonly legacy = new Map<string, boolean>();
 
   constructor(
     private readonly s3: S3Client,
@@ -43,20 +45,43 @@ export class S3ResultsStore implements ResultsStore {
   }
 
   async put(run: RunKey, key: string, body: string): Promise<void> {
-    const claimed = await this.get(run, RUN_CLAIM_KEY);
-    if (claimed === null) await this.putObject(`${this.runPrefix(run)}/${RUN_CLAIM_KEY}`, runClaim(run));
-    checkRunClaim(run, this.location(run), claimed);
+    await this.resolve(run);
+    await this.claimPrefix(run);
     await this.putObject(`${this.runPrefix(run)}/${safeKey(key)}`, body);
   }
 
-  /** One object, encrypted at rest. */
-  private async putObject(objectKey: string, body: string): Promise<void> {
+  /** The run's claim of its prefix: made by the first write with a conditional put, checked by every write. */
+  private async claimPrefix(run: RunKey): Promise<void> {
+    checkRunClaim(run, this.location(run), await this.createOnce(`${this.runPrefix(run)}/${RUN_CLAIM_KEY}`, runClaim(run)));
+  }
+
+  /** Puts an object unless it exists (If-None-Match: *: of two writers exactly one wins); returns what is stored. */
+  private async createOnce(objectKey: string, value: string): Promise<string> {
+    try {
+      await this.putObject(objectKey, value, true);
+      return value;
+    } catch (err) {
+      const code = awsErrorCode(err);
+      if (code !== 'PreconditionFailed' && code !== 'ConditionalRequestConflict') throw err;
+    }
+    return (await this.getObject(objectKey)) ?? '';
+  }
+
+  async claim(run: RunKey, key: string, value: string): Promise<string> {
+    await this.resolve(run);
+    await this.claimPrefix(run);
+    return this.createOnce(`${this.runPrefix(run)}/${safeKey(key)}`, value);
+  }
+
+  /** One object, encrypted at rest; `once`: only if there is none yet. */
+  private async putObject(objectKey: string, body: string, once = false): Promise<void> {
     await this.s3.send(
       new PutObjectCommand({
         Bucket: this.opts.bucket,
         Key: objectKey,
         Body: body,
         ContentType: CONTENT_TYPES[path.extname(objectKey)] ?? 'text/plain; charset=utf-8',
+        ...(once ? { IfNoneMatch: '*' } : {}),
         ...(this.opts.kmsKeyId
           ? { ServerSideEncryption: 'aws:kms', SSEKMSKeyId: this.opts.kmsKeyId }
           : { ServerSideEncryption: 'AES256' }),
@@ -65,8 +90,13 @@ export class S3ResultsStore implements ResultsStore {
   }
 
   async get(run: RunKey, key: string): Promise<string | null> {
+    await this.resolve(run);
+    return this.getObject(`${this.runPrefix(run)}/${safeKey(key)}`);
+  }
+
+  private async getObject(objectKey: string): Promise<string | null> {
     try {
-      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: `${this.runPrefix(run)}/${safeKey(key)}` }));
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: objectKey }));
       return (await out.Body?.transformToString('utf8')) ?? '';
     } catch (err) {
       if (awsErrorCode(err) === 'NoSuchKey') return null;
@@ -76,6 +106,7 @@ export class S3ResultsStore implements ResultsStore {
 
   /** Keys directly below a prefix of the run (not deeper), as the folder store lists a folder. */
   async list(run: RunKey, prefix: string): Promise<string[]> {
+    await this.resolve(run);
     const base = `${this.runPrefix(run)}/`;
     const below = `${base}${safeKey(prefix.replace(/^\/+|\/+$/g, ''), 'prefix')}/`;
     const keys: string[] = [];
@@ -88,11 +119,24 @@ export class S3ResultsStore implements ResultsStore {
     const runs: string[] = [];
     const root = this.prefix ? `${this.prefix}/` : '';
     for await (const page of paginateListObjectsV2({ client: this.s3 }, { Bucket: this.opts.bucket, Prefix: root, Delimiter: '/' }))
-      for (const p of page.CommonPrefixes ?? []) if (p.Prefix) runs.push(p.Prefix.slice(root.length).replace(/\/$/, ''));
+      for (const p of page.CommonPrefixes ?? []) if (p.Prefix) runs.push(runOfFolder(p.Prefix.slice(root.length).replace(/\/$/, '')));
     return runs.sort();
   }
 
+  /**
+   * Whether a run's results are under its folder from before the escaping: only when nothing is under today's and
+   * the old folder's claim names this run exactly. Looked up once per run.
+   */
+  private async resolve(run: RunKey): Promise<void> {
+    const legacy = legacyFolderOf(run);
+    if (!legacy || typeof run !== 'string' || this.legacy.has(run)) return;
+    const join = (folder: string) => [this.prefix, folder, RUN_CLAIM_KEY].filter(Boolean).join('/');
+    const current = await this.getObject(join(runFolderOf(run)));
+    this.legacy.set(run, current === null && (await this.getObject(join(legacy))) === runClaim(run));
+  }
+
   private runPrefix(run: RunKey): string {
-    return [this.prefix, runFolderOf(run)].filter(Boolean).join('/');
+    const folder = typeof run === 'string' && this.legacy.get(run) ? legacyFolderOf(run)! : runFolderOf(run);
+    return [this.prefix, folder].filter(Boolean).join('/');
   }
 }

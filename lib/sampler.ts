@@ -7,7 +7,6 @@
  * but its own; diagnose makes that connection read-only). Independent of the activity context, so the
  * sampler-overhead bench can run it too.
  */
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
@@ -16,6 +15,7 @@ import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond } from '../c
 import type { HostConfig } from '../common/core/hosts';
 import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
 import { deviceMajMin } from './block-devices';
+import { readKernelFile } from './lab-fs';
 import { connectLocal } from './pg';
 import { WORKLOAD_APP_PREFIX } from './pgbench-workload';
 import { parseMemoryStat, type CgroupIoCounters } from './parsers/cgroup';
@@ -92,7 +92,7 @@ type Snapshot = StatSnapshot & { lsn: string | null } & Record<string, unknown>;
 
 /** CPU seconds the whole machine has been busy (/proc/stat). */
 function machineBusySeconds(): number {
-  return parseProcStat(readFileSync('/proc/stat', 'utf8')).busySeconds;
+  return parseProcStat(readKernelFile('/proc/stat')).busySeconds;
 }
 
 /** Host-level counters read from files: CPU seconds (the host's cgroup, or the machine's), diskstats, the I/O and memory cgroup. */
@@ -106,10 +106,10 @@ export class HostCounters {
   cpu(): number {
     const cg = this.host.cgroup;
     if (cg?.cpuDir) return cpuSeconds({ kind: cg.kind, cpuDir: cg.cpuDir });
-    return parseProcStat(readFileSync('/proc/stat', 'utf8')).busySeconds;
+    return parseProcStat(readKernelFile('/proc/stat')).busySeconds;
   }
   disk(): DiskCounters | null {
-    return this.host.device ? parseDiskstats(readFileSync('/proc/diskstats', 'utf8'), this.host.device) : null;
+    return this.host.device ? parseDiskstats(readKernelFile('/proc/diskstats'), this.host.device) : null;
   }
 
   /**
@@ -121,7 +121,7 @@ export class HostCounters {
     if (cg?.kind !== 'v1' || !cg.ioDir || !this.majMin) return;
     const rules = path.join(cg.ioDir, 'blkio.throttle.read_iops_device');
     try {
-      if (!readFileSync(rules, 'utf8').split('\n').some((l) => l.startsWith(`${this.majMin} `))) writeCgroupFile(cg.ioDir, 'blkio.throttle.read_iops_device', `${this.majMin} 1000000000`);
+      if (!readKernelFile(rules).split('\n').some((l) => l.startsWith(`${this.majMin} `))) writeCgroupFile(cg.ioDir, 'blkio.throttle.read_iops_device', `${this.majMin} 1000000000`);
     } catch {
       // Not ours to change (no permission): the cgroup figures are then absent, as without a cgroup.
     }
@@ -139,10 +139,10 @@ export class HostCounters {
     const dir = this.host.cgroup?.memoryDir;
     if (!dir) return null;
     try {
-      const stat = parseMemoryStat(readFileSync(path.join(dir, 'memory.stat'), 'utf8'));
+      const stat = parseMemoryStat(readKernelFile(path.join(dir, 'memory.stat')));
       if (!stat) return null;
       const limitFile = path.join(dir, this.host.cgroup!.kind === 'v1' ? 'memory.limit_in_bytes' : 'memory.max');
-      const limit = Number(readFileSync(limitFile, 'utf8').trim());
+      const limit = Number(readKernelFile(limitFile).trim());
       // v1 says "no limit" with a number near 2^63, v2 with "max" (NaN here).
       return { ...stat, limitBytes: Number.isFinite(limit) && limit < 2 ** 60 ? limit : null };
     } catch {
@@ -245,7 +245,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   const backendCpu = (): number | null => {
     if (!opts.counters) return null;
     try {
-      return parsePidStatCpuSeconds(readFileSync(`/proc/${info.pid}/stat`, 'utf8'));
+      return parsePidStatCpuSeconds(readKernelFile(`/proc/${info.pid}/stat`));
     } catch {
       return null;
     }

@@ -9,7 +9,7 @@ import { Client } from '@temporalio/client';
 import { toCanonicalString, type WorkerDeploymentVersion } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
-import { readFileSync } from 'node:fs';
+import { readOperatorFile } from '../lib/lab-fs';
 import path from 'node:path';
 import { createControlActivities } from '../activities/control';
 import { keepAlive } from '../activities/heartbeat';
@@ -56,7 +56,7 @@ export interface ControlWorker {
 /** The workflow bundle, built once here unless given: its code is also what a derived build id hashes. */
 async function workflowCode(given: ControlWorkerOptions['workflowBundle']): Promise<{ code: string }> {
   if (given && 'code' in given) return { code: given.code };
-  if (given) return { code: readFileSync(given.codePath, 'utf8') };
+  if (given) return { code: readOperatorFile(given.codePath).toString('utf8') };
   // The same module, loaded here in Node, to check what the bundle will declare.
   assertBehaviorsDeclared({ ...(await import('../workflows')) });
   return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: Runtime.instance().logger });

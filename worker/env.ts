@@ -1,6 +1,6 @@
 /** Worker environment, validated at start so a typo fails loudly before any task is taken. */
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import { readFileSync } from 'node:fs';
+import { readOperatorFile } from '../lib/lab-fs';
 import { CONTROL_TASK_QUEUE } from '../common/core/names';
 
 export interface TemporalEnv {
@@ -21,10 +21,10 @@ export function temporalEnv(env: NodeJS.ProcessEnv = process.env): TemporalEnv {
   const keyFile = env.TEMPORAL_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile))
     throw new Error('TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together: set both (mTLS) or neither');
-  const apiKey = env.TEMPORAL_API_KEY_FILE ? readFileSync(env.TEMPORAL_API_KEY_FILE, 'utf8').trim() : undefined;
+  const apiKey = env.TEMPORAL_API_KEY_FILE ? readOperatorFile(env.TEMPORAL_API_KEY_FILE).toString('utf8').trim() : undefined;
   const tls: NativeConnectionOptions['tls'] =
     certFile && keyFile
-      ? { clientCertPair: { crt: readFileSync(certFile), key: readFileSync(keyFile) } }
+      ? { clientCertPair: { crt: readOperatorFile(certFile), key: readOperatorFile(keyFile) } }
       : apiKey
         ? true
         : undefined;

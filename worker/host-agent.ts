@@ -3,6 +3,7 @@
  * Started inside the host's cgroups (locally by its supervisor, on EC2 by systemd), so what it starts inherits them.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
+import path from 'node:path';
 import { createHostActivities } from '../activities/host';
 import { clientOsUser, postgresOsUser } from '../lib/postgres-binaries';
 import { registerLabRoot } from '../lib/lab-fs';
@@ -15,8 +16,10 @@ import { installLogging, log } from './logging';
 async function main(): Promise<void> {
   const configFile = process.argv[2];
   if (!configFile) throw new Error('usage: host-agent <host.json>');
+  // The host's folder first: its host.json is read through the file guard.
+  registerLabRoot(path.dirname(path.resolve(configFile)));
   const config = readConfig(configFile);
-  // All the agent writes or deletes (infra/lab-fs.ts refuses anything else).
+  // All the agent reads, writes or deletes (lib/lab-fs.ts refuses anything else).
   registerLabRoot(...hostAgentRoots(config));
   installLogging({ role: 'host-agent', hostId: config.hostId, runId: config.runId });
   // An agent that died while preparation ran with the cap lifted left its host uncapped: the cap goes back before

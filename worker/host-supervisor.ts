@@ -9,9 +9,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { joinScript } from '../lib/cgroups';
 import { readConfig } from '../infra/providers/local/local-provider';
+import { registerLabRoot } from '../lib/lab-fs';
 
 const RESTART_DELAY_MS = 1_000;
 const configFile = process.argv[2];
+// The host's folder (its host.json is read through the file guard).
+if (configFile) registerLabRoot(path.dirname(path.resolve(configFile)));
 const agentScript = path.join(__dirname, 'host-agent.js');
 let agent: ChildProcess | undefined;
 let stopping = false;

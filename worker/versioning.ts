@@ -9,7 +9,8 @@ import { toCanonicalString, type WorkerDeploymentVersion } from '@temporalio/com
 import { temporal } from '@temporalio/proto';
 import type { WorkerDeploymentOptions } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
+import { readOperatorFile } from '../lib/lab-fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runProcess } from '../lib/process-runner';
@@ -55,7 +56,7 @@ function checkBuildId(buildId: string, from: string): void {
 
 /** The package's version, as package.json at the package root says. */
 function packageVersion(packageRoot: string): string {
-  return (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  return (JSON.parse(readOperatorFile(path.join(packageRoot, 'package.json')).toString('utf8')) as { version: string }).version;
 }
 
 /** The commit and whether tracked files differ from it, when packageRoot is itself a git checkout's top (else null). */

@@ -52,8 +52,9 @@ export function clusterInputAtDoor(input: unknown, info: DoorInfo): ClusterInput
   const workflowId = clusterWorkflowId(shape.runId, shape.className, shape.index);
   if (info.workflowId !== workflowId)
     problems.push({ path: 'workflowId', message: `${JSON.stringify(info.workflowId)} is not this cluster's (${JSON.stringify(workflowId)}); the experiment names its clusters <run>/<class>-<index>` });
+  // Of either scheme (workflows/names.ts): a parent that started before collision-proof names passes the old one.
   const hostId = hostIdFor(shape.runId, shape.className, shape.index);
-  if (shape.hostId !== hostId)
+  if (shape.hostId !== hostId && shape.hostId !== hostIdFor(shape.runId, shape.className, shape.index, 'fnv32'))
     problems.push({ path: 'hostId', message: `${JSON.stringify(shape.hostId)} is not this cluster's host (${JSON.stringify(hostId)}); the experiment derives it from the run, the class and the index` });
   if (spec && !Object.prototype.hasOwnProperty.call(spec.storageClasses, shape.className))
     problems.push({ path: 'className', message: `${JSON.stringify(shape.className)} is not a storage class of the spec; use one of ${Object.keys(spec.storageClasses).join(', ')}` });

@@ -14,6 +14,7 @@ import type { ProviderName } from '../common/core/hosts';
 import type { BackupStoreSpec } from '../common/input/spec';
 import { failureMessage } from './failures';
 import type { ProgressBoard } from './progress';
+import { currentClaimant } from './owner';
 import { teardownCalls } from './proxies';
 
 export type PlanStatus = 'ok' | 'failed' | 'cancelled';
@@ -76,14 +77,14 @@ async function undoStep(step: UndoStep): Promise<string[]> {
   if ('store' in step) {
     const { runId, store } = step.store;
     await teardownCalls.removeBackupStore
-      .executeWithOptions({ summary: `remove the backup store of ${runId}` }, [{ runId, store }])
+      .executeWithOptions({ summary: `remove the backup store of ${runId}` }, [{ runId, store, owner: currentClaimant() }])
       .catch((err) => errors.push(`removing the backup store of ${runId} failed: ${failureMessage(err)}`));
     return errors;
   }
   await Promise.all(
     step.hosts.map(({ provider, hostId }) =>
       teardownCalls.teardownHost
-        .executeWithOptions({ summary: `tear down ${hostId}` }, [{ provider, hostId }])
+        .executeWithOptions({ summary: `tear down ${hostId}` }, [{ provider, hostId, owner: currentClaimant() }])
         .catch((err) => errors.push(`teardown of ${hostId} failed: ${failureMessage(err)}`)),
     ),
   );

@@ -11,6 +11,7 @@ import { runCompensated, type UndoStack } from './compensation';
 import { failureMessage } from './failures';
 import type { HostShape } from './hosts';
 import type { ProgressBoard } from './progress';
+import { currentClaimant } from './owner';
 import { resultCalls } from './proxies';
 import { searchAttributes } from './search-attributes';
 
@@ -53,7 +54,7 @@ export async function runDrill<R extends DrillResult>(drill: DrillRun<R>): Promi
       drill.conclude(result, failure);
       drill.step('save results');
       result.finishedAt = new Date().toISOString();
-      return resultCalls.saveDrillResult({ runId: result.runId, result });
+      return resultCalls.saveDrillResult({ runId: result.runId, result, owner: currentClaimant() });
     },
     undo: drill.undo,
     undoing: () => drill.step('teardown'),

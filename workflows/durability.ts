@@ -8,6 +8,7 @@ import type { BackupInfo, BackupToolRun } from '../common/results/drill-result';
 import { backupStoreLocation } from '../common/input/backup-store';
 import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
 import type { ExperimentSpec } from '../common/input/spec';
+import { currentClaimant } from './owner';
 import { providerCalls, type HostCalls } from './proxies';
 
 export interface ClusterDurability {
@@ -26,7 +27,7 @@ export async function archiveAndBackUp(
   spec: ExperimentSpec,
 ): Promise<ClusterDurability> {
   const { archiveTimeoutSeconds, backupStore, tool, compression } = spec.durability;
-  const store = await providerCalls.prepareBackupStore({ runId: storeKey, store: backupStore });
+  const store = await providerCalls.prepareBackupStore({ runId: storeKey, store: backupStore, owner: currentClaimant() });
   const archiving = await host.setup.configureBackups({ hostId, store, tool, compression });
   // The host writes archive_command itself, from the tool it just configured; the measured phases' settings stay.
   await host.setup.configurePostgres.executeWithOptions({ summary: `archive WAL with ${archiving.tool} ${archiving.version} (archive_timeout ${archiveTimeoutSeconds} s)` }, [

@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ResultsSummary } from '../activities/control';
-import { hostIdFor } from '../common/core/ids';
+import { hostIdFor, type NameScheme } from '../common/core/ids';
 import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/results/drill-result';
@@ -14,6 +14,8 @@ import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
 import { runExperimentDrills } from './experiment-drills';
 import { resolveOrFail } from './failures';
+import { nameScheme } from './names';
+import { currentClaimant } from './owner';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { acceptInput, preflightOrFail, searchAttributes } from './search-attributes';
@@ -22,14 +24,14 @@ export interface ExperimentSummary extends ResultsSummary {
   runId: string;
 }
 
-/** The clusters of a spec, in the order they run: class by class, index by index. */
-export function planClusters(spec: ExperimentSpec, runId: string): Omit<ClusterInput, 'spec'>[] {
+/** The clusters of a spec, in the order they run: class by class, index by index; host ids of the run's scheme. */
+export function planClusters(spec: ExperimentSpec, runId: string, scheme: NameScheme = 'sha256'): Omit<ClusterInput, 'spec'>[] {
   return Object.keys(spec.storageClasses).flatMap((className) =>
     Array.from({ length: spec.clustersPerClass }, (_, index) => ({
       runId,
       className,
       index,
-      hostId: hostIdFor(runId, className, index),
+      hostId: hostIdFor(runId, className, index, scheme),
     })),
   );
 }
@@ -50,9 +52,9 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
   }));
   const startedAt = new Date().toISOString();
   await preflightOrFail(preflightCalls.preflight({ spec }));
-  await resultCalls.saveSpec({ runId, spec });
+  await resultCalls.saveSpec({ runId, spec, owner: currentClaimant() });
 
-  const clusters = planClusters(spec, runId).map((cluster) => ({ cluster, workflowId: clusterWorkflowId(runId, cluster.className, cluster.index), label: cluster.hostId }));
+  const clusters = planClusters(spec, runId, nameScheme()).map((cluster) => ({ cluster, workflowId: clusterWorkflowId(runId, cluster.className, cluster.index), label: cluster.hostId }));
   showChildren(board, clusters);
   let drills: DrillSummary[] = [];
   let cancelled = false;

@@ -4,7 +4,7 @@
  * in its shape, naming this run's hosts, addresses and store, and rounds that all passed.
  */
 import { z } from 'zod';
-import { hostIdFor, runFolderName, segmentProblem } from '../common/core/ids';
+import { hostFolderName, hostIdFor, legacyRunFolderName, nameSchemeOf, runFolderName, segmentProblem, type NameScheme } from '../common/core/ids';
 import type { HostRecord } from '../common/core/hosts';
 import { hostTaskQueue } from '../common/core/names';
 import { BACKUP_TOOLS, type BackupToolName, type ResolvedBackupStore } from '../common/input/backup-store';
@@ -85,30 +85,36 @@ export function isToolArchiveCommand(command: string, hostId: string): boolean {
   if (!words.every((w) => SHELL_WORD.test(w))) return false;
   const [bin, a, b, c, d] = words;
   if (words.length !== 5) return false;
+  // The host's folder (its id, or a hash of it: common/core/ids.ts hostFolderName) holds the tool's config.
+  const folder = hostFolderName(hostId);
   if (a === '--config' && c === 'wal-push' && d === '%p')
-    return safePathEndingWith(bin, '/wal-g') && safePathEndingWith(b, `/${hostId}/wal-g/walg.json`);
+    return safePathEndingWith(bin, '/wal-g') && safePathEndingWith(b, `/${folder}/wal-g/walg.json`);
   return (
-    bin === 'pgbackrest' && a.startsWith('--config=') && safePathEndingWith(a.slice('--config='.length), `/${hostId}/pgbackrest/pgbackrest.conf`) &&
+    bin === 'pgbackrest' && a.startsWith('--config=') && safePathEndingWith(a.slice('--config='.length), `/${folder}/pgbackrest/pgbackrest.conf`) &&
     b === '--stanza=storage-lab' && c === 'archive-push' && d === '%p'
   );
 }
 
-/** A node's host id in run `runId`. */
-function nodeHostId(runId: string, n: Node): string {
-  return hostIdFor(runId, 'node', NODES.indexOf(n) + 1);
+/** A node's host id in run `runId`, of a naming scheme (workflows/names.ts). */
+function nodeHostId(runId: string, n: Node, scheme: NameScheme): string {
+  return hostIdFor(runId, 'node', NODES.indexOf(n) + 1, scheme);
 }
 
-/** A node's host record as the provider made it: this run's host id and task queue, an IPv4 address. */
+/** Both schemes' host ids of a node: a drill continued from before collision-proof names carries the old ones. */
+const SCHEMES: NameScheme[] = ['sha256', 'fnv32'];
+
+/** A node's host record as the provider made it: this run's host id (of either scheme) and its task queue, an IPv4 address. */
 function hostRecordSchema(runId: string, n: Node) {
   const limit = z.number().int().nonnegative().nullable();
+  const ids = SCHEMES.map((scheme) => nodeHostId(runId, n, scheme)) as [string, string];
   return z
     .object({
-      hostId: z.literal(nodeHostId(runId, n)),
+      hostId: z.enum(ids),
       runId: z.literal(runId),
       provider: z.enum(['local', 'aws']),
       className: z.literal('node'),
       kind: z.enum(STORAGE_KINDS),
-      taskQueue: z.literal(hostTaskQueue(nodeHostId(runId, n))),
+      taskQueue: z.enum(ids.map(hostTaskQueue) as [string, string]),
       emulated: z.boolean(),
       emulationNote: Text.optional(),
       limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit }).strict(),
@@ -118,10 +124,15 @@ function hostRecordSchema(runId: string, n: Node) {
     .strict();
 }
 
-/** This run's own prefix of a folder or an S3 store. */
+/** This run's own prefix of a folder or an S3 store (its folder from before injective escaping, for a drill in flight). */
 function storeSchema(runId: string) {
   const runFolder = runFolderName(runId);
-  const storePath = z.string().refine((p) => safePathEndingWith(p, `/${runFolder}`), { error: `must be an absolute path of plain folder names ending with /${runFolder}` });
+  const legacy = legacyRunFolderName(runId);
+  const storePath = z
+    .string()
+    .refine((p) => safePathEndingWith(p, `/${runFolder}`) || (legacy !== null && safePathEndingWith(p, `/${legacy}`)), {
+      error: `must be an absolute path of plain folder names ending with /${runFolder}`,
+    });
   return z.discriminatedUnion('kind', [
     z.object({ kind: z.literal('folder'), path: storePath }).strict(),
     z
@@ -143,7 +154,9 @@ function archiveSettingsSchema(runId: string, n: Node) {
       archive_mode: z.literal('on'),
       archive_command: z
         .string()
-        .refine((c) => isToolArchiveCommand(c, nodeHostId(runId, n)), { error: `must be the backup tool's own archive command for host ${nodeHostId(runId, n)}` })
+        .refine((c) => SCHEMES.some((scheme) => isToolArchiveCommand(c, nodeHostId(runId, n, scheme))), {
+          error: `must be the backup tool's own archive command for host ${nodeHostId(runId, n, 'sha256')}`,
+        })
         .optional(),
       archive_timeout: z.string().regex(/^\d{1,5}s$/).optional(),
     })
@@ -201,7 +214,7 @@ export function failoverContinuationSchema(runId: string, spec: FailoverDrillSpe
 
 /** A continuation of the schema's shape, as continuationProblems reads it. */
 type CarriedShape = {
-  records: Record<Node, { provider: string; postgres: { host: string } }>;
+  records: Record<Node, { hostId: string; taskQueue: string; provider: string; postgres: { host: string } }>;
   peers?: string[];
   hbaLines?: string[];
   primary: Node;
@@ -215,6 +228,9 @@ type CarriedShape = {
 function continuationProblems(c: CarriedShape, spec: FailoverDrillSpec | null): { path: string[]; message: string }[] {
   const problems: { path: string[]; message: string }[] = [];
   const add = (path: string[], message: string) => problems.push({ path, message });
+  const records = Object.values(c.records);
+  if (records.some((r) => hostTaskQueue(r.hostId) !== r.taskQueue)) add(['records'], "each host's task queue must be its own (host:<hostId>)");
+  if (new Set(records.map((r) => nameSchemeOf(r.hostId))).size > 1) add(['records'], 'every host id must be of one naming scheme');
   if (c.standbys.includes(c.primary) || new Set(c.standbys).size !== c.standbys.length)
     add(['standbys'], `must name other nodes than the primary (${c.primary}), each once`);
   if ((c.nextRound - 1) % ROUNDS_PER_EXECUTION !== 0 || c.rounds.length !== c.nextRound - 1 || c.rounds.some((r, i) => r.round !== i + 1))
@@ -227,7 +243,6 @@ function continuationProblems(c: CarriedShape, spec: FailoverDrillSpec | null): 
     add(['archiving'], 'give the backup tool (or, from a run continued before it, the settings), not both');
   if (!spec) return problems;
   if (c.archiving?.tool !== undefined && c.archiving.tool !== spec.backup.tool) add(['archiving', 'tool'], `must be the drill's backup.tool, ${spec.backup.tool}`);
-  const records = Object.values(c.records);
   if (records.some((r) => r.provider !== spec.provider)) add(['records'], `every host must come from provider ${spec.provider}`);
   if (spec.provider === 'local' && records.some((r) => r.postgres.host !== '127.0.0.1')) add(['records'], 'local hosts listen on 127.0.0.1 only');
   if (spec.provider === 'local' && (c.peers?.length || c.hbaLines?.length)) add([c.peers ? 'peers' : 'hbaLines'], 'local hosts reach each other on 127.0.0.1: no peers');

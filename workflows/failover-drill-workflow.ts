@@ -26,7 +26,10 @@ import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverConti
 import { failoverRound } from './failover-round';
 import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigures, setUpCluster } from './failover-steps';
 import { ProgressBoard } from './progress';
-import { preflightCalls } from './proxies';
+import { nameSchemeOf } from '../common/core/ids';
+import { nameScheme } from './names';
+import { currentClaimant } from './owner';
+import { preflightCalls, resultCalls } from './proxies';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation): Promise<DrillSummary> {
@@ -36,7 +39,11 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
   // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
   if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
   const board = new ProgressBoard(`Failover drill ${runId}`, runId);
-  const drill = failoverDrill(runId, spec, board, continued);
+  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
+  // its results folder at its start, as an experiment does.
+  const scheme = continued ? nameSchemeOf(continued.records.n1.hostId) : nameScheme();
+  if (!continued && scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
+  const drill = failoverDrill(runId, spec, board, continued, scheme);
   const { result } = drill;
   return runDrill({
     board,

@@ -9,6 +9,7 @@ import { FAILURE_TYPES } from '../common/core/errors';
 import { compareLsn } from '../common/core/lsn';
 import type { FailoverRound, StandbyPosition } from '../common/results/drill-result';
 import { NODES, type Node } from './failover-continuation';
+import { currentClaimant } from './owner';
 import { providerCalls } from './proxies';
 import { ARCHIVE_WAIT_SECONDS, STANDBY_WAIT_SECONDS, address, nodeConfig, provisionDrillHosts, quorumNodes, type FailoverDrill } from './failover-steps';
 
@@ -79,7 +80,7 @@ async function killPrimary(d: FailoverDrill, round: number): Promise<string> {
   const hostId = d.hostOf[primary];
   d.progress(`round ${round}: kill ${primary}`, round + 0.2, hostId);
   const killedAt = new Date().toISOString();
-  await providerCalls.killHost.executeWithOptions({ summary: `round ${round}: kill -9 the primary ${primary} (${hostId})` }, [{ provider: d.spec.provider, hostId }]);
+  await providerCalls.killHost.executeWithOptions({ summary: `round ${round}: kill -9 the primary ${primary} (${hostId})` }, [{ provider: d.spec.provider, hostId, owner: currentClaimant() }]);
   return killedAt;
 }
 

@@ -7,7 +7,7 @@ import type { DrillNode } from '../activities/host/failover-writer';
 import type { ConfigurePostgresInput } from '../activities/host/postgres';
 import { FAILURE_TYPES } from '../common/core/errors';
 import type { HostRecord } from '../common/core/hosts';
-import { hostIdFor } from '../common/core/ids';
+import { hostIdFor, type NameScheme } from '../common/core/ids';
 import { parseSegmentName } from '../common/core/lsn';
 import { median } from '../common/core/stats';
 import { backupStoreLocation } from '../common/input/backup-store';
@@ -20,6 +20,7 @@ import { drillHostShape } from './drills';
 import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
+import { currentClaimant } from './owner';
 import { hostCalls, providerCalls, type HostCalls } from './proxies';
 
 /** Bound on a standby catching up after it was cloned, repointed or rewound. */
@@ -63,10 +64,16 @@ export function quorumOf(mode: FailoverDrillSpec['mode'], standbys: string[]): s
  * The drill as an execution starts it: fresh, or where a continuation left it (then what the earlier executions
  * made is registered for undo at once).
  */
-export function failoverDrill(runId: string, spec: FailoverDrillSpec, board: ProgressBoard, continued: FailoverContinuation | undefined): FailoverDrill {
+export function failoverDrill(
+  runId: string,
+  spec: FailoverDrillSpec,
+  board: ProgressBoard,
+  continued: FailoverContinuation | undefined,
+  scheme: NameScheme = 'sha256',
+): FailoverDrill {
   const timeouts = failoverDrillBounds(spec);
-  const client = hostIdFor(runId, 'client', 0);
-  const hostOf = Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1)])) as Record<Node, string>;
+  const client = hostIdFor(runId, 'client', 0, scheme);
+  const hostOf = Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1, scheme)])) as Record<Node, string>;
   const result: FailoverDrillResult = {
     ...drillResultHead('failover-drill', runId, spec),
     ...(continued ? { startedAt: continued.startedAt, postgresVersion: continued.postgresVersion } : {}),
@@ -142,7 +149,7 @@ export async function setUpCluster(d: FailoverDrill): Promise<void> {
   const { spec, runId, state } = d;
   d.progress('provision', 0);
   registerUndo(d);
-  const store = spec.backup.enabled ? await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep }) : null;
+  const store = spec.backup.enabled ? await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep, owner: currentClaimant() }) : null;
   const [clientRecord, ...nodeRecords] = await provisionDrillHosts(d, d.allHosts);
   NODES.forEach((n, i) => (state.records[n] = nodeRecords[i]));
   // Peers on other machines (AWS) may connect for replication, pg_rewind and the writer; 127.0.0.1 already may.

@@ -6,6 +6,7 @@ import type { HostRecord, HostRequest, ProviderName } from '../common/core/hosts
 import type { HostTimeouts } from '../common/input/bounds';
 import { classLimits, type AwsSpec, type StorageClassSpec } from '../common/input/spec';
 import { waitForAgent } from './agents';
+import { currentClaimant } from './owner';
 import type { UndoStack } from './compensation';
 import { providerCalls } from './proxies';
 
@@ -47,6 +48,8 @@ export function hostRequest(spec: RunSpec, runId: string, hostId: string, classN
     aws: spec.aws,
     ...(passwordScope ? { passwordScope } : {}),
     s3Backups: host.s3Backups,
+    // The host's owner record names this workflow; every later activity on the host must come from it.
+    owner: currentClaimant(),
   };
 }
 

@@ -7,6 +7,7 @@ import type { HostActivities } from '../activities/host';
 import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
 import type { HostTimeouts } from '../common/input/bounds';
 import { hostTaskQueue } from '../common/core/names';
+import { currentClaimant } from './owner';
 
 /**
  * Control activities heartbeat while they run (worker/control-worker.ts): a control worker that dies is noticed
@@ -28,8 +29,8 @@ export const providerCalls = proxyActivities<ControlActivities>({
   },
 });
 
-/** A path the lab refused to write or delete (a planted link, an unsafe id) stays refused: no retry changes it. */
-const REFUSED_PATH_TYPES = [FAILURE_TYPES.labPath, FAILURE_TYPES.unsafeId];
+/** A path the lab refused to write or delete (a planted link, an unsafe id, another run's) stays refused: no retry changes it. */
+const REFUSED_PATH_TYPES = [FAILURE_TYPES.labPath, FAILURE_TYPES.unsafeId, FAILURE_TYPES.ownedByAnotherRun];
 
 /**
  * Teardown must eventually succeed, whatever happened before: retry for a long time, and keep retrying on cancel;
@@ -100,10 +101,23 @@ type HostCallGroupName = keyof typeof HOST_CALL_GROUPS;
 /** The activities of one group, as a workflow calls them. */
 export type HostCallGroup<G extends HostCallGroupName> = ActivityInterfaceFor<Pick<HostActivities, (typeof HOST_CALL_GROUPS)[G][number]>>;
 
-/** A group's activities with the group's options, and nothing else (the proxy would make any name callable). */
+/**
+ * A group's activities with the group's options, and nothing else (the proxy would make any name callable). Each call
+ * names this workflow as the owner it acts for (currentClaimant): the host's agent refuses any other.
+ */
 function hostCallGroup<G extends HostCallGroupName>(group: G, options: ActivityOptions): HostCallGroup<G> {
   const proxy = proxyActivities<HostActivities>(options);
-  return Object.fromEntries(HOST_CALL_GROUPS[group].map((activity) => [activity, proxy[activity]])) as HostCallGroup<G>;
+  // At call time (a call is always made in a workflow; the groups themselves may be built outside one, in tests).
+  const withOwner = (input: unknown) => ({ ...(input as object), owner: currentClaimant() });
+  return Object.fromEntries(
+    HOST_CALL_GROUPS[group].map((activity) => {
+      const call = proxy[activity] as unknown as ((input: unknown) => Promise<unknown>) & { executeWithOptions(o: unknown, args: unknown[]): Promise<unknown> };
+      const owned = Object.assign((input: unknown) => call(withOwner(input)), {
+        executeWithOptions: (o: unknown, [input]: unknown[]) => call.executeWithOptions(o, [withOwner(input)]),
+      });
+      return [activity, owned];
+    }),
+  ) as unknown as HostCallGroup<G>;
 }
 
 /** A host's activities, grouped by timeout class (hostCalls). */

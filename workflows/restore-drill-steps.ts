@@ -3,7 +3,7 @@
  * same list), each a named function of the drill's shared state.
  */
 import type { RecoveryTarget } from '../lib/backup-tool';
-import { hostIdFor } from '../common/core/ids';
+import { hostIdFor, type NameScheme } from '../common/core/ids';
 import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/core/lsn';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
 import { restoreDrillBounds, type HostTimeouts } from '../common/input/bounds';
@@ -15,6 +15,7 @@ import { UndoStack } from './compensation';
 import { drillHostShape } from './drills';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
+import { currentClaimant } from './owner';
 import { hostCalls, providerCalls, type HostCalls } from './proxies';
 
 /** The drill as its steps share it: the spec, the two hosts and their calls, the result, and what earlier steps found. */
@@ -41,9 +42,9 @@ export interface RestoreDrill {
 }
 
 /** A restore drill before its first step: a result that says failed until the verdict says otherwise. */
-export function restoreDrill(runId: string, spec: RestoreDrillSpec, board: ProgressBoard): RestoreDrill {
-  const source = hostIdFor(runId, 'source', 0);
-  const restore = hostIdFor(runId, 'restore', 0);
+export function restoreDrill(runId: string, spec: RestoreDrillSpec, board: ProgressBoard, scheme: NameScheme = 'sha256'): RestoreDrill {
+  const source = hostIdFor(runId, 'source', 0, scheme);
+  const restore = hostIdFor(runId, 'restore', 0, scheme);
   const timeouts = restoreDrillBounds(spec);
   return {
     spec,
@@ -116,7 +117,7 @@ export function showStep(d: RestoreDrill, name: string): void {
 async function prepareStore(d: RestoreDrill): Promise<void> {
   const { runId, spec } = d;
   if (!spec.backup.keep) d.undo.backupStore(runId, spec.backup.store);
-  d.store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep });
+  d.store = await providerCalls.prepareBackupStore({ runId, store: spec.backup.store, keep: spec.backup.keep, owner: currentClaimant() });
   d.result.backupStore = backupStoreLocation(d.store);
 }
 
@@ -184,7 +185,7 @@ async function failSource(d: RestoreDrill): Promise<void> {
   // A target inside the archive is the drill's premise: archive_timeout closes its segment within seconds.
   if (d.spec.target !== 'latest')
     await d.src.measure.waitForArchive({ hostId: d.source, lsn: d.marked!.walLsn, timeoutSeconds: 3 * d.spec.backup.archiveTimeoutSeconds + 60 });
-  await providerCalls.killHost.executeWithOptions({ summary: `kill -9 everything on ${d.source}: the failure` }, [{ provider: d.spec.provider, hostId: d.source }]);
+  await providerCalls.killHost.executeWithOptions({ summary: `kill -9 everything on ${d.source}: the failure` }, [{ provider: d.spec.provider, hostId: d.source, owner: currentClaimant() }]);
 }
 
 /** The last WAL segment the restore needs: the target's, or the newest archived one for "latest". */

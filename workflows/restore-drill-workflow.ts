@@ -13,7 +13,9 @@ import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
 import { runDrill } from './drills';
 import { ProgressBoard } from './progress';
-import { preflightCalls } from './proxies';
+import { nameScheme } from './names';
+import { currentClaimant } from './owner';
+import { preflightCalls, resultCalls } from './proxies';
 import { RESTORE_DRILL_STEPS, concludeRestoreDrill, restoreDrill, restoreDrillFigures, showStep } from './restore-drill-steps';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
@@ -23,7 +25,10 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   // Settings by the real server, sizes against this environment: before any host exists.
   await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
   const board = new ProgressBoard(`Restore drill ${runId}`, runId);
-  const drill = restoreDrill(runId, spec, board);
+  const scheme = nameScheme();
+  // The results folder is the drill's from its start, as an experiment's (a run under another's id stops here).
+  if (scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
+  const drill = restoreDrill(runId, spec, board, scheme);
   return runDrill({
     board,
     result: drill.result,

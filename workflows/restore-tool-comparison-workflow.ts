@@ -18,6 +18,8 @@ import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
 import { failedDrillSummary } from './drills';
 import { ProgressBoard } from './progress';
+import { nameScheme } from './names';
+import { currentClaimant } from './owner';
 import { preflightCalls, resultCalls } from './proxies';
 import { restoreDrillWorkflow } from './restore-drill-workflow';
 import { acceptInput, drillSearchAttributes, preflightOrFail, searchAttributes } from './search-attributes';
@@ -28,6 +30,8 @@ export async function restoreToolComparisonWorkflow(input: DrillInput = {}): Pro
   // Both tools' specs by the real tools and this environment, before either drill makes a host.
   for (const spec of specs) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
   const board = new ProgressBoard(`Restore drill, tools compared ${runId}`, runId);
+  // The comparison's results folder is its own from its start (a run under another's id stops here, before a drill).
+  if (nameScheme() === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
   const comparison: RestoreToolComparison = {
     schemaVersion: DRILL_RESULT_SCHEMA_VERSION,
     kind: 'restore-tool-comparison',
@@ -61,7 +65,7 @@ export async function restoreToolComparisonWorkflow(input: DrillInput = {}): Pro
       async save() {
         concludeComparison(comparison, stopped);
         board.setPhase('save results');
-        return resultCalls.saveToolComparison({ runId, comparison });
+        return resultCalls.saveToolComparison({ runId, comparison, owner: currentClaimant() });
       },
     },
   );

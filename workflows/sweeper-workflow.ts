@@ -47,6 +47,7 @@ const SweepDecisionSchema = z
     expiresAt: z.string().nullable(),
     resources: z.array(z.string()),
     foreign: z.boolean().optional(),
+    ownerless: z.object({ madeAt: z.string(), oldestOpenRunStartedAt: z.string().nullable() }).strict().optional(),
     reason: z.string(),
   })
   .strict();
@@ -92,8 +93,8 @@ export async function sweeperWorkflow(rawInput: SweepInput = {}, rawCarried?: Sw
   const todo = plan.remove.filter((h) => !failedBefore.has(h.hostId));
   await forEachBounded(todo.slice(0, REMOVALS_PER_EXECUTION), PARALLEL_TEARDOWNS, async (host) => {
     try {
-      if (host.kind === 'backup-store') await sweepCalls.removeBackupFolder({ folder: host.resources[0] });
-      else await sweepCalls.teardownHost({ provider: host.provider, hostId: host.hostId });
+      if (host.kind === 'backup-store') await sweepCalls.removeBackupFolder({ folder: host.resources[0], sweptRun: host.runId });
+      else await sweepCalls.teardownHost({ provider: host.provider, hostId: host.hostId, sweptRun: host.runId });
       report.removed.push(host);
     } catch (err) {
       report.failed.push({ ...host, error: failureMessage(err) });

@@ -14,7 +14,7 @@ import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/dri
 import { FAILURE_TYPES, formatSpecProblems, SetupError } from '../../common/core/errors';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
 import { drillVolumeBytes, failoverLedgerBytes, MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/input/rules';
-import { traversableByOthers } from '../../lib/lab-paths';
+import { socketPathProblem, traversableByOthers } from '../../lib/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { detectCgroups } from '../../lib/cgroups';
@@ -117,6 +117,8 @@ function localProblems(hostsDir: string, n: LocalNeeds): { problems: string[]; w
     problems.push(
       `postgres.version: PostgreSQL ${n.version ?? ''} is not installed here (installed: ${installedPostgresMajors().join(', ') || 'none'}); install it (infra/bootstrap.sh) or remove postgres.version`,
     );
+  const socket = socketPathProblem(hostsDir);
+  if (socket) problems.push(socket);
   if (process.getuid?.() === 0 && !traversableByOthers(hostsDir))
     problems.push(
       `hosts folder ${hostsDir}: the postgres user cannot reach it (a parent folder lacks o+x); set STORAGE_LAB_HOSTS_DIR to a folder it can reach, for example under /var/lib`,

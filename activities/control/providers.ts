@@ -2,7 +2,7 @@
  * Provider calls: make, tear down, kill and diagnose hosts through the provider the run names (local folders and
  * cgroups, or EC2), and what Temporal knows of a host's agent.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { tsToDate } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -10,6 +10,7 @@ import { FAILURE_TYPES } from '../../common/core/errors';
 import type { HostDiagnosis, HostRecord, ProviderName } from '../../common/core/hosts';
 import { hostTaskQueue } from '../../common/core/names';
 import type { HostProvider } from '../../infra/providers/host-provider';
+import { checkedClaimant, hostActor } from './owner';
 import type { ControlDeps, HostRef, ProvisionInput } from './types';
 
 /** The configured provider of that name; a run asking for one this worker lacks fails, saying how to add it. */
@@ -28,16 +29,23 @@ export function providerNamed(deps: Pick<ControlDeps, 'providers'>) {
 export function createProviderActivities(deps: ControlDeps) {
   const provider = providerNamed(deps);
   return {
+    /** Claims the host for the workflow that asks (refusing another run's), then makes it or finds it. */
     async provisionHost(input: ProvisionInput): Promise<HostRecord> {
+      checkedClaimant(input.request.owner);
       return provider(input.provider).provision(input.request);
     },
 
+    /**
+     * Removes the host if the one who asks owns it (or the sweeper judged its run); another run's host is left alone
+     * (an undo of a host the run never got: the provision that refused it said whose it is).
+     */
     async teardownHost(input: HostRef): Promise<void> {
-      await provider(input.provider).teardown(input.hostId);
+      const done = await provider(input.provider).teardown(input.hostId, hostActor(input));
+      if (done.startsWith('left ')) log.info(done);
     },
 
     async killHost(input: HostRef): Promise<void> {
-      await provider(input.provider).kill(input.hostId);
+      await provider(input.provider).kill(input.hostId, hostActor(input));
     },
 
     /**
@@ -45,7 +53,7 @@ export function createProviderActivities(deps: ControlDeps) {
      * kills, instance state, log) and Temporal's: when the host's agent last polled its queue.
      */
     async diagnoseHost(input: HostRef): Promise<HostDiagnosis & { lastPollAt: string | null }> {
-      const diagnosis = await provider(input.provider).diagnose(input.hostId);
+      const diagnosis = await provider(input.provider).diagnose(input.hostId, hostActor(input));
       return { ...diagnosis, lastPollAt: deps.client ? await lastPollAt(deps.client, hostTaskQueue(input.hostId)) : null };
     },
   };

@@ -14,6 +14,8 @@ import { runPredictions } from '../../analysis/predictions';
 import { writeReports } from '../../analysis/report';
 import { renderDrillMarkdown, renderToolComparisonMarkdown } from '../../analysis/report/drills-markdown';
 import { claimRunExecution } from '../../lib/results-store';
+import type { Claimant } from '../../common/core/claims';
+import { checkedClaimant } from './owner';
 import type { ControlDeps, ResultsSummary } from './types';
 
 export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
@@ -22,8 +24,8 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
      * Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create; it
      * claims the run's folder for this execution, so a run under a finished run's id fails here, before any host.
      */
-    async saveSpec(input: { runId: string; spec: ExperimentSpec }): Promise<string> {
-      await claimRunExecution(deps.results, input.runId, callingExecution());
+    async saveSpec(input: { runId: string; spec: ExperimentSpec; owner?: Claimant }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution(input.owner));
       await deps.results.put(input.runId, 'spec.json', JSON.stringify(input.spec, null, 2));
       return deps.results.location(input.runId);
     },
@@ -76,17 +78,26 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
       };
     },
 
+    /**
+     * Claims a run's results folder for its workflow at the run's start (a drill's, a comparison's), as saveSpec does
+     * an experiment's: a run under another run's id, or a finished run's, fails here before it makes anything.
+     */
+    async claimRunResults(input: { runId: string; owner?: Claimant }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution(input.owner));
+      return deps.results.location(input.runId);
+    },
+
     /** A tool comparison's result.json and report.md (the drills saved their own); returns where they are. */
-    async saveToolComparison(input: { runId: string; comparison: RestoreToolComparison }): Promise<string> {
-      await claimRunExecution(deps.results, input.runId, callingExecution());
+    async saveToolComparison(input: { runId: string; comparison: RestoreToolComparison; owner?: Claimant }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution(input.owner));
       await deps.results.put(input.runId, 'result.json', JSON.stringify(input.comparison, null, 2));
       await deps.results.put(input.runId, 'report.md', renderToolComparisonMarkdown(input.comparison));
       return deps.results.location(input.runId);
     },
 
     /** The drill's result.json and report.md; returns where they are. */
-    async saveDrillResult(input: { runId: string; result: DrillResult }): Promise<string> {
-      await claimRunExecution(deps.results, input.runId, callingExecution());
+    async saveDrillResult(input: { runId: string; result: DrillResult; owner?: Claimant }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, callingExecution(input.owner));
       await deps.results.put(input.runId, 'result.json', JSON.stringify(input.result, null, 2));
       await deps.results.put(input.runId, 'report.md', renderDrillMarkdown(input.result));
       return deps.results.location(input.runId);
@@ -99,9 +110,13 @@ export function environmentInfo(provider: string): EnvironmentInfo {
   return { cpus: os.cpus().length, memoryMiB: Math.round(os.totalmem() / 2 ** 20), kernel: os.release(), provider };
 }
 
-/** The workflow execution (Temporal run id) this activity runs for: it claims the run's results folder. */
-export function callingExecution(): string {
+/**
+ * The workflow execution this activity runs for, which claims the run's results folder: the first execution's run id
+ * the workflow names (the same across a failover drill's continue-as-new), checked against the workflow that
+ * scheduled the activity; else (a request made before owners were named) the calling execution's run id.
+ */
+export function callingExecution(owner?: Claimant): string {
   const execution = Context.current().info.workflowExecution;
   if (!execution) throw new Error('a results activity runs for a workflow: this one has no workflow execution');
-  return execution.runId;
+  return checkedClaimant(owner)?.execution ?? execution.runId;
 }

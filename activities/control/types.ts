@@ -1,5 +1,6 @@
 /** What the control activities are built from, and the shapes they take and return that workflows name. */
 import type { Client } from '@temporalio/client';
+import type { Claimant } from '../../common/core/claims';
 import type { HostRequest, ProviderName } from '../../common/core/hosts';
 import type { ExperimentResult } from '../../common/results/result';
 import type { ResultsStore } from '../../lib/results-store';
@@ -21,10 +22,14 @@ export interface ProvisionInput {
   request: HostRequest;
 }
 
-/** One host of one provider. */
+/** One host of one provider, and who asks: its owner's workflow, or the sweeper for the run it judged. */
 export interface HostRef {
   provider: ProviderName;
   hostId: string;
+  /** The workflow that owns the host (workflowInfo(), never input); absent only in requests made before claims. */
+  owner?: Claimant;
+  /** Set by the sweeper only: the run whose host it removes (closed, unknown or expired). */
+  sweptRun?: string;
 }
 
 /** What an experiment's results say in brief, with where they are. */

@@ -4,7 +4,7 @@
  * server runs is always the lab's own, never a value that travelled in an activity's input.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { existsSync, readFileSync } from 'node:fs';
+import { readLabFile } from '../../lib/lab-fs';
 import path from 'node:path';
 import { BACKUP_TOOLS, type BackupToolName, type ResolvedBackupStore } from '../../common/input/backup-store';
 import { FAILURE_TYPES } from '../../common/core/errors';
@@ -34,8 +34,9 @@ export function backupRecordFile(deps: HostDeps): string {
 /** The record configureBackups left, or null when it has not run on this host. */
 export function readBackupRecord(deps: HostDeps): BackupToolRecord | null {
   const file = backupRecordFile(deps);
-  if (!existsSync(file)) return null;
-  const record = JSON.parse(readFileSync(file, 'utf8')) as BackupToolRecord;
+  const text = readLabFile(file);
+  if (text === null) return null;
+  const record = JSON.parse(text) as BackupToolRecord;
   if (!BACKUP_TOOLS.includes(record.tool)) throw new Error(`${file}: unknown backup tool ${JSON.stringify(record.tool)}`);
   return record;
 }

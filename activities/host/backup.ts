@@ -4,13 +4,13 @@
  * and promote (timed by the server's own log), and look at the archive (continuity, repository check).
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_BACKUP_COMPRESSION, type BackupCompression, type BackupKind, type BackupToolName, type ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/core/lsn';
-import { removeLabFile } from '../../lib/lab-fs';
+import { readLabFile, removeLabFile } from '../../lib/lab-fs';
 import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../../lib/backup-tool';
 import { heartbeatWhile } from '../progress';
 import { parseRecoveryLog } from '../../lib/parsers/recovery-log';
@@ -87,6 +87,17 @@ export interface RecoverInput extends HostInput, Pick<LabConfigInput, 'server' |
   timeoutSeconds: number;
 }
 
+/** Bytes of the recovery log parsed at most: its start (the restored segments) and far beyond a drill's recovery. */
+const RECOVERY_LOG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The restored server's log so far, parsed. It is in the postgres user's log folder: read through the file guard, so
+ * a link planted in its place is refused (LabPathError, non-retryable), never followed.
+ */
+export function readRecoveryLog(logFile: string): ReturnType<typeof parseRecoveryLog> {
+  return parseRecoveryLog(readLabFile(logFile, { maxBytes: RECOVERY_LOG_BYTES }) ?? '');
+}
+
 /**
  * Starts the restored server and waits, at most timeoutSeconds, until recovery has reached its target and the
  * server accepts writes, or until recovery fails (the server exits: a missing WAL segment ends recovery before
@@ -106,7 +117,7 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
   const deadline = started + input.timeoutSeconds * 1000;
   let lastAliveCheck = 0;
   for (;;) {
-    const log = parseRecoveryLog(existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
+    const log = readRecoveryLog(logFile);
     ctx.heartbeat({ phase: 'recovery', restoredSegments: log.restoredSegments.length });
     const base = {
       stoppedAt: log.stopped?.at ?? null,

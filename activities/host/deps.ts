@@ -1,6 +1,8 @@
 /** What every host activity gets from its agent: the host it runs on and the OS users it runs tools as. */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { describeClaimant, ownedBy, ownerRefusal, type Claimant } from '../../common/core/claims';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../../common/core/errors';
+import { ownedByAnotherRun } from '../../lib/claims';
 import { chownLab } from '../../lib/lab-fs';
 import type { HostConfig } from '../../common/core/hosts';
 import type { OsUser } from '../../lib/postgres-binaries';
@@ -22,6 +24,31 @@ export interface HostDeps {
 /** Every host activity names its host; a task routed to the wrong agent must never touch this host's data. */
 export interface HostInput {
   hostId: string;
+  /** The workflow that asks (workflowInfo(); workflows/proxies.ts adds it to every host call): it must own the host. */
+  owner?: Claimant;
+}
+
+/**
+ * Refuses, non-retryably and naming both runs, an activity of any workflow but the host's owner: the owner record's
+ * workflow and execution must be the ones the input names, and the workflow the server says scheduled the task must
+ * be that workflow (a host of another run reached through a shared task queue is never touched). A host made before
+ * owner records serves its run's workflow and that workflow's children.
+ */
+export function assertOwner(deps: Pick<HostDeps, 'config'>, input: unknown, activity: string): void {
+  const owner = (input as { owner?: Claimant } | null)?.owner;
+  const info = Context.current().info;
+  const caller = info.workflowExecution?.workflowId;
+  const record = deps.config.owner;
+  if (record) {
+    if (owner && ownedBy(record, owner) && (!caller || caller === record.workflowId)) return;
+    const asking = owner ?? { workflowId: caller ?? '?', execution: '(none named)' };
+    throw ownedByAnotherRun(ownerRefusal(`host ${deps.config.hostId}`, record, asking, `run ${activity} on`));
+  }
+  const runId = deps.config.runId;
+  if (caller && caller !== runId && !caller.startsWith(`${runId}/`))
+    throw ownedByAnotherRun(
+      `host ${deps.config.hostId} belongs to run ${JSON.stringify(runId)} (made before owner records); ${owner ? describeClaimant(owner) : `workflow ${JSON.stringify(caller)}`} may not run ${activity} on it: refused, nothing of it touched`,
+    );
 }
 
 export function assertHost(deps: HostDeps, input: HostInput): void {

@@ -5,11 +5,11 @@
  * committed). Afterwards every acknowledged id is looked up on the new primary: under ANY 1 none may be missing.
  */
 import { Context } from '@temporalio/activity';
-import { closeSync, existsSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import type { WriterOutcome } from '../../common/results/drill-result';
-import { makeLabDir, openLabFile } from '../../lib/lab-fs';
+import { makeLabDir, openLabFile, readLabFile } from '../../lib/lab-fs';
 import { withConnection } from '../../lib/pg';
 import { progressReporter } from '../progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
@@ -166,8 +166,7 @@ export async function runFailoverWriter(deps: HostDeps, input: WriterInput): Pro
 }
 
 function readIds(file: string): number[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
+  return (readLabFile(file) ?? '')
     .split('\n')
     .filter(Boolean)
     .map(Number);

@@ -3,7 +3,7 @@
  * Built by a factory so the agent passes the real host and tests can pass another.
  */
 import type { HostDeps, HostInput } from './deps';
-import { assertHost } from './deps';
+import { assertHost, assertOwner } from './deps';
 import { configurePostgres, isRunning, stopPostgres, type ConfigurePostgresInput } from './postgres';
 import { loadData, verifyAccounts, type LoadInput } from './load';
 import { runPgbench, type PgbenchInput } from './pgbench';
@@ -12,9 +12,12 @@ import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
 import { createDrillHostActivities } from './durability';
 import { watched } from './watchdog';
 
-/** The host's activities; each one with a heartbeat timeout runs under the watchdog of its Postgres (./watchdog.ts). */
+/**
+ * The host's activities; each one runs only for the host's owner (assertOwner, before anything else), and each one
+ * with a heartbeat timeout under the watchdog of its Postgres (./watchdog.ts).
+ */
 export function createHostActivities(deps: HostDeps) {
-  return watched(deps, {
+  return owned(deps, watched(deps, {
     /** The agent's hello: answers once the agent polls its queue, so workflows know the host is up. */
     async describeHost(input: HostInput): Promise<{ hostId: string; pid: number; postgresRunning: boolean }> {
       assertHost(deps, input);
@@ -28,7 +31,21 @@ export function createHostActivities(deps: HostDeps) {
     runVacuumPhase: (input: VacuumPhaseInput) => runVacuumPhase(deps, input),
     runBacklogPhase: (input: BacklogPhaseInput) => runBacklogPhase(deps, input),
     ...createDrillHostActivities(deps),
-  });
+  }));
+}
+
+/** The same host activities, each refusing (before it acts) a workflow that does not own the host. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- activities take any arguments
+function owned<T extends Record<string, (input: any) => Promise<unknown>>>(deps: HostDeps, activities: T): T {
+  return Object.fromEntries(
+    Object.entries(activities).map(([name, fn]) => [
+      name,
+      async (input: unknown) => {
+        assertOwner(deps, input, name);
+        return fn(input);
+      },
+    ]),
+  ) as T;
 }
 
 export type HostActivities = ReturnType<typeof createHostActivities>;

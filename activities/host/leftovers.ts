@@ -4,7 +4,7 @@
  * measurement stops them first, so it measures alone and never against a ghost of itself; its result says what it
  * stopped.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { listKernelDir, readKernelFile } from '../../lib/lab-fs';
 import type { LeftoverCleanup } from '../../common/results/result';
 import { withConnection } from '../../lib/pg';
 import type { HostDeps } from './deps';
@@ -18,12 +18,12 @@ const GONE_WAIT_MS = 10_000;
 /** Pids and names of the client tools running against this host's Postgres (PGHOST is its socket folder). */
 export function toolProcesses(socketDir: string): { pid: number; name: string }[] {
   const found: { pid: number; name: string }[] = [];
-  for (const entry of readdirSync('/proc')) {
+  for (const entry of listKernelDir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const name = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      const name = readKernelFile(`/proc/${entry}/comm`).trim();
       if (!TOOLS.has(name)) continue;
-      const env = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+      const env = readKernelFile(`/proc/${entry}/environ`).split('\0');
       if (env.includes(`PGHOST=${socketDir}`)) found.push({ pid: Number(entry), name });
     } catch {
       // Exited while we looked, or not ours to read.

@@ -3,8 +3,6 @@
  * and a per-transaction log (--log) from which latency percentiles are computed.
  */
 import { Context } from '@temporalio/activity';
-import { createReadStream } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Diagnostics } from '../../common/results/sampler-and-phases';
@@ -24,7 +22,7 @@ import { WORKLOAD_ROLE } from '../../common/core/names';
 import { safeSegment } from '../../common/core/ids';
 import { scriptProblems } from '../../common/input/workload-script';
 import { clientTool } from '../../lib/postgres-binaries';
-import { makeLabDir, removeLabTree, writeLabFile } from '../../lib/lab-fs';
+import { labReadStream, listLabDir, makeLabDir, removeLabTree, writeLabFile } from '../../lib/lab-fs';
 import { asClientUser, assertHost, ownByClient, refuseInput, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
 import { startSampler } from '../../lib/sampler';
@@ -140,9 +138,12 @@ export function workloadEnv(deps: HostDeps, appName: string): NodeJS.ProcessEnv 
 export async function readTransactionLogs(runDir: string): Promise<{ histogram: LatencyHistogram; gaps: ClientGaps }> {
   const histogram = new LatencyHistogram();
   const gaps = new ClientGaps();
-  const files = (await readdir(runDir)).filter((f) => f.startsWith('tx.'));
+  // The client user's folder: a link it planted there is refused, never followed (lib/lab-fs.ts).
+  const files = (listLabDir(runDir) ?? []).filter((f) => f.startsWith('tx.'));
   for (const file of files) {
-    const lines = readline.createInterface({ input: createReadStream(path.join(runDir, file)), crlfDelay: Infinity });
+    const input = labReadStream(path.join(runDir, file));
+    if (!input) continue;
+    const lines = readline.createInterface({ input, crlfDelay: Infinity });
     for await (const line of lines) {
       const entry = parseTransactionLogLine(line);
       if (!entry) continue;

@@ -5,14 +5,14 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FAILURE_TYPES, type SpecProblem } from '../../common/core/errors';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statfsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
 import { isIP, isIPv6 } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/core/names';
 import { labSettingProblems, tempFileLimitKb, type LabServerSettings } from '../../common/input/postgres-settings';
 import { serverSettingsProblems } from '../../common/input/server-settings';
-import { appendLabFile, writeLabFile } from '../../lib/lab-fs';
+import { LabPathError, appendLabFile, readLabFile, writeLabFile } from '../../lib/lab-fs';
 import { runProcess } from '../../lib/process-runner';
 import { every } from '../progress';
 import { quoteIdent, quoteLiteral, withConnection } from '../../lib/pg';
@@ -74,20 +74,24 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
       restarted = true;
     }
   } catch (err) {
-    // pg_ctl only says "examine the log output": put the log's last lines in the failure.
+    // pg_ctl only says "examine the log output": put the log's last lines in the failure, bounded, and in one
+    // failure only: the final attempt's (or a final refusal), not once per retry in the history.
     const logTail = tail(serverLog(deps), 15);
-    const message = `${(err as Error).message}\n--- ${serverLog(deps)} (last lines) ---\n${logTail}`;
+    // A refused read says so in every attempt: the refusal holds no text of the file.
+    const refused = logTail.startsWith('(not read: ');
+    const withTail = (final: boolean) =>
+      `--- ${serverLog(deps)} (last lines${final || refused ? '' : ': in the final attempt\'s failure'}) ---${final || refused ? `\n${logTail}` : ''}`;
     // A setting the server rejects will be rejected again: fail fast, naming the spec field.
     if (/contains errors|invalid value for parameter|unrecognized configuration parameter/.test(logTail))
-      throw ApplicationFailure.nonRetryable(
-        `postgres.settings: the server rejected its configuration; fix the setting named below\n${message}`,
-        FAILURE_TYPES.invalidSpec,
+      throw withFileText(
+        ApplicationFailure.nonRetryable(`postgres.settings: the server rejected its configuration; fix the setting named below\n${(err as Error).message}`, FAILURE_TYPES.invalidSpec),
+        withTail(true),
       );
-    throw new Error(message);
+    throw withFileText(new Error((err as Error).message), withTail(isFinalAttempt()));
   }
   writeOwned(deps, fingerprintFile, fingerprint);
 
-  const password = readFileSync(config.passwordFile, 'utf8').trim();
+  const password = readPassword(deps);
   return withConnection(
     config,
     async (c) => {
@@ -181,7 +185,7 @@ export function writeLabConfig(deps: HostDeps, lab: LabConfig): { fingerprint: s
   const { config } = deps;
   const fingerprint = createHash('sha256').update(lab.confText).update(lab.hbaText).update(lab.identText).digest('hex');
   const fingerprintFile = path.join(config.dataDir, `${LAB_CONF}.applied`);
-  const applied = existsSync(fingerprintFile) ? readFileSync(fingerprintFile, 'utf8') : '';
+  const applied = readLabFile(fingerprintFile, { maxBytes: 1024 }) ?? '';
   writeOwned(deps, path.join(config.dataDir, LAB_CONF), lab.confText);
   writeOwned(deps, path.join(config.dataDir, 'pg_hba.conf'), lab.hbaText);
   writeOwned(deps, path.join(config.dataDir, 'pg_ident.conf'), lab.identText);
@@ -205,9 +209,59 @@ export function serverLog(deps: HostDeps): string {
   return path.join(deps.config.hostDir, 'logs', 'postgres.log');
 }
 
-/** The last lines of a file, for failure messages. */
+/** Bytes of a log read for its last lines at most: a long log's earlier part is never read. */
+const TAIL_BYTES = 32 * 1024;
+/** Characters of one log line a failure message keeps. */
+const TAIL_LINE_CHARS = 300;
+
+/**
+ * The last lines of a log for a failure message, bounded (at most `lines` lines of TAIL_LINE_CHARS characters, from
+ * the last TAIL_BYTES bytes). Logs live in folders the postgres user writes: read through the file guard, so a link
+ * planted in the log's place is refused and named, never followed (root would read any file on the machine).
+ */
 export function tail(file: string, lines: number): string {
-  return existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '(no log)';
+  let text: string | null;
+  try {
+    text = readLabFile(file, { maxBytes: TAIL_BYTES, tail: true });
+  } catch (err) {
+    if (err instanceof LabPathError) return `(not read: ${err.message})`;
+    throw err;
+  }
+  if (text === null) return '(no log)';
+  return text
+    .trimEnd()
+    .split('\n')
+    .slice(-lines)
+    .map((l) => (l.length > TAIL_LINE_CHARS ? `${l.slice(0, TAIL_LINE_CHARS)}…` : l))
+    .join('\n');
+}
+
+/**
+ * Whether this is the activity's last attempt under its retry policy: text taken from the host's files goes into
+ * that failure only (the history keeps the final failure and the one before it, on its start event). True when the
+ * policy is unknown or unbounded.
+ */
+export function isFinalAttempt(): boolean {
+  const { attempt, retryPolicy } = Context.current().info;
+  const max = retryPolicy?.maximumAttempts ?? 0;
+  return max <= 0 || attempt >= max;
+}
+
+/**
+ * A failure whose message ends with text taken from a host's file: its stack trace (which Temporal records beside the
+ * message) is fixed first, without it, so the text appears once in the failure, not twice.
+ */
+export function withFileText<E extends Error>(failure: E, text: string): E {
+  void failure.stack;
+  failure.message = `${failure.message}\n${text}`;
+  return failure;
+}
+
+/** The host's generated database password (its secrets folder is root's own, mode 0700). */
+export function readPassword(deps: Pick<HostDeps, 'config'>): string {
+  const text = readLabFile(deps.config.passwordFile, { maxBytes: 1024 });
+  if (text === null) throw new Error(`host ${deps.config.hostId}: no database password at ${deps.config.passwordFile}`);
+  return text.trim();
 }
 
 export async function isRunning(deps: HostDeps): Promise<boolean> {

@@ -5,18 +5,18 @@
  * stays on the hosts, never in a workflow's input, result or history.
  */
 import { Context } from '@temporalio/activity';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import type { SpecProblem } from '../../common/core/errors';
 import { LAB_DATABASE, LAB_ROLE } from '../../common/core/names';
 import { synchronousStandbyNames } from '../../common/input/postgres-settings';
-import { appendLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
+import { appendLabFile, readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
 import { ProcessError, runProcess, toolEnv } from '../../lib/process-runner';
 import { heartbeatWhile } from '../progress';
 import { LAB_SESSION_OPTIONS, quoteLiteral, withConnection } from '../../lib/pg';
 import { asPostgresUser, assertHost, refuseInput, type HostDeps, type HostInput } from './deps';
-import { isRunning, peerAddressProblems, stopPostgres, writeOwned } from './postgres';
+import { isRunning, peerAddressProblems, readPassword, stopPostgres, writeOwned } from './postgres';
 
 /** Where another host's Postgres listens (HostRecord.postgres). */
 export interface PeerAddress {
@@ -56,7 +56,7 @@ export function replicationProblems(input: Partial<ReplicationSettings>): SpecPr
 /** The passfile libpq reads for peer connections: owned by the Postgres user, mode 0600, in the host folder. */
 export function ensurePassfile(deps: HostDeps): string {
   const file = path.join(deps.config.hostDir, 'pgpass');
-  const password = readFileSync(deps.config.passwordFile, 'utf8').trim();
+  const password = readPassword(deps);
   // host:port:database:user:password, with ':' and '\' escaped.
   const escaped = password.replace(/([\\:])/g, '\\$1');
   writeLabFile(file, `*:*:*:${LAB_ROLE}:${escaped}\n`, { mode: 0o600, owner: deps.osUser });
@@ -73,7 +73,7 @@ export async function connectPeer(
     host: peer.host,
     port: peer.port,
     user: LAB_ROLE,
-    password: readFileSync(deps.config.passwordFile, 'utf8').trim(),
+    password: readPassword(deps),
     database: opts.database ?? LAB_DATABASE,
     application_name: opts.applicationName,
     connectionTimeoutMillis: opts.timeoutMs ?? 2_000,
@@ -110,7 +110,7 @@ function writeReplicationConf(deps: HostDeps, settings: ReplicationSettings): vo
   const { dataDir } = deps.config;
   const conf = path.join(dataDir, 'postgresql.conf');
   const include = `include_if_exists = '${REPLICATION_CONF}'`;
-  if (!readFileSync(conf, 'utf8').includes(include)) appendLabFile(conf, `\n${include}\n`, { owner: deps.osUser });
+  if (!(readLabFile(conf) ?? '').includes(include)) appendLabFile(conf, `\n${include}\n`, { owner: deps.osUser });
   const lines = ['# Written by Storage Lab: this server\'s place in the drill\'s replication.'];
   lines.push(`synchronous_standby_names = ${quoteLiteral(synchronousStandbyNames(settings.synchronousStandbys))}`);
   lines.push(`primary_conninfo = ${quoteLiteral(settings.primary ? peerConninfo(ensurePassfile(deps), settings.primary, settings.node) : '')}`);

@@ -15,7 +15,7 @@ import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
 import { parseSummary } from '../../lib/parsers/pgbench';
 import { asClientUser, asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
 import { workloadEnv } from './pgbench';
-import { serverLog, tail } from './postgres';
+import { serverLog, tail, withFileText } from './postgres';
 
 const LEDGER = 'storage_lab.drill_ledger';
 
@@ -226,8 +226,9 @@ export async function archiveCurrentSegment(deps: HostDeps, input: HostInput & {
       ).rows[0];
       if (segmentArchived(segment, s.statuses)) return { segment, seconds: (Date.now() - started) / 1000 };
       if (Date.now() - started > input.timeoutSeconds * 1000)
-        throw new Error(
-          `${segment} was not archived within ${input.timeoutSeconds} s (archive status: ${s.statuses.join(', ') || 'none'}; failed attempts: ${s.failed}${s.last_failed ? `, last failed: ${s.last_failed}` : ''}); ${archiveError(deps) ?? "the archive_command's errors are in the server's log"}`,
+        throw withFileText(
+          new Error(`${segment} was not archived within ${input.timeoutSeconds} s (archive status: ${s.statuses.join(', ') || 'none'}; failed attempts: ${s.failed}${s.last_failed ? `, last failed: ${s.last_failed}` : ''});`),
+          archiveError(deps) ?? "the archive_command's errors are in the server's log",
         );
       ctx.heartbeat({ phase: 'waiting for the archive', segment });
       await ctx.sleep(200);

@@ -25,6 +25,8 @@ export const FAILURE_TYPES = {
   labPath: 'LabPathError',
   /** An id that cannot become a path segment (common/core/ids.ts): the same id is refused again. */
   unsafeId: 'UnsafeIdError',
+  /** A host or store another run claimed first (common/core/claims.ts): it stays that run's, so no retry helps. */
+  ownedByAnotherRun: 'OwnedByAnotherRunError',
 } as const;
 
 export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
@@ -42,6 +44,7 @@ export const NON_RETRYABLE_FAILURE_TYPES: string[] = [
   FAILURE_TYPES.cloudRejected,
   FAILURE_TYPES.labPath,
   FAILURE_TYPES.unsafeId,
+  FAILURE_TYPES.ownedByAnotherRun,
 ];
 
 /**

@@ -3,6 +3,7 @@
  * provider made, what an agent knows of its own host. Types only; the providers implement infra/providers/host-provider.ts.
  */
 import type { AwsSpec, StorageClassSpec, StorageKind } from '../input/spec';
+import type { Claimant, OwnerRecord } from './claims';
 
 /** Where hosts come from: this machine, or EC2. */
 export type ProviderName = 'local' | 'aws';
@@ -29,7 +30,19 @@ export interface HostRequest {
   passwordScope?: string;
   /** The run's backups go to S3: a local host's agent gets the control worker's S3 keys (EC2 hosts use their role). */
   s3Backups?: boolean;
+  /**
+   * The workflow that asks (workflowInfo(), never input): the host's owner record names it, and every later activity
+   * on the host must come from it. Absent only in requests scheduled before claims existed.
+   */
+  owner?: Claimant;
 }
+
+/**
+ * Who asks a provider to act on a host: its owner (the workflow that made it), or the sweeper for the run it judged
+ * closed, unknown or expired (the host's record must still name that run). Undefined: a request scheduled before
+ * claims existed, allowed only on a host without an owner record.
+ */
+export type HostActor = { owner: Claimant } | { sweptRun: string };
 
 /** I/O and memory limits as enforced on the host (null: none enforced). */
 export interface HostLimits {
@@ -83,6 +96,8 @@ export interface HostConfig extends HostRecord {
   pgClientBinDir?: string;
   /** Cgroup directories whose counters the agent reads (cpu accounting), if any. */
   cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null } | null;
+  /** The host's owner record: the agent runs only the activities of this workflow. Absent on hosts made before claims. */
+  owner?: OwnerRecord;
 }
 
 /** What a provider can tell about a host that stopped answering, or whose attempt failed. */
@@ -102,4 +117,9 @@ export interface ManagedHost {
   resources: string[];
   /** Made by another lab (another Temporal namespace): its run cannot be checked here, so only expiry removes it. */
   foreign?: boolean;
+  /**
+   * Set when the host has no owner record (runId ''): when its folder was made. The sweeper removes it only when no
+   * run still open could have made it.
+   */
+  madeAt?: string;
 }

@@ -24,6 +24,9 @@ export const RESOURCE_TAGS = {
   expiresAt: 'storage-lab:expires-at',
   /** The lab (Temporal address/namespace) that made it: the sweeper only judges runs it can look up. */
   owner: 'storage-lab:owner',
+  /** The workflow that made it and alone acts on it (common/core/claims.ts): its id and first execution's run id. */
+  workflowId: 'storage-lab:workflow-id',
+  execution: 'storage-lab:execution',
 } as const;
 
 /** Workflow type names as the UI and schedules see them. */

@@ -1,6 +1,8 @@
 /**
  * The sweeper's judgement, pure: which lab resources to remove. A host goes when its expiry has passed, or when
- * the run that made it is closed or unknown here; a host whose run is running and not expired is never removed.
+ * the run that made it is closed or unknown here; a host whose run is running and not expired is never removed. A
+ * folder with no owner record goes only when no run still open could have made it: it is older than OWNERLESS_GRACE
+ * and than every open run of the namespace.
  */
 
 /** A run as the sweeper sees it on this Temporal namespace. */
@@ -18,7 +20,15 @@ export interface SweepCandidate {
   expiresAt: string | null;
   resources: string[];
   foreign?: boolean;
+  /**
+   * A host or store folder without an owner record (runId ''): when it was made, and when the oldest run still open
+   * in the namespace started (null: none open), looked up after the folder was listed.
+   */
+  ownerless?: { madeAt: string; oldestOpenRunStartedAt: string | null };
 }
+
+/** How old a folder without an owner record must be before it is removed: a provisioning claims its folder at once. */
+export const OWNERLESS_GRACE_MS = 10 * 60 * 1000;
 
 export interface SweepDecision extends SweepCandidate {
   reason: string;
@@ -49,7 +59,15 @@ export function planSweep(candidates: SweepCandidate[], runs: Record<string, Run
     else if (expired(c, now)) plan.remove.push({ ...c, reason: `expired at ${c.expiresAt}` });
     else if (c.foreign)
       plan.keep.push({ ...c, reason: `made by another lab; removed once it expires${c.expiresAt ? ` (${c.expiresAt})` : ''}` });
-    else if (!c.runId) plan.remove.push({ ...c, reason: 'no run label: left behind by a crashed teardown' });
+    else if (!c.runId && c.ownerless) {
+      const made = Date.parse(c.ownerless.madeAt);
+      const oldest = c.ownerless.oldestOpenRunStartedAt;
+      const what = `${c.resources[0] ?? c.hostId} has no owner record (made ${c.ownerless.madeAt})`;
+      if (Date.parse(now) - made < OWNERLESS_GRACE_MS) plan.keep.push({ ...c, reason: `${what}: younger than ${OWNERLESS_GRACE_MS / 60000} minutes, a run may still be claiming it` });
+      else if (oldest !== null && Date.parse(oldest) <= made)
+        plan.keep.push({ ...c, reason: `${what}: a run open since ${oldest} could have made it; removed once no open run is older than it` });
+      else plan.remove.push({ ...c, reason: `${what}: older than every open run (${oldest ? `the oldest started ${oldest}` : 'none open'}), so no live run made it` });
+    } else if (!c.runId) plan.remove.push({ ...c, reason: 'no run label: left behind by a crashed teardown' });
     else {
       const state = runs[c.runId];
       if (state === 'closed') plan.remove.push({ ...c, reason: `run ${c.runId} has closed` });

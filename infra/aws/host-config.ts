@@ -4,9 +4,8 @@
  * the PostgreSQL binaries the bootstrap installed.
  *   node host-config.js <base.json> <out host.json> <private-ip> <instance-id> [postgres major]
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { registerLabRoot, writeLabFile } from '../../lib/lab-fs';
+import { readOperatorFile, registerLabRoot, writeLabFile } from '../../lib/lab-fs';
 import { findPostgresBinDir } from '../../lib/postgres-binaries';
 import type { HostConfig } from '../../common/core/hosts';
 import { deviceOfPath } from '../../lib/block-devices';
@@ -35,7 +34,7 @@ function main(argv: string[]): void {
   const [baseFile, outFile, privateIp, instanceId, major] = argv;
   if (!baseFile || !outFile || !privateIp || !instanceId)
     throw new Error('usage: host-config <base.json> <out host.json> <private-ip> <instance-id> [postgres major]');
-  const base = JSON.parse(readFileSync(baseFile, 'utf8')) as HostConfig;
+  const base = JSON.parse(readOperatorFile(baseFile).toString('utf8')) as HostConfig;
   const pgBinDir = findPostgresBinDir(major ? Number(major) : undefined);
   if (!pgBinDir) throw new Error(`PostgreSQL ${major ?? ''} server binaries not found under /usr/lib/postgresql`);
   const config = completeHostConfig(base, {

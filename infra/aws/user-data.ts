@@ -2,7 +2,7 @@
  * Renders the host bootstrap (user-data.sh) for one host: every {{NAME}} becomes a single-quoted shell word.
  * Pure; the provider reads the template once. Values are names and addresses, never secrets.
  */
-import { readFileSync } from 'node:fs';
+import { readOperatorFile } from '../../lib/lab-fs';
 import path from 'node:path';
 import { CONTROL_CHARACTER } from '../../common/input/fields';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
@@ -36,7 +36,7 @@ export const USER_DATA_LIMIT_BYTES = 16 * 1024;
 
 /** The template as shipped next to this module's source. */
 export function readUserDataTemplate(): string {
-  return readFileSync(path.join(PROJECT_ROOT, 'infra', 'aws', 'user-data.sh'), 'utf8');
+  return readOperatorFile(path.join(PROJECT_ROOT, 'infra', 'aws', 'user-data.sh')).toString('utf8');
 }
 
 /** One shell word, whatever the value holds. */

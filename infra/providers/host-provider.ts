@@ -4,22 +4,33 @@
  * `host:<hostId>` and call the provider through this interface (local folders and cgroups, or EC2). What a host is
  * (its request, record, configuration) is common/core/hosts.ts.
  */
-import type { HostDiagnosis, HostRecord, HostRequest, ManagedHost, ProviderName } from '../../common/core/hosts';
+import type { HostActor, HostDiagnosis, HostRecord, HostRequest, ManagedHost, ProviderName } from '../../common/core/hosts';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 
 export interface HostProvider {
   readonly name: ProviderName;
-  /** Creates the host, or returns it when it already exists (a retried activity never provisions twice). */
+  /**
+   * Claims the host for the request's owner before it touches anything, then creates it, or returns it when it
+   * already exists and is that owner's (a retried activity never provisions twice). Another run's host is refused
+   * (OwnedByAnotherRunError, naming both runs).
+   */
   provision(req: HostRequest): Promise<HostRecord>;
-  /** Removes the host and everything it used; idempotent; resolves when it is gone. */
-  teardown(hostId: string): Promise<void>;
-  /** Crashes the host without warning: every process on it dies (failover drills, fault tests). */
-  kill(hostId: string): Promise<void>;
+  /**
+   * Removes the host and everything it used; idempotent; resolves when it is gone. A host another run owns is left
+   * alone (its owner's teardown removes it): the message says so; a sweeper's removal of a host whose record names
+   * another run than it judged is refused.
+   */
+  teardown(hostId: string, actor?: HostActor): Promise<string>;
+  /** Crashes the host without warning: every process on it dies (failover drills, fault tests). Its owner's only. */
+  kill(hostId: string, actor?: HostActor): Promise<void>;
   /** Every host this provider manages, for the sweeper. */
   list(): Promise<ManagedHost[]>;
-  /** What a person needs when the host stopped answering or never showed up (processes, OOM kills, console, log). */
-  diagnose(hostId: string): Promise<HostDiagnosis>;
+  /**
+   * What a person needs when the host stopped answering or never showed up (processes, OOM kills, console, log); of
+   * another run's host, only whose it is.
+   */
+  diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis>;
   /** Checks a spec against the provider's account (subnet, image, instance type) before anything is created. */
   preflight?(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }>;
   /** The same for a drill: the account's subnet, image and instance type, and the drill's cost ceiling. */

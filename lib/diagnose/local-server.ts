@@ -3,7 +3,8 @@
  * reports must hold a postmaster.pid whose port and start time are the server's own. Then its data device, the
  * machine's memory (or the server's memory cgroup limit) and page cache are known.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { readAsFolderOwner, readKernelFile } from '../lab-fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { deviceOfPath } from '../block-devices';
@@ -32,7 +33,8 @@ export async function findLocalServer(client: Client): Promise<{ server: LocalSe
   const pidFile = path.join(row.dir, 'postmaster.pid');
   let lines: string[];
   try {
-    lines = readFileSync(pidFile, 'utf8').split('\n');
+    // The server's own folder (its OS user writes there): read as that user, so a link there leads nowhere else.
+    lines = readAsFolderOwner(pidFile, 4096).split('\n');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     return {
@@ -66,14 +68,14 @@ function serverMemory(pid: number): { memoryMiB: number; pageCacheMiB: number } 
   if (cg) {
     try {
       const limitFile = existsSync(path.join(cg, 'memory.max')) ? 'memory.max' : 'memory.limit_in_bytes';
-      const limit = Number(readFileSync(path.join(cg, limitFile), 'utf8').trim());
-      const stat = parseMemoryStat(readFileSync(path.join(cg, 'memory.stat'), 'utf8'));
+      const limit = Number(readKernelFile(path.join(cg, limitFile)).trim());
+      const stat = parseMemoryStat(readKernelFile(path.join(cg, 'memory.stat')));
       if (Number.isFinite(limit) && limit < 2 ** 60 && stat) return { memoryMiB: mib(limit), pageCacheMiB: mib(stat.cacheBytes) };
     } catch {
       // Fall back to the machine's figures.
     }
   }
-  const info = readFileSync('/proc/meminfo', 'utf8');
+  const info = readKernelFile('/proc/meminfo');
   const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(info)?.[1] ?? 0);
   return { memoryMiB: kib('MemTotal') / 1024, pageCacheMiB: kib('Cached') / 1024 };
 }
@@ -81,7 +83,7 @@ function serverMemory(pid: number): { memoryMiB: number; pageCacheMiB: number } 
 /** The memory cgroup directory of a process (v1 memory controller or v2 unified), or null at the root or when unreadable. */
 function memoryCgroupDir(pid: number): string | null {
   try {
-    for (const line of readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n')) {
+    for (const line of readKernelFile(`/proc/${pid}/cgroup`).split('\n')) {
       const [, controllers, p] = line.split(':');
       if (p === undefined || p === '/') continue;
       const dir = controllers === '' ? path.join('/sys/fs/cgroup', p) : controllers.split(',').includes('memory') ? path.join('/sys/fs/cgroup/memory', p) : null;

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { runFolderName } from '../../lib/results-store';
 import { hostIdFor } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
-import { startTestLab, type TestLab } from '../helpers/lab';
+import { startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 
 const AWS_KEY_ID = /AKIA[0-9A-Z]{16}/g;
 const CLASSES = ['local-disk', 'gp3'];
@@ -67,7 +67,7 @@ describe('secrets stay out of workflow histories (e2e)', () => {
     const done = handle.result().finally(() => (closed = true));
     while (!closed && passwords.size < hostIds.length) {
       for (const hostId of hostIds) {
-        const file = path.join(lab.paths.hostsDir, hostId, 'secrets', 'db-password');
+        const file = path.join(hostDirOf(lab.paths, hostId), 'secrets', 'db-password');
         if (!passwords.has(hostId) && existsSync(file)) {
           const text = readFileSync(file, 'utf8').trim();
           if (text) passwords.set(hostId, text);

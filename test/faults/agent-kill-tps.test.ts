@@ -15,7 +15,7 @@ import { CLIENT_OS_USER, lookupUser } from '../../lib/postgres-binaries';
 import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, waitForActivity } from '../helpers/faults';
-import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
+import { agentPids, startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 
 const LOCAL_DISK_ONLY = {
   preset: 'ci',
@@ -51,7 +51,7 @@ describe('kill -9 of a host agent during the TPS run (faults)', () => {
     const tps = await waitForActivity(lab.client, clusterWorkflowId(runId, 'local-disk', 0), 'runPgbench', 'tps');
     expect(tps.details?.percent).toBeGreaterThan(0);
     // Least privilege: the workload runs as the unprivileged client user, never root, and as a non-superuser role.
-    const config = JSON.parse(readFileSync(path.join(lab.paths.hostsDir, hostId, 'host.json'), 'utf8')) as HostConfig;
+    const config = JSON.parse(readFileSync(path.join(hostDirOf(lab.paths, hostId), 'host.json'), 'utf8')) as HostConfig;
     const pgbench = toolProcesses(config.socketDir).filter((p) => p.name === 'pgbench');
     expect(pgbench.length).toBe(1);
     const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pgbench[0].pid}/status`, 'utf8'))![1]);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { hostIdFor } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, waitForActivity } from '../helpers/faults';
-import { startTestLab, type TestLab } from '../helpers/lab';
+import { startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 
 const GP3 = {
   preset: 'ci',
@@ -60,7 +60,7 @@ describe('cancel in each phase (faults)', () => {
     if (c.phase === 'teardown') {
       // A shell sitting in the mounted volume keeps the unmount busy: teardown retries until it leaves.
       await waitForActivity(lab.client, cluster, 'runBacklogPhase');
-      shell = spawn('sleep', ['600'], { cwd: path.join(lab.paths.hostsDir, hostId, 'volume'), stdio: 'ignore' });
+      shell = spawn('sleep', ['600'], { cwd: path.join(hostDirOf(lab.paths, hostId), 'volume'), stdio: 'ignore' });
     }
     await waitForActivity(lab.client, cluster, c.activity, c.heartbeat);
     await handle.cancel();

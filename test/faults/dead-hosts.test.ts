@@ -21,7 +21,7 @@ import { tpsStall } from '../../common/results/attempts';
 import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, supervisorPid, waitForActivity } from '../helpers/faults';
-import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
+import { agentPids, startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 
 const LOCAL_DISK = { preset: 'ci', storageClasses: { gp3: null }, compare: null, phases: { vacuum: { enabled: false }, backlog: { enabled: false } } };
 const kill = (pid: number | null, signal: NodeJS.Signals = 'SIGKILL') => pid && process.kill(pid, signal);
@@ -120,7 +120,7 @@ describe('dead hosts and killed attempts (faults)', () => {
 
   async function agentKilledWhileIndexing(): Promise<void> {
     const run = await start({ ...LOCAL_DISK, host: { deadAfterSeconds: 20 }, data: { scale: 10, chunkRows: 100_000 }, workload: { warmupSeconds: 0, durationSeconds: 3 } });
-    const configFile = path.join(lab.paths.hostsDir, run.hostId, 'host.json');
+    const configFile = path.join(hostDirOf(lab.paths, run.hostId), 'host.json');
     while (!existsSync(configFile)) await sleep(50);
     const config = JSON.parse(readFileSync(configFile, 'utf8')) as HostConfig;
     // A client whose connect failed cannot connect again: a new one per try, until Postgres is made.

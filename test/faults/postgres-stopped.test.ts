@@ -14,7 +14,7 @@ import { hostIdFor } from '../../common/core/ids';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, waitForActivity } from '../helpers/faults';
-import { startTestLab, type TestLab } from '../helpers/lab';
+import { startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 
 /** The host's silence bound in this test: the TPS run's heartbeat timeout, and so the watchdog's limit, is 20 s. */
 const DEAD_AFTER_SECONDS = 20;
@@ -156,7 +156,7 @@ async function stoppedMidTps(name: string): Promise<void> {
     expect(lab.leftovers([hostId]).filter((l) => l.includes(hostId))).toEqual([]);
     // Backends' command lines do not name the host's folder: each stopped process is checked by itself.
     expect(stillAlive(stopped)).toEqual([]);
-    expect(existsSync(`${lab.paths.hostsDir}/${hostId}`)).toBe(false);
+    expect(existsSync(hostDirOf(lab.paths, hostId))).toBe(false);
   } finally {
     release(stopped);
     await lab.close();

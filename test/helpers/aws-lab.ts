@@ -7,7 +7,7 @@
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/input/spec';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
-import type { HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
+import type { HostActor, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
 import { PROJECT_ROOT, type LabPaths } from '../../lib/lab-paths';
@@ -146,21 +146,21 @@ export class Ec2WithLocalHosts implements HostProvider {
     };
   }
 
-  async teardown(hostId: string): Promise<void> {
-    await this.local.teardown(hostId);
-    await this.ec2.teardown(hostId);
+  async teardown(hostId: string, actor?: HostActor): Promise<string> {
+    await this.local.teardown(hostId, actor);
+    return this.ec2.teardown(hostId, actor);
   }
 
-  kill(hostId: string): Promise<void> {
-    return this.local.kill(hostId);
+  kill(hostId: string, actor?: HostActor): Promise<void> {
+    return this.local.kill(hostId, actor);
   }
 
   list(): Promise<ManagedHost[]> {
     return this.ec2.list();
   }
 
-  async diagnose(hostId: string): Promise<HostDiagnosis> {
-    const [ec2, local] = [await this.ec2.diagnose(hostId), await this.local.diagnose(hostId)];
+  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
+    const [ec2, local] = [await this.ec2.diagnose(hostId, actor), await this.local.diagnose(hostId, actor)];
     return { oomKills: local.oomKills, text: `${ec2.text}\n${local.text}` };
   }
 

@@ -4,7 +4,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { runFolderName } from '../../lib/results-store';
 import type { ExperimentResult } from '../../common/results/result';
-import type { TestLab } from './lab';
+import { hostDirOf, type TestLab } from './lab';
 
 /** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no VACUUM/backlog phases. */
 export const SMALL_GP3 = {
@@ -68,13 +68,13 @@ export function readResult(lab: TestLab, runId: string): ExperimentResult {
 
 /** The pid a local host's supervisor wrote (it lives outside the host's cgroups), or null. */
 export function supervisorPid(lab: TestLab, hostId: string): number | null {
-  const file = path.join(lab.paths.hostsDir, hostId, 'supervisor.pid');
+  const file = path.join(hostDirOf(lab.paths, hostId), 'supervisor.pid');
   return existsSync(file) ? Number(readFileSync(file, 'utf8').trim()) : null;
 }
 
 /** Pids of a local host's Postgres: the postmaster (from its pid file) and its children. */
 export function postgresPids(lab: TestLab, hostId: string): number[] {
-  const config = JSON.parse(readFileSync(path.join(lab.paths.hostsDir, hostId, 'host.json'), 'utf8')) as { dataDir: string };
+  const config = JSON.parse(readFileSync(path.join(hostDirOf(lab.paths, hostId), 'host.json'), 'utf8')) as { dataDir: string };
   const postmaster = Number(readFileSync(path.join(config.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   const children = readdirSync('/proc')
     .filter((p) => /^\d+$/.test(p))

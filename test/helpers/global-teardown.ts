@@ -4,6 +4,7 @@
  * provider first, so a failed test cannot leave processes or devices behind for the next run.
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { registerLabRoot } from '../../lib/lab-fs';
 import path from 'node:path';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
 
@@ -11,10 +12,12 @@ async function tearDownLeftHosts(suiteDir: string): Promise<void> {
   for (const lab of readdirSync(suiteDir, { withFileTypes: true })) {
     const hostsDir = path.join(suiteDir, lab.name, 'hosts');
     if (!lab.isDirectory() || !existsSync(hostsDir)) continue;
+    registerLabRoot(hostsDir);
     const provider = new LocalProvider({ hostsDir, agentEnv: {}, supervisorScript: '' });
-    for (const hostId of readdirSync(hostsDir)) {
+    for (const { hostId, runId } of await provider.list()) {
       try {
-        await provider.teardown(hostId);
+        // As the sweeper would: for the run the host's record names (its owner's workflow may be gone).
+        await provider.teardown(hostId, { sweptRun: runId });
         console.error(`global teardown: removed host ${hostId} that ${lab.name} left`);
       } catch (err) {
         console.error(`global teardown: host ${hostId} that ${lab.name} left: ${String(err)}`);

@@ -7,6 +7,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { hostFolderName } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { labPaths, type LabPaths } from '../../lib/lab-paths';
 import { detectCgroups, hostCgroupPaths } from '../../lib/cgroups';
@@ -34,6 +35,10 @@ export interface TestLabOptions {
   aws?: (paths: LabPaths) => ControlWorkerOptions['aws'];
   /** Another Temporal server than the suite's (a test that restarts its own server). */
   address?: string;
+  /** Another workflow bundle than the suite's (a test seam swapped in: test/helpers/bundle-swap.ts). */
+  workflowBundle?: ControlWorkerOptions['workflowBundle'];
+  /** Worker interceptors of the control worker (a fault test acting right after an activity). */
+  interceptors?: ControlWorkerOptions['interceptors'];
 }
 
 export async function startTestLab(name: string, opts: TestLabOptions = {}): Promise<TestLab> {
@@ -52,7 +57,16 @@ export async function startTestLab(name: string, opts: TestLabOptions = {}): Pro
   const startWorker = async () => {
     // A deployment of its own (named after its queue), made current by the worker, as `dev up` does.
     const versioning = { deploymentName: taskQueue, manual: false };
-    ({ worker, running } = await startControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle(), aws: opts.aws?.(paths), versioning }));
+    ({ worker, running } = await startControlWorker({
+      connection,
+      temporal,
+      paths,
+      taskQueue,
+      workflowBundle: opts.workflowBundle ?? workflowBundle(),
+      aws: opts.aws?.(paths),
+      versioning,
+      interceptors: opts.interceptors,
+    }));
   };
   await startWorker();
 
@@ -108,9 +122,14 @@ function leftovers(paths: LabPaths, hostIds: string[]): string[] {
   return found;
 }
 
+/** A local host's folder: named after a hash of its id (common/core/ids.ts hostFolderName). */
+export function hostDirOf(paths: Pick<LabPaths, 'hostsDir'>, hostId: string): string {
+  return path.join(paths.hostsDir, hostFolderName(hostId));
+}
+
 /** Pids of a host's agent processes (not the supervisor): what a "kill -9 the agent" test kills. */
 export function agentPids(paths: LabPaths, hostId: string): number[] {
-  const config = path.join(paths.hostsDir, hostId, 'host.json');
+  const config = path.join(hostDirOf(paths, hostId), 'host.json');
   return readdirSync('/proc')
     .filter((p) => /^\d+$/.test(p))
     .filter((pid) => {

@@ -61,7 +61,7 @@ describe('Ec2Provider and S3 on moto', () => {
     try {
       // Whatever a test did, nothing of its runs may be left in moto.
       const { provider } = bed.setup();
-      for (const runId of runs) for (const h of (await provider.list()).filter((x) => x.runId === runId)) await provider.teardown(h.hostId);
+      for (const runId of runs) for (const h of (await provider.list()).filter((x) => x.runId === runId)) await provider.teardown(h.hostId, { sweptRun: runId });
       for (const runId of runs) expect(await bed.moto.leftovers(runId)).toEqual([]);
     } finally {
       await bed.moto.stop();
@@ -138,6 +138,35 @@ describe('Ec2Provider and S3 on moto', () => {
     expect(await bed.moto.leftovers(runId)).toEqual([]);
     // Idempotent: a second teardown finds nothing and succeeds.
     for (const r of requests) await provider.teardown(r.hostId);
+  });
+
+  it('claims a host for the workflow that launches it (its tags): another owner of the host id is refused before a launch, and neither its teardown, kill nor diagnose touches the instance', async () => {
+    const { provider } = bed.setup();
+    const runId = newRun();
+    const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
+    const owner = { workflowId: `${runId}/nvme-0`, execution: 'e1' };
+    const other = { workflowId: 'colliding-run/nvme-0', execution: 'e2' };
+    const record = await provider.provision({ ...req, owner });
+    const hostInstances = async () =>
+      live((await bed.moto.clients.ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${RESOURCE_TAGS.hostId}`, Values: [req.hostId] }] }))).Reservations?.flatMap((r) => r.Instances ?? []) ?? []);
+    const [instance] = await hostInstances();
+    expect(tagsOf(instance)).toMatchObject({ [RESOURCE_TAGS.workflowId]: owner.workflowId, [RESOURCE_TAGS.execution]: 'e1' });
+    // A run whose host id collides: refused before anything is launched, both runs named.
+    await expect(provider.provision({ ...req, runId: 'colliding-run', owner: other })).rejects.toMatchObject({
+      type: 'OwnedByAnotherRunError',
+      nonRetryable: true,
+      message: expect.stringMatching(new RegExp(`host ${req.hostId}: run "${runId}", workflow "${owner.workflowId}" \\(execution e1\\) owns instance ${record.instanceId}; run "colliding-run", workflow "${other.workflowId}" \\(execution e2\\) may not provision it: refused, nothing of it touched`)),
+    });
+    expect((await hostInstances()).map((i) => i.InstanceId)).toEqual([record.instanceId]);
+    // Its undo leaves the instance, its kill and the sweeper (for another run) are refused, its diagnose says whose it is.
+    expect(await provider.teardown(req.hostId, { owner: other })).toMatch(new RegExp(`left ${record.instanceId} of run "${runId}"`));
+    await expect(provider.kill(req.hostId, { owner: other })).rejects.toMatchObject({ type: 'OwnedByAnotherRunError' });
+    await expect(provider.teardown(req.hostId, { sweptRun: 'colliding-run' })).rejects.toMatchObject({ type: 'OwnedByAnotherRunError' });
+    expect((await provider.diagnose(req.hostId, { owner: other })).text).toMatch(/not described: run .* owns instance/);
+    expect((await hostInstances()).map((i) => i.State?.Name)).toEqual(['running']);
+    // Its owner removes it.
+    expect(await provider.teardown(req.hostId, { owner })).toBe(`removed ${req.hostId}`);
+    expect(await hostInstances()).toEqual([]);
   });
 
   it('creates no duplicate when a retry follows a timed-out RunInstances that did launch', async () => {
@@ -427,18 +456,19 @@ describe('Ec2Provider and S3 on moto', () => {
     await store.put(runId, 'clusters/h-1.json', '{"h":1}');
     await store.put(runId, 'clusters/h-2.json', '{"h":2}');
     await store.put(runId, 'report.md', '# report');
-    expect(store.location(runId)).toBe(`s3://${TEST_BUCKET}/storage-lab/results/exp-s3_round_trip`);
+    expect(store.location(runId)).toBe(`s3://${TEST_BUCKET}/storage-lab/results/exp-s3_2fround_20trip`);
     expect(await store.get(runId, 'result.json')).toBe('{"ok":true}');
     expect(await store.get(runId, 'missing.json')).toBeNull();
     expect(await store.list(runId, 'clusters')).toEqual(['clusters/h-1.json', 'clusters/h-2.json']);
-    expect(await store.runs()).toContain('exp-s3_round_trip');
-    const head = await s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: 'storage-lab/results/exp-s3_round_trip/result.json' }));
+    // Listed by run id: the folder (the id escaped injectively) reads back to it.
+    expect(await store.runs()).toContain(runId);
+    const head = await s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: 'storage-lab/results/exp-s3_2fround_20trip/result.json' }));
     expect(head.ServerSideEncryption).toBe('AES256');
     expect(head.ContentType).toBe('application/json');
 
     const kms = new S3ResultsStore(s3, { bucket: TEST_BUCKET, prefix: 'kms', kmsKeyId: 'alias/storage-lab' });
     await kms.put(runId, 'result.json', '{}');
-    const kmsHead = await s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: 'kms/exp-s3_round_trip/result.json' }));
+    const kmsHead = await s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: 'kms/exp-s3_2fround_20trip/result.json' }));
     expect(kmsHead).toMatchObject({ ServerSideEncryption: 'aws:kms', SSEKMSKeyId: 'alias/storage-lab' });
   });
 });

@@ -12,9 +12,16 @@ import {
   appendLabFile,
   chownLab,
   copyLabFile,
+  labReadStream,
+  listLabDir,
+  listOperatorDir,
   makeLabDir,
   makeScratchDir,
   openLabFile,
+  readAsFolderOwner,
+  readKernelFile,
+  readLabFile,
+  readOperatorFile,
   registerLabRoot,
   removeLabFile,
   removeLabTree,
@@ -23,6 +30,7 @@ import {
 } from '../../lib/lab-fs';
 import { lookupUser } from '../../lib/postgres-binaries';
 import { closeSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 
 const other = lookupUser('storage-lab') ?? lookupUser('nobody');
 if (!other || process.getuid?.() !== 0) throw new Error('the file guard tests run as root with the storage-lab (or nobody) OS user');
@@ -161,6 +169,87 @@ describe('writes', () => {
     chownLab(path.join(root, 'logs'), user);
     expect(statSync(path.join(root, 'logs')).uid).toBe(user.uid);
     expectVictimIntact();
+  });
+});
+
+describe('reads', () => {
+  /** A root-only file with a secret in it: what a link planted by another user would lead root to. */
+  function secretFile(): string {
+    const file = path.join(base, 'root-only');
+    writeFileSync(file, 'SECRET-0600-CONTENT', { mode: 0o600 });
+    return file;
+  }
+
+  it('reads a file, its first bytes, or its tail from the start of a line; null when it is not there', () => {
+    const dir = userDir('logs');
+    writeFileSync(path.join(dir, 'postgres.log'), 'one\ntwo\nthree\nfour\n');
+    expect(readLabFile(path.join(dir, 'postgres.log'))).toBe('one\ntwo\nthree\nfour\n');
+    expect(readLabFile(path.join(dir, 'postgres.log'), { maxBytes: 6 })).toBe('one\ntw');
+    expect(readLabFile(path.join(dir, 'postgres.log'), { maxBytes: 8, tail: true })).toBe('four\n');
+    expect(readLabFile(path.join(dir, 'missing.log'))).toBeNull();
+    expect(readLabFile(path.join(root, 'no-folder', 'f'))).toBeNull();
+    expect(listLabDir(dir)).toEqual(['postgres.log']);
+    expect(() => readLabFile(path.join(outside, 'f'))).toThrow(/refused to read .*outside the lab's folders/);
+  });
+
+  it('refuses a link planted as the file, by the user who owns the folder: the secret is never read', () => {
+    const secret = secretFile();
+    const dir = userDir('logs');
+    // Planted as that user (the postgres user owns the server's log folder).
+    execFileSync('ln', ['-s', secret, path.join(dir, 'postgres.log')], { uid: user.uid, gid: user.gid });
+    let message = '';
+    try {
+      readLabFile(path.join(dir, 'postgres.log'));
+    } catch (err) {
+      message = String(err);
+    }
+    expect(message).toMatch(/refused to read .*postgres\.log: .*is a symbolic link/);
+    expect(message).not.toContain('SECRET');
+    expect(() => labReadStream(path.join(dir, 'postgres.log'))).toThrow(/symbolic link/);
+  });
+
+  it('refuses a link as any folder on the way, deep in the other user\'s tree, and a hard link, a FIFO or a folder as the file', () => {
+    const secret = secretFile();
+    const top = userDir('disk');
+    execFileSync('mkdir', [path.join(top, 'pgdata')], { uid: user.uid, gid: user.gid });
+    execFileSync('ln', ['-s', base, path.join(top, 'pgdata', 'pg_wal')], { uid: user.uid, gid: user.gid });
+    expect(() => readLabFile(path.join(top, 'pgdata', 'pg_wal', 'root-only'))).toThrow(/pg_wal is a symbolic link, not a folder/);
+    expect(() => listLabDir(path.join(top, 'pgdata', 'pg_wal'))).toThrow(/symbolic link/);
+    // The folder itself swapped for a link (top is the user's: it may rename pgdata away and link it).
+    execFileSync('mv', [path.join(top, 'pgdata'), path.join(top, 'old')], { uid: user.uid, gid: user.gid });
+    execFileSync('ln', ['-s', base, path.join(top, 'pgdata')], { uid: user.uid, gid: user.gid });
+    expect(() => readLabFile(path.join(top, 'pgdata', 'root-only'))).toThrow(/pgdata is a symbolic link, not a folder/);
+    const dir = userDir('run');
+    linkSync(secret, path.join(dir, 'hard'));
+    expect(() => readLabFile(path.join(dir, 'hard'))).toThrow(/a file with 2 hard links/);
+    execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+    expect(() => readLabFile(path.join(dir, 'fifo'))).toThrow(/it is a special file, not a file of its own/);
+    expect(() => readLabFile(dir)).toThrow(/it is a folder, not a file of its own/);
+  });
+
+  it("reads a file outside the lab in another user's folder as that user: a link there to a root-only file is not read", () => {
+    const secret = secretFile();
+    const data = path.join(outside, 'pgdata');
+    mkdirSync(data);
+    chownSync(data, user.uid, user.gid);
+    execFileSync('sh', ['-c', `echo 4242 > ${path.join(data, 'postmaster.pid')}`], { uid: user.uid, gid: user.gid });
+    expect(readAsFolderOwner(path.join(data, 'postmaster.pid'), 16)).toBe('4242\n');
+    execFileSync('ln', ['-s', secret, path.join(data, 'linked.pid')], { uid: user.uid, gid: user.gid });
+    expect(() => readAsFolderOwner(path.join(data, 'linked.pid'))).toThrow(/as uid \d+ failed: .*Permission denied/);
+    // In a folder of root's, a link is refused without reading.
+    symlinkSync(secret, path.join(outside, 'root-link.pid'));
+    expect(() => readAsFolderOwner(path.join(outside, 'root-link.pid'))).toThrow(/it is a symbolic link/);
+  });
+
+  it('reads kernel files only below /proc and /sys, and operator files only outside the lab', () => {
+    expect(readKernelFile('/proc/self/stat')).toMatch(/^\d+ /);
+    expect(() => readKernelFile(path.join(root, 'f'))).toThrow(/not below \/proc\/ or \/sys\//);
+    expect(() => readKernelFile('/proc/../etc/shadow')).toThrow(/not below/);
+    writeFileSync(path.join(outside, 'ca.pem'), 'cert');
+    expect(readOperatorFile(path.join(outside, 'ca.pem')).toString()).toBe('cert');
+    writeFileSync(path.join(root, 'host.json'), '{}');
+    expect(() => readOperatorFile(path.join(root, 'host.json'))).toThrow(/lies in the lab's folder .*read it with readLabFile/);
+    expect(() => listOperatorDir(root)).toThrow(/list it with listLabDir/);
   });
 });
 

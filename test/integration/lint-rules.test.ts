@@ -1,7 +1,7 @@
 /**
  * The lint guards: workflow code may not import Node built-ins or activity implementations; no floating promises;
- * the layers import only downwards (eslint.config.js LAYERS); and the code that runs as root creates, writes, chowns
- * and deletes files only through lib/lab-fs.ts.
+ * the layers import only downwards (eslint.config.js LAYERS); and the code that runs as root reads, creates, writes,
+ * chowns and deletes files only through lib/lab-fs.ts.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,7 +18,13 @@ const PROBES = {
   floatingInWorkflow: ['workflows', 'async function step(): Promise<void> {}\nexport function plan(): void {\n  step();\n}\n'],
   floatingInActivity: ['activities/host', 'async function step(): Promise<void> {}\nexport function plan(): void {\n  step();\n}\n'],
   awaitedInWorkflow: ['workflows', 'async function step(): Promise<void> {}\nexport async function plan(): Promise<void> {\n  await step();\n}\n'],
-  nodeFsInActivity: ['activities/host', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n"],
+  nodeFsInActivity: ['activities/host', "import { statSync } from 'node:fs';\nexport const x = statSync;\n"],
+  readFileSyncInActivity: ['activities/host', "import { readFileSync } from 'node:fs';\nexport const x = (p: string) => readFileSync(p, 'utf8');\n"],
+  createReadStreamInLib: ['lib', "import { createReadStream } from 'node:fs';\nexport const x = (p: string) => createReadStream(p);\n"],
+  readdirPromisesInInfra: ['infra', "import { readdir, readFile } from 'node:fs/promises';\nexport const x = [readdir, readFile];\n"],
+  memberReadInWorker: ['worker', "import * as fs from 'node:fs';\nexport const x = (p: string) => fs.readFileSync(p);\n"],
+  guardedReadInActivity: ['activities/host', "import { readLabFile } from '../../lib/lab-fs';\nexport const x = (p: string) => readLabFile(p, { maxBytes: 4096, tail: true });\n"],
+  readInClient: ['client', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n"],
   rmSyncInActivity: ['activities/host', "import { rmSync } from 'node:fs';\nexport const x = (p: string) => rmSync(p, { recursive: true });\n"],
   chownSyncInActivity: ['activities/host', "import { chownSync } from 'fs';\nexport const x = (p: string) => chownSync(p, 0, 0);\n"],
   writeFileSyncInActivity: ['activities/host', "import { writeFileSync } from 'node:fs';\nexport const x = (p: string) => writeFileSync(p, '');\n"],
@@ -100,12 +106,21 @@ describe('lint rules', () => {
 
   it('refuses an rm, chown or write in activities, infra and workers that bypasses the file guard, and lets the guard do it', () => {
     for (const name of ['rmSyncInActivity', 'chownSyncInActivity', 'writeFileSyncInActivity', 'promisesWriteInInfra'] as const)
-      expect(`${name}: ${errors[name].join('\n')}`).toMatch(/no-restricted-imports: '\w+' import from '(node:)?fs(\/promises)?' is restricted\. Create, write, chown and delete files through lib\/lab-fs\.ts/);
+      expect(`${name}: ${errors[name].join('\n')}`).toMatch(/no-restricted-imports: '\w+' import from '(node:)?fs(\/promises)?' is restricted\. Read, create, write, chown and delete files through lib\/lab-fs\.ts/);
     expect(errors.memberCallInWorker.join('\n')).toMatch(/no-restricted-properties: 'fs\.rmSync' is restricted/);
     expect(errors.memberCallInWorker.join('\n')).toMatch(/no-restricted-syntax: Import the fs functions you need by name/);
     expect(errors.fsWriteInClient).toEqual([]);
     expect(errors.rmSyncInLib.join('\n')).toMatch(/no-restricted-imports: 'rmSync' import from 'node:fs' is restricted/);
     expect(guardErrors).toEqual([]);
+  });
+
+  it('refuses a read that bypasses the file guard (it would follow a link another user planted), and lets the guard read', () => {
+    for (const name of ['readFileSyncInActivity', 'createReadStreamInLib', 'readdirPromisesInInfra'] as const)
+      expect(`${name}: ${errors[name].join('\n')}`).toMatch(/no-restricted-imports: '(readFileSync|createReadStream|readdir)' import from '(node:)?fs(\/promises)?' is restricted\. Read, create, write/);
+    expect(errors.readdirPromisesInInfra.join('\n')).toMatch(/'readFile' import from 'node:fs\/promises' is restricted/);
+    expect(errors.memberReadInWorker.join('\n')).toMatch(/no-restricted-properties: 'fs\.readFileSync' is restricted/);
+    expect(errors.guardedReadInActivity).toEqual([]);
+    expect(errors.readInClient).toEqual([]);
   });
 
   it('refuses an import that runs against the layers, and lets each layer import the ones below it', () => {

@@ -4,8 +4,9 @@
  * the real sweep removes exactly that and never a host whose run is running and not expired.
  */
 import type { Client } from '@temporalio/client';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { backupsDirFor } from '../../lib/lab-paths';
 import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import type { HostRequest } from '../../common/core/hosts';
@@ -13,7 +14,7 @@ import type { HostProvider } from '../../infra/providers/host-provider';
 import type { LocalProvider } from '../../infra/providers/local/local-provider';
 import type { SweepReport } from '../../workflows/sweeper-workflow';
 import { awsSpec, hostRequests, localProviderFor, NVME_ONLY, startAwsTestbed, type AwsTestbed } from '../helpers/aws-lab';
-import { startTestLab, type TestLab } from '../helpers/lab';
+import { startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
 
 describe('sweeperWorkflow', () => {
@@ -100,18 +101,18 @@ describe('sweeperWorkflow', () => {
     expect(reason(dry, 'liveExpired')).toContain('expired at');
     // A dry run removes nothing.
     expect(await bed.moto.leftovers(terminated)).toHaveLength(2); // The gp3 host's instance and volume.
-    expect(existsSync(path.join(lab.paths.hostsDir, id('localTerminated')))).toBe(true);
+    expect(existsSync(hostDirOf(lab.paths, id('localTerminated')))).toBe(true);
 
     const real = await sweep(false);
     expect(real.failed).toEqual([]);
     expect(real.removed.map((h) => h.hostId).sort()).toEqual(expectRemoved);
     expect(await bed.moto.leftovers(terminated)).toEqual([]);
     expect(await bed.moto.leftovers(unknown)).toEqual([]);
-    expect(lab.leftovers([id('localTerminated')]).filter((l) => l.includes(id('localTerminated')))).toEqual([]);
+    expect(lab.leftovers([id('localTerminated')]).filter((l) => l.includes(id('localTerminated')) || l.includes(hostDirOf(lab.paths, id('localTerminated'))))).toEqual([]);
     // What stays, stays: the live run's unexpired hosts and the other lab's host.
     expect((await bed.moto.leftovers(live)).length).toBe(1);
     expect(await bed.moto.leftovers(foreignRun)).toHaveLength(1);
-    expect(existsSync(path.join(lab.paths.hostsDir, id('localLive')))).toBe(true);
+    expect(existsSync(hostDirOf(lab.paths, id('localLive')))).toBe(true);
 
     // Once the live run ends, its hosts go too; the other lab's host stays until it expires.
     await client.workflow.getHandle(live).terminate('test done');
@@ -120,5 +121,33 @@ describe('sweeperWorkflow', () => {
     expect(after.kept.map((h) => h.hostId)).toEqual([id('foreign')]);
     await foreignLab.teardown(id('foreign'));
     expect(lab.leftovers([id('localLive'), id('localTerminated')])).toEqual([]);
+  });
+
+  it('removes a host or store folder with no owner record only when no open run could have made it, and names it', async () => {
+    // Folders the lab made (marker beside them) whose claim never got written: a provisioning that died at once.
+    const backups = backupsDirFor(lab.paths.hostsDir);
+    const made = (dir: string, minutesAgo: number) => {
+      mkdirSync(dir, { recursive: true });
+      const marker = path.join(path.dirname(dir), `.${path.basename(dir)}.storage-lab`);
+      writeFileSync(marker, `${dir}\n`);
+      const at = new Date(Date.now() - minutesAgo * 60_000);
+      for (const p of [dir, marker]) utimesSync(p, at, at);
+      return dir;
+    };
+    const oldHost = made(path.join(lab.paths.hostsDir, 'orphanhostaaaaaa'), 60);
+    const youngHost = made(path.join(lab.paths.hostsDir, 'orphanhostbbbbbb'), 1);
+    const oldStore = made(path.join(backups, 'orphan-store'), 60);
+    // A run open now (started after the old folders were made, before the young one).
+    await startIdleRun();
+    const real = await sweep(false);
+    const removed = Object.fromEntries(real.removed.map((h) => [h.resources[0], h.reason]));
+    const kept = Object.fromEntries(real.kept.map((h) => [h.resources[0], h.reason]));
+    expect(removed[oldHost]).toMatch(new RegExp(`^${oldHost} has no owner record \\(made .*\\): older than every open run \\(the oldest started .*\\), so no live run made it$`));
+    expect(removed[oldStore]).toMatch(/has no owner record .* so no live run made it/);
+    expect(kept[youngHost]).toMatch(/younger than 10 minutes, a run may still be claiming it/);
+    expect(real.failed).toEqual([]);
+    expect([existsSync(oldHost), existsSync(oldStore), existsSync(youngHost)]).toEqual([false, false, true]);
+    rmSync(youngHost, { recursive: true });
+    rmSync(path.join(lab.paths.hostsDir, '.orphanhostbbbbbb.storage-lab'));
   });
 });

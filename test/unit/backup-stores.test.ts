@@ -16,7 +16,7 @@ describe('folder backup stores', () => {
     expect(backups).toBe('/var/lib/storage-lab/lab-a/backups');
     expect(backupStoreFolder({}, hostsDir)).toBe(backups);
     expect(backupStoreFolder({ path: 'team-a/drills' }, hostsDir)).toBe(`${backups}/team-a/drills`);
-    expect(resolveBackupStore('exp-1/restore-drill', { kind: 'folder', path: 'team-a' }, hostsDir)).toEqual({ kind: 'folder', path: `${backups}/team-a/exp-1_restore-drill` });
+    expect(resolveBackupStore('exp-1/restore-drill', { kind: 'folder', path: 'team-a' }, hostsDir)).toEqual({ kind: 'folder', path: `${backups}/team-a/exp-1_2frestore-drill` });
   });
 
   it.each([['../hosts'], ['team-a/../../hosts'], ['/etc'], ['/var/lib/storage-lab/lab-a/backups-elsewhere']])('refuse %s, which resolves outside it', (given) => {

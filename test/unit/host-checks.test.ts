@@ -7,13 +7,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { registerLabRoot } from '../../lib/lab-fs';
 import os from 'node:os';
 import path from 'node:path';
 import { backupRecordFile } from '../../activities/host/archiving';
 import type { HostDeps } from '../../activities/host/deps';
 import { runBacklogPhase } from '../../activities/host/backlog';
 import { runPgbench } from '../../activities/host/pgbench';
-import { configurePostgres, labConfig, renderHba, renderIdent, type LabConfigInput } from '../../activities/host/postgres';
+import { configurePostgres, isFinalAttempt, labConfig, renderHba, renderIdent, tail, type LabConfigInput } from '../../activities/host/postgres';
 import { cloneStandby, setReplication } from '../../activities/host/replication';
 import { renderPgbackrestConfig } from '../../lib/pgbackrest';
 import { renderWalgConfig } from '../../lib/walg';
@@ -32,6 +33,8 @@ const OS_USERS = { osUser: { name: 'postgres', uid: 101, gid: 104 }, clientUser:
 /** A host folder in a temporary folder: nothing runs, so a check that lets a value through would write here. */
 function fakeHost(): { deps: HostDeps; dir: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-host-checks-'));
+  // The agent's roots: it reads and writes its host folder through the file guard.
+  registerLabRoot(dir);
   mkdirSync(path.join(dir, 'disk'));
   const config: HostConfig = {
     hostId: HOST_ID,
@@ -113,6 +116,29 @@ describe("the host's re-checks of configurePostgres", () => {
     expect(lab.hbaText).toContain('host    all          all          fd00::5/128  scram-sha-256');
     // Without archiving asked for, no archive command at all, whatever was recorded.
     expect(labConfig(host.deps, LAB).confText).not.toMatch(/archive/);
+  });
+});
+
+describe('text from a host file in a failure: bounded, and in one failure only', () => {
+  it('is the final attempt only on the last of a bounded policy, and always when the policy is unbounded or unknown', async () => {
+    const at = (attempt: number, maximumAttempts?: number) =>
+      new MockActivityEnvironment({ attempt, ...(maximumAttempts === undefined ? {} : { retryPolicy: { maximumAttempts } }) }).run(async () => isFinalAttempt());
+    expect([await at(1, 10), await at(9, 10), await at(10, 10), await at(1, 1), await at(3, 0), await at(2)]).toEqual([false, false, true, true, true, true]);
+  });
+
+  it('takes at most the lines asked, each cut at 300 characters, from the last 32 KiB of the log', () => {
+    const host = fakeHost();
+    try {
+      const log = path.join(host.dir, 'postgres.log');
+      writeFileSync(log, `${'early line\n'.repeat(10_000)}${'x'.repeat(1000)}\nlast\n`);
+      const lines = tail(log, 15).split('\n');
+      expect(lines).toHaveLength(15);
+      expect(lines.at(-2)).toBe(`${'x'.repeat(300)}…`);
+      expect(lines.at(-1)).toBe('last');
+      expect(tail(path.join(host.dir, 'none.log'), 15)).toBe('(no log)');
+    } finally {
+      rmSync(host.dir, { recursive: true, force: true });
+    }
   });
 });
 

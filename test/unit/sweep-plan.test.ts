@@ -1,5 +1,5 @@
 /** The sweeper's judgement: what goes, what stays, and that a running, unexpired run's host always stays. */
-import { planSweep, runsToCheck, type SweepCandidate } from '../../common/core/sweep';
+import { OWNERLESS_GRACE_MS, planSweep, runsToCheck, type SweepCandidate } from '../../common/core/sweep';
 
 const now = '2026-03-01T12:00:00.000Z';
 const host = (hostId: string, runId: string, expiresAt: string | null, extra: Partial<SweepCandidate> = {}): SweepCandidate => ({
@@ -48,6 +48,43 @@ describe('planSweep', () => {
       const plan = planSweep([host('h', 'run-a', expiresAt)], { 'run-a': 'running' }, now);
       expect(plan.remove).toEqual([]);
     }
+  });
+});
+
+describe('planSweep of folders without an owner record', () => {
+  const minutesAgo = (m: number) => new Date(Date.parse(now) - m * 60_000).toISOString();
+  const ownerless = (hostId: string, madeAt: string, oldestOpenRunStartedAt: string | null): SweepCandidate => ({
+    kind: hostId.startsWith('backups/') ? 'backup-store' : 'host',
+    provider: 'local',
+    hostId,
+    runId: '',
+    expiresAt: null,
+    resources: [`/lab/${hostId}`],
+    ownerless: { madeAt, oldestOpenRunStartedAt },
+  });
+
+  it('removes one only when no run still open could have made it: older than the grace and than every open run, and names it', () => {
+    const plan = planSweep(
+      [
+        ownerless('old-none-open', minutesAgo(60), null),
+        ownerless('backups/old-store', minutesAgo(60), minutesAgo(30)),
+        ownerless('young', minutesAgo(OWNERLESS_GRACE_MS / 60_000 - 1), null),
+        ownerless('a-run-as-old', minutesAgo(60), minutesAgo(61)),
+        ownerless('a-run-same-time', minutesAgo(60), minutesAgo(60)),
+      ],
+      {},
+      now,
+    );
+    const removed = Object.fromEntries(plan.remove.map((d) => [d.hostId, d.reason]));
+    const kept = Object.fromEntries(plan.keep.map((d) => [d.hostId, d.reason]));
+    expect(Object.keys(removed).sort()).toEqual(['backups/old-store', 'old-none-open']);
+    expect(removed['old-none-open']).toBe(`/lab/old-none-open has no owner record (made ${minutesAgo(60)}): older than every open run (none open), so no live run made it`);
+    expect(removed['backups/old-store']).toContain(`the oldest started ${minutesAgo(30)}`);
+    expect(kept.young).toMatch(/younger than 10 minutes, a run may still be claiming it/);
+    expect(kept['a-run-as-old']).toContain(`a run open since ${minutesAgo(61)} could have made it`);
+    expect(kept['a-run-same-time']).toContain('could have made it');
+    // Nobody's folder needs no run looked up.
+    expect(runsToCheck([ownerless('x', minutesAgo(60), null)], now)).toEqual([]);
   });
 });
 

@@ -13,6 +13,7 @@ import { comparedDrillId } from '../../common/input/tool-comparison';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
+import { COLLISION_PROOF_NAMES_PATCH } from '../../workflows/names';
 import { fakeHostRecord } from '../helpers/fake-host';
 import { patchesOf } from '../helpers/patches';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
@@ -40,6 +41,10 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[], stuckHost?: stri
     },
     async killHost({ hostId }) {
       calls.push(`kill ${hostId}`);
+    },
+    async claimRunResults() {
+      calls.push('claimRunResults');
+      return '/tmp/results/run';
     },
     async saveDrillResult({ result }) {
       calls.push('saveDrillResult');
@@ -276,7 +281,7 @@ describe('drill workflows with mocked activities', () => {
     const undo = calls.slice(calls.indexOf('saveDrillResult') + 1);
     expect(undo).toEqual([`teardown ${restore}`, `teardown ${source}`, 'removeBackupStore']);
     // A run started on this code takes the patch; runs recorded before it replay their old order.
-    expect(patchesOf(history)).toEqual([UNDO_IN_REVERSE_PATCH]);
+    expect(patchesOf(history)).toEqual([COLLISION_PROOF_NAMES_PATCH, UNDO_IN_REVERSE_PATCH]);
   });
 
   it('compares the tools: WAL-G then pgBackRest, the second run though the first failed, both saved in one table', async () => {

@@ -14,6 +14,8 @@ import path from 'node:path';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
+import { COLLISION_PROOF_NAMES_PATCH } from '../../workflows/names';
+import { swapModule } from '../helpers/bundle-swap';
 import { patchesOf } from '../helpers/patches';
 import { workflowBundle } from '../helpers/temporal';
 
@@ -97,6 +99,30 @@ describe('recorded workflow histories replay against the current workflow code',
       .map(([name, e]) => `${name}.json: ${e!.name}: ${e!.message}`);
     expect(failed).toEqual([]);
     expect(Object.keys(errors).sort()).toEqual(fixtures.map((f) => f.name).sort());
+  });
+
+  it("replays every recorded run with the host names it started with: none of them addresses a host by the new scheme's name", async () => {
+    // The interceptor fails a replay that schedules a host activity on, or starts a cluster with, a new-scheme host id.
+    const errors = await replay(
+      { workflowsPath: require.resolve('../../workflows'), interceptors: { workflowModules: [require.resolve('../fixtures/replay-names/interceptors')] }, replayName: 'replay-names' },
+      fixtures,
+    );
+    expect(Object.entries(errors).filter(([, e]) => e).map(([name, e]) => `${name}: ${e!.message}`)).toEqual([]);
+    for (const f of fixtures) expect([f.name, patchesOf(f.history).includes(COLLISION_PROOF_NAMES_PATCH)]).toEqual([f.name, false]);
+    // And the check can fail: with a names module that ignores its patch, the recorded runs address new names.
+    const broken = await replay(
+      {
+        workflowsPath: require.resolve('../../workflows'),
+        interceptors: { workflowModules: [require.resolve('../fixtures/replay-names/interceptors')] },
+        bundlerOptions: { webpackConfigHook: swapModule('./names', 'workflows', require.resolve('../fixtures/replay-names/names-always-new')) },
+        replayName: 'replay-names-broken',
+      },
+      fixtures.filter((f) => ['experiment-ci', 'restore-drill-ci'].includes(f.name)),
+    );
+    // Either the interceptor's refusal, or the path it turns the run into (a cluster start refused, the drill's claim
+    // at its start) is a determinism error: both are a run in flight that would break.
+    expect(broken['experiment-ci']?.message).toMatch(/by a name of the new scheme|Nondeterminism error/);
+    expect(broken['restore-drill-ci']?.message).toMatch(/by a name of the new scheme|Nondeterminism error/);
   });
 
   it('fails a workflow that changed its command sequence: the sweeper scheduling another activity first', async () => {

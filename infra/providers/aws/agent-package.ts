@@ -7,13 +7,12 @@
  */
 import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { runProcess } from '../../../lib/process-runner';
 import { findWalg } from '../../../lib/walg';
 import { parseWalgVersion } from '../../../lib/parsers/walg';
-import { makeScratchDir, removeLabTree } from '../../../lib/lab-fs';
+import { listOperatorDir, makeScratchDir, readLabBytes, readOperatorFile, removeLabTree } from '../../../lib/lab-fs';
 import { PROJECT_ROOT } from '../../../lib/lab-paths';
 import { awsErrorCode } from '../../../lib/aws-clients';
 
@@ -84,7 +83,9 @@ export class S3AgentPackage implements AgentPackageSource {
       try {
         const tarball = path.join(dir, 'agent.tgz');
         await runProcess('tar', ['-czf', tarball, '--owner=0', '--group=0', '--numeric-owner', '-C', root, ...files]);
-        return readFileSync(tarball);
+        const body = readLabBytes(tarball, { maxBytes: 1024 ** 3 });
+        if (!body) throw new Error(`tar made no ${tarball}`);
+        return body;
       } finally {
         await removeLabTree(dir);
       }
@@ -97,7 +98,7 @@ export class S3AgentPackage implements AgentPackageSource {
     const binary = this.opts.walgBinary === undefined ? findWalg() : this.opts.walgBinary;
     if (!binary) return null;
     const { version } = parseWalgVersion((await runProcess(binary, ['--version'])).stdout);
-    const body = await readFile(binary);
+    const body = readOperatorFile(binary);
     const digest = createHash('sha256').update(body).digest('hex');
     const key = `${this.opts.prefix}/wal-g-${version}-linux-${process.arch}-${digest.slice(0, 20)}`;
     const sha256 = await this.uploadOnce(key, 'application/octet-stream', async () => body);
@@ -134,11 +135,12 @@ export class S3AgentPackage implements AgentPackageSource {
 export function packageFiles(root: string): string[] {
   const out = ['package.json', 'package-lock.json'];
   const walk = (rel: string) => {
-    for (const entry of readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const child = path.posix.join(rel, entry.name);
-      if (entry.isDirectory()) {
+    for (const name of listOperatorDir(path.join(root, rel))) {
+      const child = path.posix.join(rel, name);
+      const st = lstatSync(path.join(root, child));
+      if (st.isDirectory()) {
         if (!SKIPPED.has(child)) walk(child);
-      } else if (entry.isFile()) out.push(child);
+      } else if (st.isFile()) out.push(child);
     }
   };
   walk('dist');
@@ -148,6 +150,6 @@ export function packageFiles(root: string): string[] {
 /** A hash of the files' names and contents: the same build gives the same key. */
 function contentHash(root: string, files: string[]): string {
   const h = createHash('sha256');
-  for (const f of files) h.update(f).update('\0').update(readFileSync(path.join(root, f))).update('\0');
+  for (const f of files) h.update(f).update('\0').update(readOperatorFile(path.join(root, f))).update('\0');
   return h.digest('hex');
 }

@@ -41,7 +41,9 @@ import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type Experimen
 import { AMI_ID } from '../../../common/input/fields';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
-import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import { describeClaimant } from '../../../common/core/claims';
+import { ownedByAnotherRun } from '../../../lib/claims';
 import type { HostProvider } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
 import { awsErrorCode, callAws, type AwsClients } from '../../../lib/aws-clients';
@@ -97,6 +99,11 @@ export class Ec2Provider implements HostProvider {
 
   async provision(req: HostRequest): Promise<HostRecord> {
     const aws = this.settingsOf(req);
+    // The instance's tags, set atomically when it is launched, are the host's owner record: an instance of this host
+    // id that another run (or another workflow) launched is refused before anything is launched or touched.
+    const actor: HostActor | undefined = req.owner ? { owner: req.owner } : undefined;
+    const others = (await this.instancesOf(req.hostId, LIVE_INSTANCE_STATES)).filter((i) => !actorMatches(i.Tags, actor, req.runId));
+    if (others.length) throw ownedByAnotherRun(`host ${req.hostId}: ${ownerOfTags(others[0].Tags)} owns instance ${others[0].InstanceId}; ${whoAsks(actor, req.runId)} may not provision it: refused, nothing of it touched`);
     const instance = (await this.findInstance(req.hostId, req.runId)) ?? (await this.converge(req, await this.launch(req, aws)));
     const state = instance.State?.Name ?? '';
     if (!['pending', 'running'].includes(state))
@@ -109,8 +116,13 @@ export class Ec2Provider implements HostProvider {
     return { ...hostRecord(req, running.PrivateIpAddress ?? ''), instanceId: running.InstanceId };
   }
 
-  async teardown(hostId: string): Promise<void> {
-    const instances = await this.instancesOf(hostId, [...LIVE_INSTANCE_STATES, 'shutting-down']);
+  async teardown(hostId: string, actor?: HostActor): Promise<string> {
+    const all = await this.instancesOf(hostId, [...LIVE_INSTANCE_STATES, 'shutting-down']);
+    // Only what the actor owns (the owner's workflow, or the run the sweeper judged); another run's is left alone.
+    const instances = all.filter((i) => actorMatches(i.Tags, actor));
+    const others = all.filter((i) => !actorMatches(i.Tags, actor));
+    if (others.length && actor && 'sweptRun' in actor && !instances.length)
+      throw ownedByAnotherRun(`host ${hostId}: ${ownerOfTags(others[0].Tags)} owns instance ${others[0].InstanceId}, not run ${JSON.stringify(actor.sweptRun)} that the sweeper judged; not removed`);
     const ids = instances.map((i) => i.InstanceId!);
     if (ids.length) {
       await callAws(`terminate ${ids.join(' ')}`, 'the control worker needs ec2:TerminateInstances on lab-tagged instances', () =>
@@ -120,12 +132,13 @@ export class Ec2Provider implements HostProvider {
     }
     // Termination detaches (or, with DeleteOnTermination, deletes) the data volume; delete what is left.
     await this.poll(`volumes of ${hostId} deleted`, this.opts.waits?.volumeMinutes ?? 10, async () => {
-      const volumes = await this.volumesOf(hostId);
+      const volumes = (await this.volumesOf(hostId)).filter((v) => actorMatches(v.Tags, actor));
       for (const v of volumes) {
         if (v.State === 'available') await this.deleteVolume(v.VolumeId!);
       }
       return volumes.length === 0 ? true : null;
     });
+    return others.length ? `removed what ${hostId} had of this run; left ${others.map((i) => i.InstanceId).join(', ')} of ${ownerOfTags(others[0].Tags)}` : `removed ${hostId}`;
   }
 
   /**
@@ -133,8 +146,11 @@ export class Ec2Provider implements HostProvider {
    * Unlike terminate it keeps the instance and its gp3 volume for inspection (console output, the volume's data)
    * until teardown or the sweeper removes them; a stopped instance costs only its volumes.
    */
-  async kill(hostId: string): Promise<void> {
-    const ids = (await this.instancesOf(hostId, ['pending', 'running'])).map((i) => i.InstanceId!);
+  async kill(hostId: string, actor?: HostActor): Promise<void> {
+    const all = await this.instancesOf(hostId, ['pending', 'running']);
+    const others = all.filter((i) => !actorMatches(i.Tags, actor));
+    if (others.length) throw ownedByAnotherRun(`host ${hostId}: ${ownerOfTags(others[0].Tags)} owns instance ${others[0].InstanceId}; ${whoAsks(actor)} may not kill it: refused`);
+    const ids = all.map((i) => i.InstanceId!);
     if (ids.length)
       await callAws(`stop ${ids.join(' ')}`, 'the control worker needs ec2:StopInstances on lab-tagged instances', () =>
         this.ec2.send(new StopInstancesCommand({ InstanceIds: ids, Force: true })),
@@ -164,7 +180,9 @@ export class Ec2Provider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string): Promise<HostDiagnosis> {
+  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
+    const other = (await this.instancesOf(hostId, null)).find((i) => !actorMatches(i.Tags, actor));
+    if (other) return { oomKills: null, text: `host ${hostId}: not described: ${ownerOfTags(other.Tags)} owns instance ${other.InstanceId}, not ${whoAsks(actor)}` };
     // The instance's memory is not partitioned by cgroups on AWS: OOM kills are in its console output, if anywhere.
     return { oomKills: null, text: await this.describeForPeople(hostId) };
   }
@@ -470,6 +488,12 @@ export class Ec2Provider implements HostProvider {
       { Key: RESOURCE_TAGS.experiment, Value: req.experiment },
       { Key: RESOURCE_TAGS.expiresAt, Value: req.expiresAt },
       { Key: RESOURCE_TAGS.owner, Value: this.opts.owner },
+      ...(req.owner
+        ? [
+            { Key: RESOURCE_TAGS.workflowId, Value: req.owner.workflowId },
+            { Key: RESOURCE_TAGS.execution, Value: req.owner.execution },
+          ]
+        : []),
     ];
   }
 
@@ -603,6 +627,35 @@ export class Ec2Provider implements HostProvider {
 /** The field that chose the image: aws.imageId when set, else the SSM parameter. */
 function imageField(aws: AwsSpec): string {
   return aws.imageId ? 'aws.imageId' : 'aws.imageSsmParameter';
+}
+
+/**
+ * Whether an instance's or volume's tags are the actor's: its owner's workflow and execution; for the sweeper, the run
+ * it judged; for a request made before claims, a resource made before them too (no workflow tag), of its run's
+ * workflow or a child's (`runId` when known). A resource made before claims is its run's workflow's and children's.
+ */
+function actorMatches(tags: Tag[] | undefined, actor: HostActor | undefined, runId?: string): boolean {
+  const tag = (key: string) => tags?.find((t) => t.Key === key)?.Value;
+  const workflowId = tag(RESOURCE_TAGS.workflowId);
+  const run = tag(RESOURCE_TAGS.runId) ?? '';
+  if (!actor) return workflowId === undefined && (runId === undefined || run === runId);
+  if ('sweptRun' in actor) return run === actor.sweptRun;
+  if (workflowId === undefined) return actor.owner.workflowId === run || actor.owner.workflowId.startsWith(`${run}/`);
+  return workflowId === actor.owner.workflowId && tag(RESOURCE_TAGS.execution) === actor.owner.execution;
+}
+
+/** Whose a resource is, by its tags, for messages. */
+function ownerOfTags(tags: Tag[] | undefined): string {
+  const tag = (key: string) => tags?.find((t) => t.Key === key)?.Value;
+  const workflowId = tag(RESOURCE_TAGS.workflowId);
+  const runId = tag(RESOURCE_TAGS.runId) ?? '';
+  return workflowId ? describeClaimant({ runId, workflowId, execution: tag(RESOURCE_TAGS.execution) ?? '?' }) : `run ${JSON.stringify(runId)}`;
+}
+
+/** Who asks, for messages. */
+function whoAsks(actor: HostActor | undefined, runId?: string): string {
+  if (!actor) return `a request of run ${JSON.stringify(runId ?? '?')} that names no owner`;
+  return 'sweptRun' in actor ? `the sweeper (for run ${JSON.stringify(actor.sweptRun)})` : describeClaimant({ ...actor.owner, ...(runId ? { runId } : {}) });
 }
 
 /** The earliest launched instance; ties go to the smaller id, so concurrent attempts agree. */

@@ -4,20 +4,37 @@
  * cgroups, so the Postgres and pgbench it starts inherit the limits. Without root or cgroups hosts still work and
  * are marked "not emulated".
  */
+import { ApplicationFailure } from '@temporalio/common';
 import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
-import { safeSegment } from '../../../common/core/ids';
+import { describeClaimant, hostIndexOf, ownedBy, ownerRefusal, type OwnerRecord } from '../../../common/core/claims';
+import { FAILURE_TYPES } from '../../../common/core/errors';
+import { hostFolderName, safeSegment, segmentProblem } from '../../../common/core/ids';
 import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
-import { LabPathError, chownLab, makeLabDir, openLabFile, registerLabRoot, removeLabTree, writeLabFile } from '../../../lib/lab-fs';
-import { backupsDirFor, ensureDir, hostsKeyFile } from '../../../lib/lab-paths';
+import {
+  LabPathError,
+  chownLab,
+  listKernelDir,
+  listLabDir,
+  makeLabDir,
+  openLabFile,
+  readKernelFile,
+  readLabBytes,
+  readLabFile,
+  registerLabRoot,
+  removeLabTree,
+  writeLabFile,
+} from '../../../lib/lab-fs';
+import { claimFile, ownedByAnotherRun, readClaimFile } from '../../../lib/claims';
+import { backupsDirFor, ensureDir, hostsKeyFile, socketPathProblem } from '../../../lib/lab-paths';
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
-import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import type { HostProvider } from '../host-provider';
 import {
   createHostCgroup,
@@ -34,6 +51,10 @@ import { createLoopVolume, deviceOfPath, detachLoop, loopsBackedBy, unmount } fr
 
 /** Extra room on an emulated volume beyond what the workflow asked for (file system overhead, WAL bursts). */
 const VOLUME_HEADROOM_BYTES = 2 * 1024 ** 3;
+/** A host folder's owner record (lib/claims.ts), written before anything else in it. */
+const OWNER_FILE = 'owner.json';
+/** What a host folder made before owner records says of its run. */
+const LABELS_FILE = 'labels.json';
 
 export interface LocalProviderOptions {
   hostsDir: string;
@@ -53,6 +74,13 @@ export class LocalProvider implements HostProvider {
 
   async provision(req: HostRequest): Promise<HostRecord> {
     const hostDir = this.hostDir(req.hostId);
+    const tooLong = socketPathProblem(this.opts.hostsDir, path.basename(hostDir));
+    if (tooLong) throw ApplicationFailure.nonRetryable(tooLong, FAILURE_TYPES.preflight);
+    ensureDir(this.opts.hostsDir);
+    // Marked as the lab's (beside it, in the hosts folder), so teardown deletes this folder and never another; then
+    // claimed, before anything in it is looked at or changed: another run's host is refused here, untouched.
+    makeLabDir(hostDir, { marker: true });
+    const owner = this.claim(hostDir, req);
     const configFile = path.join(hostDir, 'host.json');
     if (existsSync(configFile)) {
       const existing = readConfig(configFile);
@@ -62,11 +90,8 @@ export class LocalProvider implements HostProvider {
     // A provisioning cut short (its worker died) may have left a mount or a loop device: start from scratch.
     await unmount(path.join(hostDir, 'volume'));
     for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
-    ensureDir(this.opts.hostsDir);
-    // Marked as the lab's (beside it, in the hosts folder), so teardown deletes this folder and never another.
-    makeLabDir(hostDir, { marker: true });
-    // Labels first: from now on the sweeper knows whose host this is, while the rest is still being made.
-    writeLabFile(path.join(hostDir, 'labels.json'), JSON.stringify({ runId: req.runId, experiment: req.experiment, expiresAt: req.expiresAt }), {
+    // Labels: when the host expires (the sweeper removes it then, whatever its run's state).
+    writeLabFile(path.join(hostDir, LABELS_FILE), JSON.stringify({ runId: req.runId, hostId: req.hostId, experiment: req.experiment, expiresAt: req.expiresAt }), {
       atomic: true,
     });
     const osUser = postgresOsUser();
@@ -141,6 +166,7 @@ export class LocalProvider implements HostProvider {
       pgBinDir,
       ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
+      ...(owner ? { owner } : {}),
     };
     // The class's I/O cap, before anything runs on the host; its agent lifts it only for preparation (lib/io-cap.ts).
     new IoCap(config, majMin).apply();
@@ -149,17 +175,32 @@ export class LocalProvider implements HostProvider {
     return toRecord(config);
   }
 
-  async teardown(hostId: string): Promise<void> {
+  async teardown(hostId: string, actor?: HostActor): Promise<string> {
     const hostDir = this.hostDir(hostId);
+    const refusal = this.refusal(hostId, hostDir, actor, 'tear down');
+    if (refusal) {
+      // The sweeper judged another run than the one the host now names: it fails, naming both.
+      if (actor && 'sweptRun' in actor) throw ownedByAnotherRun(refusal);
+      // A run's undo of a host it never got: nothing of it is this run's, so nothing is removed.
+      return `left ${hostId} alone: ${refusal}`;
+    }
     await this.killAndWait(hostId);
     await unmount(path.join(hostDir, 'volume'));
     for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
     const cg = this.cgroupOf(hostId);
     if (cg) removeHostCgroup(cg);
     await removeLabTree(hostDir);
+    return `removed ${hostId}`;
   }
 
-  async kill(hostId: string): Promise<void> {
+  async kill(hostId: string, actor?: HostActor): Promise<void> {
+    const refusal = this.refusal(hostId, this.hostDir(hostId), actor, 'kill');
+    if (refusal) throw ownedByAnotherRun(refusal);
+    await this.killHost(hostId);
+  }
+
+  /** Kills everything on the host (its owner's kill, and teardown's). */
+  private async killHost(hostId: string): Promise<void> {
     // The supervisor's process group first (supervisor, agent and the tools it runs), so nothing is restarted;
     // the supervisor lives outside the host's cgroups, so the cgroup alone would miss it.
     const hostDir = this.hostDir(hostId);
@@ -178,26 +219,31 @@ export class LocalProvider implements HostProvider {
     // now): a backend stopped by SIGSTOP never runs to notice its postmaster's death (nor a SIGTERM until
     // continued), while SIGKILL ends a stopped process. The postmaster is stopped first, so it forks no child while
     // they are listed, and they are listed while it is still their parent.
-    if (config && commandLine(postmasterPid).includes(config.dataDir) && signal(postmasterPid, 'SIGSTOP'))
-      for (const pid of childrenOf(postmasterPid)) signal(pid, 'SIGKILL');
+    // The pid file is the postgres user's to write: a pid is killed only when it is this host's postmaster (its data
+    // folder on its command line), never whatever process that user named.
+    if (!config || !commandLine(postmasterPid).includes(config.dataDir)) return;
+    if (signal(postmasterPid, 'SIGSTOP')) for (const pid of childrenOf(postmasterPid)) signal(pid, 'SIGKILL');
     signal(postmasterPid, 'SIGKILL');
   }
 
   async list(): Promise<ManagedHost[]> {
     const hosts = new Map<string, ManagedHost>();
-    if (existsSync(this.opts.hostsDir)) {
-      for (const hostId of readdirSync(this.opts.hostsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name)) {
-        const labelsFile = path.join(this.hostDir(hostId), 'labels.json');
-        const labels = existsSync(labelsFile)
-          ? (JSON.parse(readFileSync(labelsFile, 'utf8')) as { runId: string; expiresAt: string })
-          : null;
-        hosts.set(hostId, {
-          hostId,
-          runId: labels?.runId ?? '',
-          expiresAt: labels?.expiresAt ?? null,
-          resources: [this.hostDir(hostId)],
-        });
-      }
+    for (const folder of listLabDir(this.opts.hostsDir) ?? []) {
+      const dir = path.join(this.opts.hostsDir, folder);
+      if (!lstatSync(dir).isDirectory() || segmentProblem(folder)) continue;
+      // Whose it is: its owner record (the full host id: the folder's name is a hash of it), else the labels of a
+      // host made before records, else nobody's (a provisioning that died before its claim).
+      const record = readClaimFile(path.join(dir, OWNER_FILE));
+      const labels = readLabels(dir);
+      const hostId = record?.resource ?? labels?.hostId ?? folder;
+      const runId = record?.runId ?? labels?.runId ?? '';
+      hosts.set(hostId, {
+        hostId,
+        runId,
+        expiresAt: labels?.expiresAt ?? null,
+        resources: [dir],
+        ...(runId ? {} : { madeAt: madeAt(dir) }),
+      });
     }
     const support = detectCgroups();
     if (support.kind) {
@@ -213,8 +259,11 @@ export class LocalProvider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string): Promise<HostDiagnosis> {
+  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
     const hostDir = this.hostDir(hostId);
+    // Another run's host: only whose it is, nothing of what runs there or its log.
+    const refusal = this.refusal(hostId, hostDir, actor, 'diagnose');
+    if (refusal) return { oomKills: null, text: `host ${hostId}: not described: ${refusal}` };
     const configFile = path.join(hostDir, 'host.json');
     if (!existsSync(configFile)) return { oomKills: null, text: `host ${hostId}: no host folder at ${hostDir} (never made, or torn down)` };
     const config = readConfig(configFile);
@@ -232,7 +281,8 @@ export class LocalProvider implements HostProvider {
       ? `memory cgroup: limit ${mib(memory.limitBytes)}, peak ${memory.peakBytes === null ? 'unknown' : mib(memory.peakBytes)}, ${memory.oomKills} process${memory.oomKills === 1 ? '' : 'es'} killed for memory (OOM)`
       : 'memory: no cgroup (not enforced)';
     const logFile = path.join(hostDir, 'agent.log');
-    const log = existsSync(logFile) ? `last lines of ${logFile}:\n${readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n')}` : `no agent log at ${logFile}`;
+    const logText = readLabFile(logFile, { maxBytes: 16 * 1024, tail: true });
+    const log = logText !== null ? `last lines of ${logFile}:\n${logText.trimEnd().split('\n').slice(-20).map((l) => l.slice(0, 400)).join('\n')}` : `no agent log at ${logFile}`;
     return { oomKills: memory?.oomKills ?? null, text: `host ${hostId}: ${processes.join(', ')}\n${memoryLine}\n${log}` };
   }
 
@@ -248,12 +298,73 @@ export class LocalProvider implements HostProvider {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
     }
-    return createHmac('sha256', readFileSync(keyFile)).update(scope).digest('base64url').slice(0, 32);
+    const key = readLabBytes(keyFile, { maxBytes: 1024 });
+    if (!key) throw new Error(`the hosts' key ${keyFile} vanished`);
+    return createHmac('sha256', key).update(scope).digest('base64url').slice(0, 32);
   }
 
-  /** A host's folder: its id is one safe path segment, and a link planted under that name is refused. */
+  /**
+   * Claims a host's folder for the request's owner (its owner record, written with O_EXCL), or refuses: the folder
+   * holds another run's host, or another host id whose folder name is the same (80 bits: infeasible by chance, and
+   * refused rather than shared). Returns the record in force; null for a request made before claims (its host must
+   * have no record either).
+   */
+  private claim(hostDir: string, req: HostRequest): OwnerRecord | null {
+    const file = path.join(hostDir, OWNER_FILE);
+    const labels = readLabels(hostDir);
+    if (!req.owner) {
+      const record = readClaimFile(file);
+      if (record) throw ownedByAnotherRun(`host ${req.hostId} belongs to ${describeClaimant(record)}; a request that names no owner may not provision it: refused`);
+      if (labels && labels.runId !== req.runId) throw ownedByAnotherRun(`host ${req.hostId} belongs to run ${JSON.stringify(labels.runId)}; run ${JSON.stringify(req.runId)} may not provision it: refused`);
+      return null;
+    }
+    const record: OwnerRecord = {
+      kind: 'host',
+      resource: req.hostId,
+      runId: req.runId,
+      ...req.owner,
+      className: req.className,
+      ...(hostIndexOf(req.hostId) !== undefined ? { index: hostIndexOf(req.hostId) } : {}),
+      claimedAt: new Date().toISOString(),
+    };
+    // A host made before owner records: its labels name its run, which alone may claim it.
+    if (labels && labels.runId !== req.runId && !existsSync(file))
+      throw ownedByAnotherRun(`host ${req.hostId} belongs to run ${JSON.stringify(labels.runId)} (made before owner records); ${describeClaimant({ ...req.owner, runId: req.runId })} may not provision it: refused, nothing of it touched`);
+    const inForce = claimFile(file, record);
+    if (inForce.resource !== req.hostId)
+      throw ownedByAnotherRun(
+        `host folder ${hostDir} holds host ${inForce.resource} of ${describeClaimant(inForce)}; host ${req.hostId} of ${describeClaimant({ ...req.owner, runId: req.runId })} has the same folder name: refused, nothing of it touched`,
+      );
+    if (!ownedBy(inForce, req.owner)) throw ownedByAnotherRun(ownerRefusal(`host ${req.hostId}`, inForce, { ...req.owner, runId: req.runId }, 'provision'));
+    return inForce;
+  }
+
+  /**
+   * Why `actor` may not act on a host (a message naming both runs), or null when it may: the owner its record names;
+   * the sweeper for the run it judged (the record still names it, or nobody for a folder without one); a request made
+   * before claims on a host without a record. A host made before records is its run's workflow's and its children's.
+   */
+  private refusal(hostId: string, hostDir: string, actor: HostActor | undefined, action: string): string | null {
+    const record = readClaimFile(path.join(hostDir, OWNER_FILE));
+    const labels = readLabels(hostDir);
+    if (record && record.resource !== hostId) return `host folder ${hostDir} holds host ${record.resource} of ${describeClaimant(record)}, not ${hostId}`;
+    if (!actor) return record ? `host ${hostId} belongs to ${describeClaimant(record)}; a request that names no owner may not ${action} it` : null;
+    if ('sweptRun' in actor) {
+      const runId = record?.runId ?? labels?.runId ?? '';
+      return runId === actor.sweptRun ? null : `host ${hostId} now belongs to run ${JSON.stringify(runId)}, not to run ${JSON.stringify(actor.sweptRun)} that the sweeper judged; not removed`;
+    }
+    if (record) return ownedBy(record, actor.owner) ? null : ownerRefusal(`host ${hostId}`, record, actor.owner, action);
+    if (labels) {
+      const own = actor.owner.workflowId === labels.runId || actor.owner.workflowId.startsWith(`${labels.runId}/`);
+      return own ? null : `host ${hostId} belongs to run ${JSON.stringify(labels.runId)} (made before owner records); ${describeClaimant(actor.owner)} may not ${action} it`;
+    }
+    // A folder with no record (a provisioning that died before its claim, or nothing there): not this run's to touch.
+    return existsSync(hostDir) ? `host folder ${hostDir} of ${hostId} has no owner record: it is not ${describeClaimant(actor.owner)}'s (the sweeper removes it once no open run could have made it)` : null;
+  }
+
+  /** A host's folder: named from its id (hostFolderName), one safe path segment; a link planted there is refused. */
   private hostDir(hostId: string): string {
-    const dir = path.join(this.opts.hostsDir, safeSegment(hostId, 'hostId'));
+    const dir = path.join(this.opts.hostsDir, hostFolderName(safeSegment(hostId, 'hostId')));
     let isLink = false;
     try {
       isLink = !lstatSync(dir).isDirectory();
@@ -269,7 +380,7 @@ export class LocalProvider implements HostProvider {
     const mark = this.opts.hostsDir + path.sep;
     return pidsIn(cg).some((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(mark);
+        return readKernelFile(`/proc/${pid}/cmdline`).replace(/\0/g, ' ').includes(mark);
       } catch {
         return false; // Exited while we looked.
       }
@@ -300,7 +411,7 @@ export class LocalProvider implements HostProvider {
   private async killAndWait(hostId: string): Promise<void> {
     const cg = this.cgroupOf(hostId);
     for (let i = 0; i < 200; i++) {
-      await this.kill(hostId);
+      await this.killHost(hostId);
       if (!cg || pidsIn(cg).length === 0) return;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -332,17 +443,33 @@ function toRecord(config: HostConfig): HostRecord {
   return { hostId, runId, provider, className, kind, taskQueue, emulated, emulationNote, limits, postgres };
 }
 
+/** A host's host.json (in its folder, root's own), read through the file guard: the folder must be a lab root. */
 export function readConfig(file: string): HostConfig {
-  return JSON.parse(readFileSync(file, 'utf8')) as HostConfig;
+  const text = readLabFile(file);
+  if (text === null) throw new Error(`no host config at ${file}`);
+  return JSON.parse(text) as HostConfig;
+}
+
+/** The labels a host folder holds (its run and expiry), or null. */
+function readLabels(hostDir: string): { runId: string; hostId?: string; expiresAt?: string } | null {
+  const text = readLabFile(path.join(hostDir, LABELS_FILE), { maxBytes: 64 * 1024 });
+  return text === null ? null : (JSON.parse(text) as { runId: string; hostId?: string; expiresAt?: string });
+}
+
+/** When a host folder was made: its marker's time (written once, with the folder), else the folder's own. */
+function madeAt(dir: string): string {
+  const marker = path.join(path.dirname(dir), `.${path.basename(dir)}.storage-lab`);
+  const st = existsSync(marker) ? lstatSync(marker) : lstatSync(dir);
+  return new Date(Math.min(st.mtimeMs, lstatSync(dir).mtimeMs)).toISOString();
 }
 
 /** Pids of the processes running `script` for this host (its host.json is on their command line). */
 export function processesRunning(configFile: string, script: string): number[] {
-  return readdirSync('/proc')
+  return listKernelDir('/proc')
     .filter((p) => /^\d+$/.test(p))
     .filter((pid) => {
       try {
-        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        const cmd = readKernelFile(`/proc/${pid}/cmdline`).split('\0');
         return cmd.some((a) => a.endsWith(script)) && cmd.includes(configFile);
       } catch {
         return false; // Exited while we looked.
@@ -352,15 +479,23 @@ export function processesRunning(configFile: string, script: string): number[] {
 }
 
 function readPid(file: string): number | null {
-  if (!existsSync(file)) return null;
-  const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+  // postmaster.pid is in the postgres user's data folder: read through the file guard, its first bytes only; a
+  // link planted there is no pid (the host's cgroup still finds its processes).
+  let text: string | null;
+  try {
+    text = readLabFile(file, { maxBytes: 1024 });
+  } catch (err) {
+    if (err instanceof LabPathError) return null;
+    throw err;
+  }
+  const pid = Number((text ?? '').split('\n')[0]);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
 /** A process's command line, its arguments joined by spaces; empty when it is gone. */
 function commandLine(pid: number): string {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    return readKernelFile(`/proc/${pid}/cmdline`).replace(/\0/g, ' ');
   } catch {
     return '';
   }
