@@ -1,0 +1,111 @@
+// storage-lab-volume: a modelled block volume for one local host (docs/storage-emulation.md).
+//
+// It serves one file, the volume's image, on a FUSE mount; the lab attaches a loop device with direct I/O to that
+// file, makes ext4 on it and puts PostgreSQL's data there. The host keeps a real page cache and block semantics, and
+// every I/O that reaches the volume passes this server, which times it by the device model (model.go), keeps the
+// bytes in RAM or a file (store.go), and answers a control socket (control.go): statistics, the model on or off,
+// new parameters, a power cut and power on, and shutdown.
+//
+// Usage:
+//
+//	storage-lab-volume --mount DIR --size BYTES --control SOCKET --params JSON [--backing FILE] [--model-off]
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+func main() {
+	mount := flag.String("mount", "", "empty folder to mount the volume's FUSE file system on")
+	size := flag.Int64("size", 0, "volume size in bytes (a multiple of 4096)")
+	backing := flag.String("backing", "", "file holding the volume's bytes; empty: RAM")
+	control := flag.String("control", "", "unix socket to answer control requests on")
+	params := flag.String("params", "", "the device model's parameters (JSON, see model.go)")
+	modelOff := flag.Bool("model-off", false, "start with the model off (I/O served uncapped)")
+	volatileLimit := flag.Int64("volatile-limit", 512<<20, "bytes of writes not yet flushed that the server keeps undoable before it makes them durable early")
+	maxWrite := flag.Int("max-write", 1<<20, "largest FUSE read or write request")
+	compensate := flag.Bool("compensate", true, "take the path's measured overhead off the model's latency (control.go)")
+	flag.Parse()
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	if *mount == "" || *size <= 0 || *control == "" || *params == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var p Params
+	if err := json.Unmarshal([]byte(*params), &p); err != nil {
+		log.Fatalf("--params: %v", err)
+	}
+	setTimerSlack()
+
+	store, err := OpenStore(*size, *backing, *volatileLimit)
+	if err != nil {
+		log.Fatalf("volume store: %v", err)
+	}
+	model := NewModel(p)
+	if *modelOff {
+		model.SetOn(false)
+	}
+	fs := newVolumeFS(store, model)
+	server, err := fuse.NewServer(fs, *mount, &fuse.MountOptions{
+		FsName:            "storage-lab-volume",
+		Name:              "storage-lab-volume",
+		DirectMountStrict: true, // there is no fusermount on these machines: root mounts directly
+		MaxWrite:          *maxWrite,
+		// Asynchronous direct I/O (the loop device's) travels as background requests: the kernel must not hold
+		// them back; the model's queue depth is the limit that applies.
+		MaxBackground:       4096,
+		CongestionThreshold: 4096,
+		ExtraCapabilities:   fuse.CAP_ASYNC_DIO | fuse.CAP_PARALLEL_DIROPS,
+		DisableXAttrs:       true,
+		DisableReadDirPlus:  true,
+		AllowOther:          true,
+	})
+	if err != nil {
+		log.Fatalf("mounting %s: %v", *mount, err)
+	}
+	ctl, err := listenControl(*control, fs, server, *mount, *compensate)
+	if err != nil {
+		_ = server.Unmount()
+		log.Fatalf("control socket %s: %v", *control, err)
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-signals
+		log.Printf("%v: unmounting", s)
+		ctl.shutdown()
+	}()
+	log.Printf("serving %s/%s: %d bytes (%s), model %s %s", *mount, ImageName, *size, store.Stats().Backing, p.Name, onOff(model.On()))
+	fmt.Println("ready")
+	server.Serve()
+	ctl.close()
+	store.Close()
+	log.Printf("unmounted; exiting")
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// setTimerSlack asks the kernel for precise wake-ups on every thread (its default lets a sleep overrun by 50 µs);
+// threads made later inherit it from the thread that makes them.
+func setTimerSlack() {
+	entries, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = os.WriteFile("/proc/self/task/"+e.Name()+"/timerslack_ns", []byte("1"), 0)
+	}
+}
