@@ -30,8 +30,10 @@ export function targetOfClass(result: ExperimentResult, className: string): Pred
     kind: cls.kind,
     ...(limitedKind && cls.limits.iops ? { iops: cls.limits.iops } : {}),
     ...(limitedKind && cls.limits.throughputMiBps ? { throughputMiBps: cls.limits.throughputMiBps } : {}),
-    // Runs recorded before the shared budget had the kernel's separate read and write limits.
-    ...(cls.kind === 'emulated-ebs' ? { iopsBudget: cls.limits.iopsBudget ?? 'separate' } : {}),
+    // A class on the modelled volume is predicted with its device model; runs recorded on the kernel's throttles
+    // before it keep how those held their budget (before the shared budget: separate read and write limits).
+    ...(cls.kind === 'emulated-ebs' && !cls.device ? { iopsBudget: cls.limits.iopsBudget ?? 'separate' } : {}),
+    ...(cls.device?.name === 'io2' ? { volumeType: 'io2' as const } : {}),
     ...(cluster?.diagnostics?.cpu ? { vcpus: cluster.diagnostics.cpu.cores } : {}),
     memoryMiB: cls.limits.memoryLimitMiB,
     clients: cluster?.tpsRun?.clients ?? result.spec.workload.clients,

@@ -18,6 +18,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -95,6 +96,7 @@ type controller struct {
 	fs       *volumeFS
 	server   *fuse.Server
 	mount    string
+	maxWrite int
 	listener net.Listener
 	device   string
 	devMu    sync.Mutex
@@ -102,7 +104,10 @@ type controller struct {
 	stopped  chan struct{}
 }
 
-func listenControl(path string, fs *volumeFS, server *fuse.Server, mount string, compensate bool) (*controller, error) {
+func listenControl(path string, fs *volumeFS, server *fuse.Server, mount string, maxWrite int, compensate bool) (*controller, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -111,7 +116,7 @@ func listenControl(path string, fs *volumeFS, server *fuse.Server, mount string,
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, err
 	}
-	c := &controller{fs: fs, server: server, mount: mount, listener: l, stopped: make(chan struct{})}
+	c := &controller{fs: fs, server: server, mount: mount, maxWrite: maxWrite, listener: l, stopped: make(chan struct{})}
 	go c.accept()
 	if compensate {
 		go c.observe()
@@ -179,10 +184,16 @@ func (c *controller) handle(req request) map[string]any {
 		if !loopName.MatchString(req.Device) {
 			return fail("not a loop device name: %q", req.Device)
 		}
+		// Requests no larger than this server's largest FUSE request: the kernel never splits one block I/O into two
+		// FUSE requests, so the device's count and this server's stay one for one.
+		limit := fmt.Sprintf("%d", c.maxWrite>>10)
+		if err := os.WriteFile("/sys/block/"+req.Device+"/queue/max_sectors_kb", []byte(limit), 0); err != nil {
+			return fail("capping %s's requests at %s KiB: %v", req.Device, limit, err)
+		}
 		c.devMu.Lock()
 		c.device = req.Device
 		c.devMu.Unlock()
-		log.Printf("observing /sys/block/%s", req.Device)
+		log.Printf("observing /sys/block/%s (requests up to %s KiB)", req.Device, limit)
 		return map[string]any{"ok": true}
 	case "cut":
 		started := time.Now()

@@ -32,6 +32,7 @@ func main() {
 	modelOff := flag.Bool("model-off", false, "start with the model off (I/O served uncapped)")
 	volatileLimit := flag.Int64("volatile-limit", 512<<20, "bytes of writes not yet flushed that the server keeps undoable before it makes them durable early")
 	maxWrite := flag.Int("max-write", 1<<20, "largest FUSE read or write request")
+	pidFile := flag.String("pid-file", "", "file to write this server's pid to (removed on exit)")
 	compensate := flag.Bool("compensate", true, "take the path's measured overhead off the model's latency (control.go)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
@@ -71,7 +72,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("mounting %s: %v", *mount, err)
 	}
-	ctl, err := listenControl(*control, fs, server, *mount, *compensate)
+	ctl, err := listenControl(*control, fs, server, *mount, *maxWrite, *compensate)
 	if err != nil {
 		_ = server.Unmount()
 		log.Fatalf("control socket %s: %v", *control, err)
@@ -84,6 +85,12 @@ func main() {
 		ctl.shutdown()
 	}()
 	log.Printf("serving %s/%s: %d bytes (%s), model %s %s", *mount, ImageName, *size, store.Stats().Backing, p.Name, onOff(model.On()))
+	if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
+			log.Printf("pid file %s: %v", *pidFile, err)
+		}
+		defer os.Remove(*pidFile)
+	}
 	fmt.Println("ready")
 	server.Serve()
 	ctl.close()
