@@ -1,5 +1,6 @@
 /** The latency breakdown, the diagnosis checks and the SVG charts: pure functions on made-up but plausible figures. */
-import { ABOVE_CAP, boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../analysis/bottlenecks';
+import { boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../analysis/bottlenecks';
+import { gp3Window } from '../helpers/volume-window';
 import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../analysis/report/fidelity';
 import { markdownToHtml, renderHtml } from '../../analysis/report/html';
 import { barChart, escapeXml, lineChart, niceTicks } from '../../analysis/report/svg-charts';
@@ -109,30 +110,26 @@ describe('diagnosis', () => {
     expect(t.ratio).toBeCloseTo(2900 / 3000, 6);
     expect(t.detail).toMatch(/read IOPS 2900 of the 3000 cap/);
     expect(boundBy(cluster('gp3', 1, 1, d), limits)?.resource).toBe('IO-bound (read IOPS at the cap)');
-    const cold = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => second(300)) });
+  });
+
+  it('judges a modelled volume by its own counters: near its budget, and nothing escaped', () => {
     const cls = { emulated: true, limits: { ...limits, memoryLimitMiB: 384 } } as ClassResult;
+    const cold = diagnostics({ 'IO:DataFileRead': 10 }, { volume: gp3Window(300) });
     const checks = diagnosticChecks(cluster('gp3', 100, 640, cold), cls, false);
-    const throttle = checks.find((c) => c.name === 'throttle engaged')!;
-    expect(throttle.ok).toBe(false);
-    expect(throttle.severity).toBe('warning'); // The data fits in memory: a caveat, not an error.
-    expect(diagnosticChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'throttle engaged')!.severity).toBe('error');
-    // Writes far above the cap escaped the throttle (v1 writeback): the reads at the cap still count as engaged.
-    const leaky = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 10_000 })) });
-    const leakyChecks = diagnosticChecks(cluster('gp3', 1, 1, leaky), cls, true);
-    expect(leakyChecks.find((c) => c.name === 'throttle engaged')!.ok).toBe(true);
-    expect(leakyChecks.find((c) => c.name === 'throttle held')).toMatchObject({ ok: false, severity: 'warning' });
-    expect(leakyChecks.find((c) => c.name === 'throttle held')!.detail).toMatch(/write IOPS 10000 \(cap 3000\)/);
-    // Writes held at the cap (O_DIRECT data files): the check passes, with the figures it judged.
-    const held = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 2990 })) });
-    const heldCheck = diagnosticChecks(cluster('gp3', 1, 1, held), cls, true).find((c) => c.name === 'throttle held')!;
-    expect(heldCheck.ok).toBe(true);
-    expect(heldCheck.detail).toMatch(/write IOPS 2990/);
-    // Just past the margin is an escape: a throttle that leaks a little is caught too.
-    const slightly = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 3000 * ABOVE_CAP + 30 })) });
-    expect(diagnosticChecks(cluster('gp3', 1, 1, slightly), cls, true).find((c) => c.name === 'throttle held')!.ok).toBe(false);
-    // A class without emulated limits has nothing to hold.
+    const engaged = checks.find((c) => c.name === 'budget engaged')!;
+    expect(engaged.ok).toBe(false);
+    expect(engaged.severity).toBe('warning'); // The data fits in memory: a caveat, not an error.
+    expect(diagnosticChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'budget engaged')!.severity).toBe('error');
+    expect(checks.find((c) => c.name === 'nothing escaped the device model')!.ok).toBe(true);
+    const busy = diagnostics({ 'IO:DataFileRead': 10 }, { volume: gp3Window(2950) });
+    expect(throttleUse(cluster('gp3', 1, 1, busy), limits)!.detail).toMatch(/device operations \(reads \+ writes, one budget\) 2950 of the 3000 budget/);
+    expect(boundBy(cluster('gp3', 1, 1, busy), limits)?.resource).toBe('IO-bound (page reads at the IOPS budget)');
+    // An emulated class whose window has no counters of its volume cannot say that nothing escaped.
+    const blind = diagnosticChecks(cluster('gp3', 1, 1, diagnostics({ 'IO:DataFileRead': 10 })), cls, true);
+    expect(blind.find((c) => c.name === 'nothing escaped the device model')).toMatchObject({ ok: false });
+    // A class without a modelled device has nothing to account for.
     const free = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
-    expect(diagnosticChecks(cluster('local-disk', 1, 1, leaky), free, true).find((c) => c.name === 'throttle held')).toBeUndefined();
+    expect(diagnosticChecks(cluster('local-disk', 1, 1, busy), free, true).find((c) => c.name === 'nothing escaped the device model')).toBeUndefined();
   });
 
   it('checks the sampler rate and the server-side time per transaction; the breakdown is not a check (it sums by construction)', () => {
