@@ -310,15 +310,17 @@ export function memAvailableBytes(): number | null {
   }
 }
 
-/** Memory the machine keeps free beside a volume held in RAM (the hosts, the lab, other work). */
-export const RAM_BACKING_MARGIN_BYTES = 4 * 2 ** 30;
+/** Memory the machine keeps free beside a volume held in RAM and its host (the lab, other work). */
+export const RAM_BACKING_MARGIN_BYTES = 2 * 2 ** 30;
 
 /**
- * Where a volume's bytes go: RAM where what it will hold fits beside the margin (its pages are allocated as they
- * are written), else a file on the machine's disk. STORAGE_LAB_VOLUME_BACKING=ram|file decides instead.
+ * Where a volume's bytes go: RAM where all the volume may hold (the spec's estimate of data, WAL and phases) fits in
+ * the memory the machine has available beside its host's memory limit and a margin (its pages are allocated as they
+ * are written: a volume that fills less takes less), else a sparse file on the machine's disk, read and written
+ * through the server's page cache. STORAGE_LAB_VOLUME_BACKING=ram|file decides instead.
  */
-export function chooseBacking(expectedBytes: number, env: NodeJS.ProcessEnv = process.env, available = memAvailableBytes()): 'ram' | 'file' {
+export function chooseBacking(volumeBytes: number, hostMemoryBytes: number, env: NodeJS.ProcessEnv = process.env, available = memAvailableBytes()): 'ram' | 'file' {
   const forced = env.STORAGE_LAB_VOLUME_BACKING;
   if (forced === 'ram' || forced === 'file') return forced;
-  return available !== null && expectedBytes + RAM_BACKING_MARGIN_BYTES <= available ? 'ram' : 'file';
+  return available !== null && volumeBytes + hostMemoryBytes + RAM_BACKING_MARGIN_BYTES <= available ? 'ram' : 'file';
 }

@@ -130,7 +130,7 @@ export class LocalProvider implements HostProvider {
         sizeBytes,
         params: serverParams(model),
         model: model.name,
-        backing: chooseBacking(req.volumeBytes),
+        backing: chooseBacking(req.volumeBytes, req.memoryLimitMiB * 2 ** 20),
       });
       const loop = await attachVolumeLoop(volume.image);
       await new VolumeControl(volume.socket).attach(loop.name);
