@@ -105,6 +105,8 @@ export const ACCOUNTING_SLACK = 8;
 /** The largest I/O the volume serves (its FUSE requests; the loop device's requests are capped at it). */
 const MAX_IO_BYTES = 2 ** 20;
 
+const fmtMiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
 /** A modelled volume's own accounting over a window: nothing escaped its model, and nothing passed beyond its budgets. */
 export interface DeviceAccounting {
   ok: boolean;
@@ -120,8 +122,14 @@ export interface DeviceAccounting {
 export function deviceAccounting(v: VolumeWindow, series: DiagnosticsSecond[] = []): DeviceAccounting {
   const p = v.params;
   const served = v.served.reads + v.served.writes;
-  const kernel = v.kernel ? v.kernel.reads + v.kernel.writes : null;
-  const escaped = kernel === null ? null : kernel - served;
+  const k = v.kernel;
+  // The kernel counts an empty flush as a write of no bytes: its writes beyond the server's are at most its flushes.
+  // What the kernel completed on the device that the server never served escaped the model: reads it counted beyond
+  // the server's, writes beyond the server's and the flushes, and above all bytes it moved beyond the server's.
+  const readsApart = k ? k.reads - v.served.reads : null;
+  const writesBeyond = k ? k.writes - v.served.writes - k.flushes : null;
+  const bytesApart = k ? k.readBytes + k.writeBytes - (v.served.readBytes + v.served.writeBytes) : null;
+  const escaped = k ? Math.max(0, readsApart!) + Math.max(0, writesBeyond!) : null;
   // An I/O the server counted just before a reading and the kernel completed just after it (or one in the server at
   // the start): the counts may differ by those in flight.
   const slack = ACCOUNTING_SLACK + v.inFlight.start + v.inFlight.end;
@@ -147,12 +155,13 @@ export function deviceAccounting(v: VolumeWindow, series: DiagnosticsSecond[] = 
   if (p.iops > 0 && busiest !== null && busiest > p.iops * (1 + burst) + p.queueDepth)
     overBudget.push(`${Math.round(busiest)} operations in one second on a budget of ${p.iops}`);
   const modelOn = v.modelOn.start && v.modelOn.end;
-  const ok = escaped !== null && Math.abs(escaped) <= slack && unmodelled === 0 && overBudget.length === 0 && modelOn;
+  const countsAgree = k !== null && Math.abs(readsApart!) <= slack && writesBeyond! <= slack && Math.abs(bytesApart!) <= slack * MAX_IO_BYTES;
+  const ok = countsAgree && unmodelled === 0 && overBudget.length === 0 && modelOn;
   const rate = v.seconds > 0 ? v.modelled.units / v.seconds : 0;
   const detail = [
-    kernel === null
+    k === null
       ? 'the kernel\'s count of the device was not read: nothing can be said of what escaped'
-      : `${served} I/Os served by the ${v.model} model, ${kernel} completed on the device by the kernel's count (${escaped} apart; up to ${slack} in flight)`,
+      : `${served} I/Os served by the ${v.model} model (${v.served.reads} reads, ${v.served.writes} writes, ${v.served.flushes} flushes), the kernel completed ${k.reads} reads and ${k.writes} writes (its ${k.flushes} flushes among them as empty writes) on the device: ${escaped} beyond the model's (up to ${slack} may be in flight), ${fmtMiB(bytesApart!)} MiB moved apart`,
     `${unmodelled} served with the model off${modelOn ? '' : ' (the model was off at a reading)'}`,
     `${Math.round(rate)} operations a second${p.iops > 0 ? ` of the ${p.iops} budget` : ''}${busiest !== null ? `, the busiest second ${Math.round(busiest)}` : ''}`,
     ...(overBudget.length ? [`beyond its budget: ${overBudget.join('; ')}`] : []),

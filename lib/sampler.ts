@@ -214,6 +214,8 @@ export function volumeWindow(a: VolumeStats, b: VolumeStats): VolumeWindow {
           writes: kb.writes - ka.writes,
           flushes: kb.flushes - ka.flushes,
           discards: kb.discards - ka.discards,
+          readBytes: (kb.readSectors - ka.readSectors) * 512,
+          writeBytes: (kb.writeSectors - ka.writeSectors) * 512,
           readLatencyMs: kb.reads > ka.reads ? (kb.readTicksMs - ka.readTicksMs) / (kb.reads - ka.reads) : null,
           writeLatencyMs: kb.writes > ka.writes ? (kb.writeTicksMs - ka.writeTicksMs) / (kb.writes - ka.writes) : null,
         }

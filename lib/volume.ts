@@ -27,8 +27,11 @@ export function volumeBinary(env: NodeJS.ProcessEnv = process.env): string | nul
 /** A block device's own counts, as the server reads them beside its own (/sys/block/<dev>/stat). */
 export interface KernelCounters {
   reads: number;
+  readSectors: number;
   readTicksMs: number;
+  /** Completed writes, an empty flush counted as a write of no sectors (and as a flush). */
   writes: number;
+  writeSectors: number;
   writeTicksMs: number;
   inFlight: number;
   discards: number;

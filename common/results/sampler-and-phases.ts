@@ -76,8 +76,20 @@ export interface VolumeWindow {
   /** Everything the server served in the window, and the part it served modelled (units: the budget's operations). */
   served: { reads: number; writes: number; flushes: number; discards: number; readBytes: number; writeBytes: number };
   modelled: { reads: number; writes: number; units: number; readBytes: number; writeBytes: number };
-  /** The loop device's own completed I/Os in the window (/sys/block/<dev>/stat); null when the server had no device. */
-  kernel: { reads: number; writes: number; flushes: number; discards: number; readLatencyMs: number | null; writeLatencyMs: number | null } | null;
+  /**
+   * The loop device's own completed I/Os in the window (/sys/block/<dev>/stat), the bytes they moved, and their mean
+   * time; null when the server had no device. The kernel counts an empty flush as a write of no bytes (and a flush).
+   */
+  kernel: {
+    reads: number;
+    writes: number;
+    flushes: number;
+    discards: number;
+    readBytes: number;
+    writeBytes: number;
+    readLatencyMs: number | null;
+    writeLatencyMs: number | null;
+  } | null;
   /** I/Os held by the budget (and for how long in all), and held for a queue slot. */
   throttleWaits: number;
   throttleWaitSeconds: number;

@@ -40,8 +40,10 @@ type request struct {
 // KernelCounters are a block device's own counts (/sys/block/<dev>/stat): completed I/Os and their time.
 type KernelCounters struct {
 	Reads        uint64 `json:"reads"`
+	ReadSectors  uint64 `json:"readSectors"`
 	ReadTicksMs  uint64 `json:"readTicksMs"`
 	Writes       uint64 `json:"writes"`
+	WriteSectors uint64 `json:"writeSectors"`
 	WriteTicksMs uint64 `json:"writeTicksMs"`
 	InFlight     uint64 `json:"inFlight"`
 	Discards     uint64 `json:"discards"`
@@ -265,7 +267,7 @@ func (c *controller) stats() Stats {
 }
 
 // readKernelCounters reads /sys/block/<dev>/stat (Documentation/block/stat.rst): 17 fields on kernels with
-// discard and flush statistics.
+// discard and flush statistics. An empty flush counts as a write of no sectors there, and as a flush.
 func readKernelCounters(dev string) (KernelCounters, error) {
 	raw, err := os.ReadFile("/sys/block/" + dev + "/stat")
 	if err != nil {
@@ -282,7 +284,7 @@ func readKernelCounters(dev string) (KernelCounters, error) {
 		v, _ := strconv.ParseUint(f[i], 10, 64)
 		return v
 	}
-	return KernelCounters{Reads: n(0), ReadTicksMs: n(3), Writes: n(4), WriteTicksMs: n(7), InFlight: n(8), Discards: n(11), Flushes: n(15)}, nil
+	return KernelCounters{Reads: n(0), ReadSectors: n(2), ReadTicksMs: n(3), Writes: n(4), WriteSectors: n(6), WriteTicksMs: n(7), InFlight: n(8), Discards: n(11), Flushes: n(15)}, nil
 }
 
 // observe keeps the block device's latency on the model once the loop device is known. The device's own counters
@@ -341,7 +343,8 @@ func (c *controller) observe() {
 			fromR = now
 		}
 		if n, ticks := now.kernel.Writes-fromW.kernel.Writes, now.kernel.WriteTicksMs-fromW.kernel.WriteTicksMs; ticks >= minTicksMs && n >= minIOs {
-			if clean(fromW) && now.modelledW-fromW.modelledW == now.writes-fromW.writes {
+			// Only windows without flushes: the kernel counts an empty flush as a write of its own, with its time.
+			if clean(fromW) && now.modelledW-fromW.modelledW == now.writes-fromW.writes && now.kernel.Flushes == fromW.kernel.Flushes {
 				c.fs.model.Compensate(kWrite, float64(ticks)*1e6/float64(n), gain)
 			}
 			fromW = now

@@ -24,7 +24,8 @@ export function gp3Window(opsPerSecond: number, seconds = 10, over: Partial<Volu
     modelOn: { start: true, end: true },
     served: { reads, writes, flushes: 500, discards: 0, readBytes: reads * 8192, writeBytes: writes * 8192 },
     modelled: { reads, writes, units: reads + writes, readBytes: reads * 8192, writeBytes: writes * 8192 },
-    kernel: { reads, writes, flushes: 500, discards: 0, readLatencyMs: 12, writeLatencyMs: 14 },
+    // The kernel counts each empty flush as a write of no bytes too.
+    kernel: { reads, writes: writes + 500, flushes: 500, discards: 0, readBytes: reads * 8192, writeBytes: writes * 8192, readLatencyMs: 12, writeLatencyMs: 14 },
     throttleWaits: reads + writes,
     throttleWaitSeconds: 100,
     queueWaits: 0,

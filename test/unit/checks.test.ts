@@ -107,8 +107,8 @@ const BREAKERS: Record<string, (c: ClusterResult) => Parameters<typeof drillChec
   'server occupancy matches the latency': (c) => void (c.diagnostics!.avgActiveSessions = 40),
   // The device far below its budget while the data exceeds memory: the model was not what bound the class.
   'budget engaged': (c) => void (c.diagnostics!.volume = gp3Window(1200)),
-  // The kernel completed 700 I/Os on the volume's device that the server never served: they escaped the model.
-  'nothing escaped the device model': (c) => void (c.diagnostics!.volume!.kernel!.writes += 700),
+  // The kernel completed 700 writes (5.5 MiB) on the volume's device that the server never served: they escaped.
+  'nothing escaped the device model': (c) => void Object.assign(c.diagnostics!.volume!.kernel!, { writes: c.diagnostics!.volume!.kernel!.writes + 700, writeBytes: c.diagnostics!.volume!.kernel!.writeBytes + 700 * 8192 }),
   'dead bytes as requested': (c) => void Object.assign(c.phases.vacuum!, { deadBytes: 5 << 20, deadBytesDeviation: -0.375 }),
   'VACUUM removed the dead tuples': (c) => void (c.phases.vacuum!.verbose.tuples.removed = 20_000),
   'restore-drill passes': () => [{ ...passedDrill, status: 'failed', verdict: 'failed: missing WAL segment 000000010000000000000003' }],
@@ -177,7 +177,15 @@ describe('the device checks of a modelled volume', () => {
 
   it('passes when the kernel\'s count of the device and the server\'s agree within what was in flight', () => {
     expect(accounting((c) => void (c.diagnostics!.volume!.kernel!.reads += 70))).toMatchObject({ ok: true });
-    expect(accounting(() => undefined).detail).toMatch(/29500 I\/Os served by the gp3 model, 29500 completed on the device by the kernel's count \(0 apart; up to 88 in flight\)/);
+    expect(accounting(() => undefined).detail).toMatch(
+      /29500 I\/Os served by the gp3 model \(20650 reads, 8850 writes, 500 flushes\), the kernel completed 20650 reads and 9350 writes \(its 500 flushes among them as empty writes\) on the device: 0 beyond the model's \(up to 88 may be in flight\), 0.0 MiB moved apart/,
+    );
+  });
+
+  it('fails when the kernel moved bytes the server never served, however it counted requests', () => {
+    const failed = accounting((c) => void (c.diagnostics!.volume!.kernel!.writeBytes += 200 * 2 ** 20));
+    expect(failed.ok).toBe(false);
+    expect(failed.detail).toMatch(/200.0 MiB moved apart/);
   });
 
   it('fails when I/O ran with the model off in the window', () => {
