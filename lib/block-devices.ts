@@ -93,8 +93,19 @@ export function isMounted(mountPoint: string): boolean {
     .some((line) => line.split(' ')[1] === target);
 }
 
+/**
+ * Detaches a loop device and waits (bounded) until the kernel has let go of its backing file: a device still open
+ * (a process just closing it) refuses, or detaches only when closed, and a FUSE mount under it could then not go.
+ */
 export async function detachLoop(device: string): Promise<void> {
-  await runProcess('losetup', ['--detach', device], { okExitCodes: [0, 1] });
+  const name = path.basename(device);
+  const attached = () => existsSync(`/sys/block/${name}/loop/backing_file`);
+  for (let attempt = 0; attached(); attempt++) {
+    await runProcess('losetup', ['--detach', `/dev/${name}`], { okExitCodes: [0, 1] });
+    if (!attached()) return;
+    if (attempt >= 50) throw new Error(`${device} is still attached after 10 s of detaching (still open?)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**

@@ -43,6 +43,7 @@ export async function createTestVolume(
   const mount = opts.filesystem ? path.join(dir, 'volume') : null;
   const remove = async () => {
     if (mount) await unmount(mount).catch(() => undefined);
+    if (loop) await detachLoop(loop.device);
     for (const l of await loopsBackedBy(dir)) await detachLoop(l.device);
     await stopVolumeServer(volume);
   };

@@ -311,6 +311,10 @@ export class LocalProvider implements HostProvider {
   /** Unmounts a host's volume, detaches its loop devices and stops its volume server, in bounded time. */
   private async releaseVolume(hostDir: string): Promise<void> {
     await unmount(path.join(hostDir, 'volume'));
+    // The loop device the host recorded, even when its image's path no longer resolves (a dead server's mount).
+    const configFile = path.join(hostDir, 'host.json');
+    const recorded = existsSync(configFile) ? readConfig(configFile) : null;
+    if (recorded?.volume && recorded.device && loopImage(recorded.device)?.endsWith('volume.img')) await detachLoop(recorded.device);
     for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
     await stopVolumeServer(volumePaths(hostDir));
   }
@@ -409,6 +413,15 @@ export class LocalProvider implements HostProvider {
  * finds a server whose host.json was never written (a provisioning cut short). */
 function volumePaths(hostDir: string): Pick<ModelledVolume, 'fuseDir' | 'socket' | 'pidFile'> {
   return { fuseDir: path.join(hostDir, 'volume-fuse'), socket: socketPathFor(hostDir), pidFile: path.join(hostDir, 'volume-server.pid') };
+}
+
+/** The backing file a loop device names in sysfs, or null when it is not attached. */
+function loopImage(name: string): string | null {
+  try {
+    return /^loop\d+$/.test(name) ? readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8').trim() : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The record workflows see: the config without the host-local paths. */
