@@ -235,6 +235,23 @@ async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: numb
 }
 
 /**
+ * Evicts every (clean, after the checkpoint) buffer the load left in shared_buffers, as a freshly started server has
+ * none, while the page cache keeps what it holds: the measured phases start as the reference's clusters did, with
+ * shared_buffers free to take what the workload reads and to keep the pages it dirties. pg_buffercache_evict is
+ * PostgreSQL 17's; an older server starts with what the load left.
+ */
+async function emptySharedBuffers(c: Client): Promise<void> {
+  const version = Number((await c.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0].v);
+  if (version < 170000) return;
+  await c.query('CREATE EXTENSION IF NOT EXISTS pg_buffercache');
+  try {
+    await c.query('SELECT count(*) FROM pg_buffercache WHERE relfilenode IS NOT NULL AND pg_buffercache_evict(bufferid)');
+  } finally {
+    await c.query('DROP EXTENSION IF EXISTS pg_buffercache');
+  }
+}
+
+/**
  * Primary keys, then VACUUM ANALYZE, each skipped when an earlier attempt finished it. Each runs on a connection of
  * its own while the monitor reports the server's own progress of it (pg_stat_progress_create_index, _vacuum).
  */
@@ -279,6 +296,7 @@ async function finishLoad(
     // checkpoint_timeout) and the evictions of the warm-up and the TPS run would write them from the device's budget
     // during the measurement. The reference's data was loaded long before its runs. Once, with the step it follows.
     await c.query('CHECKPOINT');
+    await emptySharedBuffers(c);
   }
   return summarise(c, input, total, resumed, await readMeta(c));
 }
