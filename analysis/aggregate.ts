@@ -5,6 +5,7 @@
 import type { DrillSummary } from '../common/results/drill-result';
 import { classLimits, type ExperimentSpec } from '../common/input/spec';
 import { median } from '../common/core/stats';
+import { deviceModelOf } from '../common/model/devices';
 import {
   RESULT_SCHEMA_VERSION,
   type Check,
@@ -86,6 +87,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
     const ok = clusters.filter((c) => c.status === 'ok' && c.tpsRun);
     const limits = classLimits(cls);
     const emulated = clusters.length > 0 && clusters.every((c) => c.emulated);
+    const device = deviceModelOf(cls);
     classes[name] = {
       kind: cls.kind,
       emulated,
@@ -96,6 +98,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
         memoryLimitMiB: cls.memoryLimitMiB ?? spec.host.memoryLimitMiB,
         ...(emulated && cls.kind === 'emulated-ebs' && limits ? { iopsBudget: limits.iopsBudget } : {}),
       },
+      ...(emulated && device ? { device } : {}),
       clusters,
       medianTps: nullableRound(median(ok.map((c) => c.tpsRun!.tps))),
       medianLatencyMs: nullableRound(median(ok.map((c) => c.tpsRun!.latencyMs.mean)), 2),

@@ -5,7 +5,7 @@
  */
 import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../common/results/breakdown';
 import { crossChecks } from './cross-checks';
-import type { VacuumVerboseReport } from '../common/results/sampler-and-phases';
+import type { DiagnosticsSecond, VacuumVerboseReport, VolumeWindow } from '../common/results/sampler-and-phases';
 import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../common/results/result';
 import { median } from '../common/core/stats';
 
@@ -97,11 +97,101 @@ function p90(values: number[]): number | null {
  */
 /** The figure of a class with one IOPS budget: its host's reads and writes together. */
 const BUDGET_FIGURE = 'reads + writes of the host (mean, one budget)';
+/** The figure of a modelled volume with one budget: the operations it served modelled, reads and writes together. */
+const DEVICE_BUDGET_FIGURE = 'device operations (reads + writes, one budget)';
+
+/** I/Os a modelled volume's count and the kernel's may differ by beyond those in flight at the two readings. */
+export const ACCOUNTING_SLACK = 8;
+/** The largest I/O the volume serves (its FUSE requests; the loop device's requests are capped at it). */
+const MAX_IO_BYTES = 2 ** 20;
+
+const fmtMiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/** A modelled volume's own accounting over a window: nothing escaped its model, and nothing passed beyond its budgets. */
+export interface DeviceAccounting {
+  ok: boolean;
+  /** The kernel's count of the device's I/Os less the server's (null without the kernel's count). */
+  escaped: number | null;
+  /** I/Os served with the model off. */
+  unmodelled: number;
+  /** Budgets the window went beyond, in words. */
+  overBudget: string[];
+  detail: string;
+}
+
+export function deviceAccounting(v: VolumeWindow, series: DiagnosticsSecond[] = []): DeviceAccounting {
+  const p = v.params;
+  const served = v.served.reads + v.served.writes;
+  const k = v.kernel;
+  // The kernel counts an empty flush as a write of no bytes: its writes beyond the server's are at most its flushes.
+  // What the kernel completed on the device that the server never served escaped the model: reads it counted beyond
+  // the server's, writes beyond the server's and the flushes, and above all bytes it moved beyond the server's.
+  const readsApart = k ? k.reads - v.served.reads : null;
+  const writesBeyond = k ? k.writes - v.served.writes - k.flushes : null;
+  const bytesApart = k ? k.readBytes + k.writeBytes - (v.served.readBytes + v.served.writeBytes) : null;
+  const escaped = k ? Math.max(0, readsApart!) + Math.max(0, writesBeyond!) : null;
+  // An I/O the server counted just before a reading and the kernel completed just after it (or one in the server at
+  // the start): the counts may differ by those in flight.
+  const slack = ACCOUNTING_SLACK + v.inFlight.start + v.inFlight.end;
+  const unmodelled = served - (v.modelled.reads + v.modelled.writes);
+  const burst = p.burstMs / 1000;
+  const overBudget: string[] = [];
+  const budgets: [string, number, number, number][] = [
+    ['operations', p.iops, v.modelled.units, p.queueDepth],
+    ['bytes', p.bytesPerSecond, v.modelled.readBytes + v.modelled.writeBytes, p.queueDepth * MAX_IO_BYTES],
+    ['read operations', p.readIops, v.modelled.reads, p.queueDepth],
+    ['write operations', p.writeIops, v.modelled.writes, p.queueDepth],
+    ['read bytes', p.readBytesPerSecond, v.modelled.readBytes, p.queueDepth * MAX_IO_BYTES],
+    ['write bytes', p.writeBytesPerSecond, v.modelled.writeBytes, p.queueDepth * MAX_IO_BYTES],
+  ];
+  for (const [name, rate, done, inFlight] of budgets) {
+    if (rate <= 0) continue;
+    // The budget over the window and its bucket's depth, and what was in the device when the window opened.
+    const allowed = rate * (v.seconds + burst) + inFlight;
+    if (done > allowed) overBudget.push(`${name} ${Math.round(done)} in ${v.seconds.toFixed(1)} s, more than the ${rate} a second allow (${Math.round(allowed)})`);
+  }
+  const perSecond = series.map((s) => s.deviceOps).filter((x): x is number => typeof x === 'number');
+  const busiest = perSecond.length ? Math.max(...perSecond) : null;
+  if (p.iops > 0 && busiest !== null && busiest > p.iops * (1 + burst) + p.queueDepth)
+    overBudget.push(`${Math.round(busiest)} operations in one second on a budget of ${p.iops}`);
+  const modelOn = v.modelOn.start && v.modelOn.end;
+  const countsAgree = k !== null && Math.abs(readsApart!) <= slack && writesBeyond! <= slack && Math.abs(bytesApart!) <= slack * MAX_IO_BYTES;
+  const ok = countsAgree && unmodelled === 0 && overBudget.length === 0 && modelOn;
+  const rate = v.seconds > 0 ? v.modelled.units / v.seconds : 0;
+  const detail = [
+    k === null
+      ? 'the kernel\'s count of the device was not read: nothing can be said of what escaped'
+      : `${served} I/Os served by the ${v.model} model (${v.served.reads} reads, ${v.served.writes} writes, ${v.served.flushes} flushes), the kernel completed ${k.reads} reads and ${k.writes} writes (its ${k.flushes} flushes among them as empty writes) on the device: ${escaped} beyond the model's (up to ${slack} may be in flight), ${fmtMiB(bytesApart!)} MiB moved apart`,
+    `${unmodelled} served with the model off${modelOn ? '' : ' (the model was off at a reading)'}`,
+    `${Math.round(rate)} operations a second${p.iops > 0 ? ` of the ${p.iops} budget` : ''}${busiest !== null ? `, the busiest second ${Math.round(busiest)}` : ''}`,
+    ...(overBudget.length ? [`beyond its budget: ${overBudget.join('; ')}`] : []),
+  ].join('; ');
+  return { ok, escaped, unmodelled, overBudget, detail };
+}
 
 export function throttleUse(
   c: ClusterResult,
   limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' },
 ): { ratio: number; busiest: string | null; escaped: string[]; detail: string } | null {
+  const v = c.diagnostics?.volume;
+  if (v) {
+    // A modelled volume: what it served against its own budgets (a per-direction one too, where it has one).
+    const p = v.params;
+    const figures = [
+      ...(p.iops > 0 ? [{ name: DEVICE_BUDGET_FIGURE, value: v.modelled.units / v.seconds, cap: p.iops }] : []),
+      ...(p.bytesPerSecond > 0 ? [{ name: 'device MiB/s (one budget)', value: (v.modelled.readBytes + v.modelled.writeBytes) / 2 ** 20 / v.seconds, cap: p.bytesPerSecond / 2 ** 20 }] : []),
+      ...(p.readIops > 0 ? [{ name: 'device read IOPS', value: v.modelled.reads / v.seconds, cap: p.readIops }] : []),
+      ...(p.writeIops > 0 ? [{ name: 'device write IOPS', value: v.modelled.writes / v.seconds, cap: p.writeIops }] : []),
+    ].map((f) => ({ ...f, ratio: f.value / f.cap }));
+    if (figures.length === 0 || v.seconds <= 0) return null;
+    const top = figures.reduce((a, b) => (b.ratio > a.ratio ? b : a));
+    return {
+      ratio: top.ratio,
+      busiest: top.name,
+      escaped: deviceAccounting(v, c.diagnostics!.series).overBudget,
+      detail: `${top.name} ${Math.round(top.value)} of the ${top.cap} budget (mean over the window; ${figures.map((f) => `${f.name} ${Math.round(f.value)}`).join(', ')})`,
+    };
+  }
   const series = c.diagnostics?.series.filter((s) => s.readIops !== null) ?? [];
   if (!limits.iops || !limits.throughputMiBps || series.length === 0) return null;
   const own = c.diagnostics?.cgroupIo;
@@ -148,7 +238,7 @@ export function boundBy(
     .join('; ');
   // The device at its cap names the bound by the figure that hit it: with O_DIRECT data files that can be the writes.
   // One budget for both is named by what the backends waited on at it (reads, or the WAL's flushes).
-  if (throttle && throttle.ratio >= AT_CAP && throttle.busiest === BUDGET_FIGURE) {
+  if (throttle && throttle.ratio >= AT_CAP && (throttle.busiest === BUDGET_FIGURE || throttle.busiest === DEVICE_BUDGET_FIGURE)) {
     const waitedOn = share('pageReads') >= share('walFsync') ? 'page reads' : 'WAL flushes';
     return { resource: `IO-bound (${waitedOn} at the IOPS budget)`, detail };
   }
@@ -182,29 +272,24 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
         detail: `the sampler's backend used ${d.samplerCpuSeconds.toFixed(2)} CPU s of the host's ${d.cpu.seconds.toFixed(1)} (${((100 * d.samplerCpuSeconds) / d.cpu.seconds).toFixed(1)} %, target <= ${SAMPLER_COST * 100} %)`,
       });
     checks.push(...crossChecks(scope, run, d));
-    if (cls.emulated && cls.limits.iops) {
+    if (cls.emulated && d.volume) {
+      // A modelled volume: its own accounting says whether anything escaped its model.
       const t = throttleUse(c, cls.limits);
-      checks.push({
-        name: 'throttle engaged',
-        scope,
-        ok: t !== null && t.ratio >= AT_CAP,
-        severity: dataExceedsMemory ? 'error' : 'warning',
-        detail: t
-          ? `${t.detail}${t.ratio < AT_CAP ? `: below ${AT_CAP * 100} % of the cap${dataExceedsMemory ? '' : ' (the data fits in memory, so the device is rarely needed)'}` : ''}`
-          : 'no device figures: the I/O cap could not be observed',
-      });
+      if (d.volume.params.iops > 0)
+        checks.push({
+          name: 'budget engaged',
+          scope,
+          ok: t !== null && t.ratio >= AT_CAP,
+          severity: dataExceedsMemory ? 'error' : 'warning',
+          detail: t
+            ? `${t.detail}${t.ratio < AT_CAP ? `: below ${AT_CAP * 100} % of the budget${dataExceedsMemory ? '' : ' (the data fits in memory, so the device is rarely needed)'}` : ''}`
+            : 'no device figures: the budget could not be observed',
+        });
+      const a = deviceAccounting(d.volume, d.series);
+      checks.push({ name: 'nothing escaped the device model', scope, ok: a.ok, detail: a.detail });
+    } else if (cls.emulated && cls.limits.iops) {
+      checks.push({ name: 'nothing escaped the device model', scope, ok: false, detail: 'no modelled volume\'s counters for this window: its accounting could not be checked (the server did not answer, or the run predates the modelled volume)' });
     }
-    const held = cls.emulated && cls.limits.iops ? throttleUse(c, cls.limits) : null;
-    if (held)
-      checks.push({
-        name: 'throttle held',
-        scope,
-        ok: held.escaped.length === 0,
-        severity: 'warning',
-        detail: held.escaped.length
-          ? `above the emulated cap: ${held.escaped.join(', ')}; with cgroup v1 the kernel's background writeback of the page cache is charged to the root cgroup, so most of it reaches the device outside the host's limits: it stands for writes a host with the reference's memory absorbs during a short run (docs/storage-emulation.md, "The reference's bound"); a real gp3 volume would charge them, and postgres.directIo "data" keeps them in`
-          : `reads and writes within ${Math.round((ABOVE_CAP - 1) * 100)} % of their caps (${held.detail})`,
-      });
   } else if (run) {
     checks.push({ name: 'diagnostics sampled', scope, ok: false, severity: 'warning', detail: 'the TPS run has no diagnostics (sampler disabled?)' });
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Storage Lab needs, idempotently; a second run only checks and takes seconds.
-#   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, WAL-G, npm packages, the build
+#   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, WAL-G, the modelled volume's server, fio,
+#                             npm packages, the build
 #   infra/bootstrap.sh test   the same, plus what the tests use: moto (AWS API), Chromium (UI test)
 # Independent steps run side by side; each prints one line with its time when it ends.
 set -euo pipefail
@@ -26,7 +27,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 
 # --- Debian packages: only the missing ones, and apt-get update only when something is missing.
 step_debian() {
-  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest)
+  # fio validates the modelled volumes against their models (test/integration/volume-fio, bench/volume-fidelity).
+  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest fio)
   [ "$mode" = test ] && apt_packages+=(chromium)
   local missing=() p
   for p in "${apt_packages[@]}"; do
@@ -177,6 +179,26 @@ step_walg() {
   summary "$WALG_VERSION built"
 }
 
+# --- The modelled volume's server (infra/volume: go-fuse from the Go module proxy), rebuilt when its sources change.
+volume_sources_hash() { (cd infra/volume && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16); }
+step_volume() {
+  local want
+  want=$(volume_sources_hash)
+  if [ -x "$bin/storage-lab-volume" ] && [ "$(cat "$bin/storage-lab-volume.version" 2>/dev/null)" = "$want" ]; then
+    summary "present ($want)"
+    return 0
+  fi
+  command -v go >/dev/null || { echo "Go is needed to build the modelled volume's server: install golang (apt-get install golang-go)"; return 1; }
+  local tmp
+  tmp=$(mktemp -d)
+  (cd infra/volume && GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/storage-lab-volume" .) ||
+    { echo "infra/volume did not build (Go $(go env GOVERSION); it needs the module proxy for github.com/hanwen/go-fuse/v2)"; rm -rf "$tmp"; return 1; }
+  mv "$tmp/storage-lab-volume" "$bin/storage-lab-volume"
+  rm -rf "$tmp"
+  echo "$want" >"$bin/storage-lab-volume.version"
+  summary "built ($want)"
+}
+
 # --- moto's server: a real AWS API endpoint for the EC2 and S3 code paths, in a venv of its own (tests only).
 step_moto() {
   if "$cache/venv/bin/moto_server" --help >/dev/null 2>&1 && [ "$(cat "$cache/venv/moto.version" 2>/dev/null)" = "$MOTO_VERSION" ]; then
@@ -218,7 +240,7 @@ start_step() {
   step_pids+=("$!")
 }
 step_pids=()
-steps=(debian postgres17 npm temporal walg)
+steps=(debian postgres17 npm temporal walg volume)
 [ "$mode" = test ] && steps+=(moto)
 for s in "${steps[@]}"; do start_step "$s"; done
 failed=0

@@ -1,7 +1,7 @@
 /**
- * Block devices for local hosts: a file-backed loop device with direct I/O (so the backing file is not cached
- * outside the host's memory limit), an ext4 file system on it, and the lookups that name a device the way
- * /proc/diskstats and the cgroup I/O files do.
+ * Block devices for local hosts: a loop device with direct I/O over a modelled volume's image (so the image is never
+ * cached outside the host's memory limit and every block I/O reaches the volume's server), an ext4 file system on
+ * it, and the lookups that name a device the way /proc/diskstats and the cgroup I/O files do.
  */
 import { existsSync, statSync, readlinkSync } from 'node:fs';
 import { readKernelFile } from './lab-fs';
@@ -15,16 +15,36 @@ export interface LoopDevice {
   majMin: string;
 }
 
-/** Attaches a sparse backing file of `sizeBytes` as a direct-I/O loop device, formats and mounts it. */
-export async function createLoopVolume(backingFile: string, mountPoint: string, sizeBytes: number): Promise<LoopDevice> {
-  await runProcess('truncate', ['-s', String(sizeBytes), backingFile]);
-  const attached = await runProcess('losetup', ['--find', '--show', '--direct-io=on', backingFile]);
-  const device = attached.stdout.trim();
-  const loop = describeLoop(device);
-  // Initialise inode tables and journal now, not lazily in the background during the measurement.
-  await runProcess('mkfs.ext4', ['-q', '-F', '-E', 'lazy_itable_init=0,lazy_journal_init=0', device]);
-  await runProcess('mount', ['-o', 'noatime', device, mountPoint]);
+/**
+ * Attaches a loop device with direct I/O over a modelled volume's image (on the volume server's FUSE mount), so every
+ * block I/O of the volume reaches the server as one request (the server caps the device's requests at its largest
+ * FUSE request when told of the device: VolumeControl.attach).
+ */
+export async function attachVolumeLoop(image: string): Promise<LoopDevice> {
+  const attached = await runProcess('losetup', ['--find', '--show', '--direct-io=on', image]);
+  const loop = describeLoop(attached.stdout.trim());
+  if (!loopDirectIo(loop.name)) {
+    await detachLoop(loop.device);
+    throw new Error(`${loop.device} over ${image} did not take direct I/O: the host's page cache would be counted twice`);
+  }
   return loop;
+}
+
+/**
+ * Makes ext4 on a volume's device and mounts it. Inode tables and journal are initialised now, not lazily in the
+ * background during a measurement; no discard at mkfs (a fresh volume holds nothing to discard).
+ */
+export async function formatAndMount(device: string, mountPoint: string): Promise<void> {
+  await runProcess('mkfs.ext4', ['-q', '-F', '-E', 'lazy_itable_init=0,lazy_journal_init=0,nodiscard', device]);
+  await mountVolume(device, mountPoint);
+}
+
+/**
+ * Mounts a volume's ext4 (after a power cut: its journal is replayed here). With `discard`, a file's blocks go back to
+ * the volume when it is deleted (a drained backlog's WAL), so a volume held in RAM gives that memory back.
+ */
+export async function mountVolume(device: string, mountPoint: string): Promise<void> {
+  await runProcess('mount', ['-o', 'noatime,discard', device, mountPoint]);
 }
 
 /** Names and numbers of a loop device. */
@@ -74,8 +94,19 @@ export function isMounted(mountPoint: string): boolean {
     .some((line) => line.split(' ')[1] === target);
 }
 
+/**
+ * Detaches a loop device and waits (bounded) until the kernel has let go of its backing file: a device still open
+ * (a process just closing it) refuses, or detaches only when closed, and a FUSE mount under it could then not go.
+ */
 export async function detachLoop(device: string): Promise<void> {
-  await runProcess('losetup', ['--detach', device], { okExitCodes: [0, 1] });
+  const name = path.basename(device);
+  const attached = () => existsSync(`/sys/block/${name}/loop/backing_file`);
+  for (let attempt = 0; attached(); attempt++) {
+    await runProcess('losetup', ['--detach', `/dev/${name}`], { okExitCodes: [0, 1] });
+    if (!attached()) return;
+    if (attempt >= 50) throw new Error(`${device} is still attached after 10 s of detaching (still open?)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**

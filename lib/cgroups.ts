@@ -1,6 +1,6 @@
 /**
- * Per-host cgroups on one machine: a memory limit (so the page cache cannot hold the data set), I/O limits on the
- * host's device (emulated EBS) and CPU accounting. cgroup v1 (memory, blkio, cpuacct controllers) and v2 (one
+ * Per-host cgroups on one machine: a memory limit (so the page cache cannot hold the data set), the host's own I/O
+ * counts on its device and CPU accounting (the I/O budget is the modelled volume's: lib/volume.ts). cgroup v1 (memory, blkio, cpuacct controllers) and v2 (one
  * unified tree with memory.max, io.max, cpu.stat) are both supported. Host cgroups sit below the cgroup this
  * process already lives in, so whatever supervises us keeps supervising the hosts.
  * The cgroup file system is its own root for the file guard (lib/lab-fs.ts, eslint.config.js): only root creates
@@ -115,59 +115,6 @@ function enableV2Controllers(labDir: string): void {
   }
 }
 
-/** Read and write limits of one device; v1 and v2 throttles keep them as separate budgets (lib/io-budget.ts shares one). */
-export interface IoLimitSplit {
-  readIops: number;
-  writeIops: number;
-  readBytesPerSecond: number;
-  writeBytesPerSecond: number;
-}
-
-/** The same IOPS and bandwidth for reads and for writes: the kernel's separate budgets, each at the class's figure. */
-export function evenLimits(iops: number, bytesPerSecond: number): IoLimitSplit {
-  return { readIops: iops, writeIops: iops, readBytesPerSecond: bytesPerSecond, writeBytesPerSecond: bytesPerSecond };
-}
-
-/**
- * The control-file writes that set (or, with null, remove) a device's I/O limits: v1 one file per limit, where
- * "MAJ:MIN 0" removes it; v2 one io.max line, where "max" removes it. A limit is at least 1 (0 would mean none).
- * Pure, so its lines are tested without a cgroup.
- */
-export function ioLimitWrites(kind: 'v1' | 'v2', majMin: string, limit: IoLimitSplit | null): { file: string; value: string }[] {
-  const v = (n: number | undefined) => (limit ? String(Math.max(1, Math.round(n!))) : null);
-  if (kind === 'v1') {
-    const line = (n: number | undefined) => `${majMin} ${v(n) ?? 0}`;
-    return [
-      { file: 'blkio.throttle.read_iops_device', value: line(limit?.readIops) },
-      { file: 'blkio.throttle.write_iops_device', value: line(limit?.writeIops) },
-      { file: 'blkio.throttle.read_bps_device', value: line(limit?.readBytesPerSecond) },
-      { file: 'blkio.throttle.write_bps_device', value: line(limit?.writeBytesPerSecond) },
-    ];
-  }
-  const m = (n: number | undefined) => v(n) ?? 'max';
-  return [
-    {
-      file: 'io.max',
-      value: `${majMin} riops=${m(limit?.readIops)} wiops=${m(limit?.writeIops)} rbps=${m(limit?.readBytesPerSecond)} wbps=${m(limit?.writeBytesPerSecond)}`,
-    },
-  ];
-}
-
-/** Caps IOPS and bandwidth on one block device (MAJ:MIN), the same figures for reads and for writes. */
-export function setIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, iops: number, bytesPerSecond: number): void {
-  setIoLimitSplit(cg, majMin, evenLimits(iops, bytesPerSecond));
-}
-
-/** Sets a device's read and write limits apart (lib/io-budget.ts re-splits one budget between them). */
-export function setIoLimitSplit(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string, split: IoLimitSplit): void {
-  for (const w of ioLimitWrites(cg.kind, majMin, split)) writeCgroupFile(cg.ioDir, w.file, w.value);
-}
-
-/** Removes a device's I/O limits (lib/io-cap.ts lifts an emulated cap for preparation with it). */
-export function removeIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): void {
-  for (const w of ioLimitWrites(cg.kind, majMin, null)) writeCgroupFile(cg.ioDir, w.file, w.value);
-}
-
 /** The cgroup's cumulative I/O on one device (v1 blkio.throttle.io_serviced / io_service_bytes, v2 io.stat), or null. */
 export function ioCounters(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): CgroupIoCounters | null {
   try {
@@ -177,27 +124,6 @@ export function ioCounters(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: strin
   } catch {
     return null;
   }
-}
-
-/** The I/O limits a cgroup holds on a device, as its control files say (v1 per file, v2 its io.max line); null: none. */
-export function readIoLimits(cg: Pick<HostCgroup, 'kind' | 'ioDir'>, majMin: string): Record<string, string> | null {
-  const lineOf = (file: string) =>
-    readFileSync(path.join(cg.ioDir, file), 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith(`${majMin} `));
-  const out: Record<string, string> = {};
-  if (cg.kind === 'v1') {
-    for (const f of ['read_iops_device', 'write_iops_device', 'read_bps_device', 'write_bps_device']) {
-      const line = lineOf(`blkio.throttle.${f}`);
-      if (line) out[f] = line.slice(majMin.length + 1).trim();
-    }
-  } else {
-    for (const kv of (lineOf('io.max') ?? '').split(/\s+/).slice(1)) {
-      const [k, v] = kv.split('=');
-      if (v && v !== 'max') out[k] = v;
-    }
-  }
-  return Object.keys(out).length ? out : null;
 }
 
 /** The command prefix that moves a shell into the host's cgroups before it execs the real program. */

@@ -11,19 +11,20 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { waitClassShares, CPU_EVENT } from '../common/results/breakdown';
-import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond } from '../common/results/sampler-and-phases';
+import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond, VolumeWindow } from '../common/results/sampler-and-phases';
 import type { HostConfig } from '../common/core/hosts';
 import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
 import { deviceMajMin } from './block-devices';
 import { readKernelFile } from './lab-fs';
 import { connectLocal } from './pg';
+import { VolumeControl, type VolumeStats } from './volume';
 import { WORKLOAD_APP_PREFIX } from './pgbench-workload';
 import { parseMemoryStat, type CgroupIoCounters } from './parsers/cgroup';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatRow, type StatSnapshot } from './parsers/pg-stats';
 import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat, type DiskCounters } from './parsers/proc';
 
 /** What the sampler needs to know of its host. */
-export type SamplerHost = Pick<HostConfig, 'socketDir' | 'postgres' | 'device' | 'cgroup'>;
+export type SamplerHost = Pick<HostConfig, 'socketDir' | 'postgres' | 'device' | 'cgroup' | 'volume'>;
 
 export interface SamplerOptions {
   intervalMs: number;
@@ -99,9 +100,20 @@ function machineBusySeconds(): number {
 export class HostCounters {
   readonly cpuSource: CpuUsage['source'];
   private readonly majMin: string | null;
-  constructor(private readonly host: Pick<SamplerHost, 'device' | 'cgroup'>) {
+  private readonly volumeControl: VolumeControl | null;
+  constructor(private readonly host: Pick<SamplerHost, 'device' | 'cgroup' | 'volume'>) {
     this.cpuSource = host.cgroup?.cpuDir ? 'cgroup' : 'proc';
     this.majMin = deviceMajMin(host.device);
+    this.volumeControl = host.volume ? new VolumeControl(host.volume.socket) : null;
+  }
+
+  get hasVolume(): boolean {
+    return this.volumeControl !== null;
+  }
+
+  /** The modelled volume's counters now, or null (no modelled volume, or its server did not answer). */
+  async volume(): Promise<VolumeStats | null> {
+    return this.volumeControl ? this.volumeControl.stats().catch(() => null) : null;
   }
   cpu(): number {
     const cg = this.host.cgroup;
@@ -188,6 +200,73 @@ export class HostCounters {
   }
 }
 
+/** A modelled volume's window from its counters at both ends (pure). */
+export function volumeWindow(a: VolumeStats, b: VolumeStats): VolumeWindow {
+  const d = (f: (s: VolumeStats) => number) => Math.max(0, f(b) - f(a));
+  const seconds = b.atSeconds - a.atSeconds;
+  const perIo = (time: number, n: number) => (n > 0 ? (1000 * time) / n : null);
+  const ka = a.kernel;
+  const kb = b.kernel;
+  const kernel =
+    ka && kb && a.device === b.device
+      ? {
+          reads: kb.reads - ka.reads,
+          writes: kb.writes - ka.writes,
+          flushes: kb.flushes - ka.flushes,
+          discards: kb.discards - ka.discards,
+          readBytes: (kb.readSectors - ka.readSectors) * 512,
+          writeBytes: (kb.writeSectors - ka.writeSectors) * 512,
+          readLatencyMs: kb.reads > ka.reads ? (kb.readTicksMs - ka.readTicksMs) / (kb.reads - ka.reads) : null,
+          writeLatencyMs: kb.writes > ka.writes ? (kb.writeTicksMs - ka.writeTicksMs) / (kb.writes - ka.writes) : null,
+        }
+      : null;
+  return {
+    model: b.model.name,
+    params: {
+      iops: b.model.iops,
+      bytesPerSecond: b.model.bytesPerSecond,
+      readIops: b.model.readIops,
+      writeIops: b.model.writeIops,
+      readBytesPerSecond: b.model.readBytesPerSecond,
+      writeBytesPerSecond: b.model.writeBytesPerSecond,
+      opUnitBytes: b.model.opUnitBytes,
+      readLatencyUs: b.model.readLatencyUs,
+      writeLatencyUs: b.model.writeLatencyUs,
+      flushLatencyUs: b.model.flushLatencyUs,
+      queueDepth: b.model.queueDepth,
+      burstMs: b.model.burstMs,
+    },
+    seconds,
+    modelOn: { start: a.on, end: b.on },
+    served: {
+      reads: d((s) => s.reads),
+      writes: d((s) => s.writes),
+      flushes: d((s) => s.flushes),
+      discards: d((s) => s.discards),
+      readBytes: d((s) => s.readBytes),
+      writeBytes: d((s) => s.writeBytes),
+    },
+    modelled: {
+      reads: d((s) => s.modelledReads),
+      writes: d((s) => s.modelledWrites),
+      units: d((s) => s.modelledUnits),
+      readBytes: d((s) => s.modelledReadBytes),
+      writeBytes: d((s) => s.modelledWriteBytes),
+    },
+    kernel,
+    throttleWaits: d((s) => s.throttleWaits),
+    throttleWaitSeconds: d((s) => s.throttleWaitSeconds),
+    queueWaits: d((s) => s.queueWaits),
+    meanQueue: seconds > 0 ? d((s) => s.queueArea) / seconds : 0,
+    meanReadLatencyMs: perIo(d((s) => s.readServiceSeconds), d((s) => s.reads)),
+    meanWriteLatencyMs: perIo(d((s) => s.writeServiceSeconds), d((s) => s.writes)),
+    meanFlushLatencyMs: perIo(d((s) => s.flushServiceSeconds), d((s) => s.flushes)),
+    inFlight: { start: a.inFlight, end: b.inFlight },
+    serverCpuSeconds: d((s) => s.cpuSeconds),
+    backing: b.store.backing,
+  };
+}
+
 /** Starts sampling the workload's backends now; the caller starts the workload right after and calls stop() when it ends. */
 export async function startSampler(host: SamplerHost, opts: SamplerOptions): Promise<RunningSampler> {
   const client = await connectLocal(host, { applicationName: 'storage-lab sampler' });
@@ -260,6 +339,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   else if (!counters.disk()) notes.push('the host data device is unknown; no device IOPS');
 
   const firstStats = await snapshot();
+  const volumeAtStart = (await counters?.volume()) ?? null;
   counting = true;
   const window = counters?.window() ?? null;
   const started = performance.now();
@@ -319,7 +399,20 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   let lastDisk = counters?.disk() ?? null;
   let lastSecondAt = started;
   const memoryReadings: { cacheBytes: number; anonBytes: number; limitBytes: number | null }[] = [];
+  // The volume's operations per second, by its own clock: each second's reading against the one before it.
+  let lastVolume = volumeAtStart;
+  const volumeOps: (number | null)[] = [];
+  const volumeReads: Promise<void>[] = [];
   const secondTimer = setInterval(() => {
+    if (counters && lastVolume) {
+      const index = series.length;
+      volumeReads.push(
+        counters.volume().then((v) => {
+          if (v && lastVolume && v.atSeconds > lastVolume.atSeconds) volumeOps[index] = (v.modelledUnits - lastVolume.modelledUnits) / (v.atSeconds - lastVolume.atSeconds);
+          if (v) lastVolume = v;
+        }),
+      );
+    }
     const now = performance.now();
     const cpu = counters?.cpu() ?? null;
     const disk = counters?.disk() ?? null;
@@ -350,6 +443,10 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
       clearTimeout(timer);
       clearInterval(secondTimer);
       await inFlight;
+      await Promise.all(volumeReads);
+      series.forEach((s, i) => {
+        if (volumeOps[i] !== undefined) s.deviceOps = volumeOps[i];
+      });
       try {
         const wall = (performance.now() - started) / 1000;
         // Backends send their last statistics as they exit: wait for the workload's to go before the closing reading.
@@ -361,6 +458,8 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
         counting = false;
         const lastStats = await snapshot();
         const host = window?.end() ?? null;
+        const volumeAtEnd = (await counters?.volume()) ?? null;
+        if (counters?.hasVolume && !(volumeAtStart && volumeAtEnd)) notes.push('the modelled volume\'s server did not answer at both ends of the window: no device accounting');
         const backendCpuAtEnd = backendCpu();
         if (sampleError) notes.push(`some wait-event samples failed: ${sampleError}`);
         const active = Object.values(waitEvents).reduce((s, n) => s + n, 0);
@@ -390,6 +489,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
           walBytes: walLsnBytes ?? undefined,
           databaseBytes: Number(info.size),
           cgroupIo: host?.cgroupIo ?? null,
+          ...(volumeAtStart && volumeAtEnd ? { volume: volumeWindow(volumeAtStart, volumeAtEnd) } : {}),
           memory: memoryReadings.length
             ? { cacheMiB: mean((m) => m.cacheBytes), anonMiB: mean((m) => m.anonBytes), limitMiB: memoryReadings[0].limitBytes === null ? null : memoryReadings[0].limitBytes / 2 ** 20 }
             : null,

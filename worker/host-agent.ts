@@ -22,12 +22,11 @@ async function main(): Promise<void> {
   // All the agent reads, writes or deletes (lib/lab-fs.ts refuses anything else).
   registerLabRoot(...hostAgentRoots(config));
   installLogging({ role: 'host-agent', hostId: config.hostId, runId: config.runId });
-  // An agent that died while preparation ran with the cap lifted left its host uncapped: the cap goes back before
-  // this agent takes any task (it fails to start rather than measure uncapped). The agent holds a shared IOPS budget
-  // (an emulated EBS volume's one budget for reads and writes) for the host's whole life.
-  const ioCap = new IoCap(config, undefined, { holdBudget: true });
-  ioCap.apply();
-  log('INFO', ioCap.liftable ? `emulated I/O cap applied${ioCap.sharedBudget ? ' (one budget for reads and writes)' : ''}; preparation lifts it` : `I/O cap: ${ioCap.note}`);
+  // An agent that died while preparation ran with the cap lifted left its host's volume unmodelled: the model goes
+  // back on before this agent takes any task (it fails to start rather than measure uncapped).
+  const ioCap = new IoCap(config);
+  await ioCap.apply();
+  log('INFO', ioCap.liftable ? `the ${config.volume?.model} device model is on; preparation lifts it` : `I/O cap: ${ioCap.note}`);
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const worker = await Worker.create({

@@ -18,6 +18,8 @@ import { socketPathProblem, traversableByOthers } from '../../lib/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { detectCgroups } from '../../lib/cgroups';
+import { modelledVolumeSupport } from '../../lib/volume';
+import { deviceModelOf } from '../../common/model/devices';
 import { findWalg } from '../../lib/walg';
 import { backupStoreProblem } from '../../lib/backup-stores';
 import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from '../../lib/spec-checks';
@@ -124,13 +126,16 @@ function localProblems(hostsDir: string, n: LocalNeeds): { problems: string[]; w
       `hosts folder ${hostsDir}: the postgres user cannot reach it (a parent folder lacks o+x); set STORAGE_LAB_HOSTS_DIR to a folder it can reach, for example under /var/lib`,
     );
   const cgroups = detectCgroups();
+  const volumes = modelledVolumeSupport();
   for (const { path: field, cls } of n.classes) {
-    if (cgroups.kind) continue;
+    const modelled = deviceModelOf(cls) !== null;
+    const reason = !cgroups.kind ? cgroups.reason : modelled && !volumes.ok ? volumes.reason : null;
+    if (!reason) continue;
     if (cls.emulation === 'required')
       problems.push(
-        `${field}.emulation: I/O and memory limits cannot be enforced here (${cgroups.reason}); run as root on a machine with cgroups, or set emulation to "preferred" to run unemulated`,
+        `${field}.emulation: ${modelled ? 'the modelled volume and the memory limit' : 'the memory limit'} cannot be had here (${reason}); run as root on a machine with cgroups and FUSE after infra/bootstrap.sh, or set emulation to "preferred" to run unemulated`,
       );
-    else warnings.push(`storage class ${field} will run not emulated: ${cgroups.reason}`);
+    else warnings.push(`storage class ${field} will run not emulated: ${reason}`);
   }
   const memoryNeeded = n.hostsAtOnce * n.memoryLimitMiB;
   const memoryMiB = Math.floor(os.totalmem() / 2 ** 20);

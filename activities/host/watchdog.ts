@@ -6,11 +6,14 @@
  * progress. Without the watchdog the activity then only stopped heartbeating, and its failure read "activity
  * Heartbeat timeout". With it, the activity fails, within the phase's own heartbeat timeout, with a failure that
  * names the host, the phase, that PostgreSQL stopped answering and for how long (common/core/postgres-silence.ts).
+ * On a modelled volume it watches the volume's server too: with the server gone every I/O of the host fails, and
+ * the activity fails at the next probe with a failure that says so and shows the end of the server's log.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { describeProcesses, notAnsweringMessage, silenceVerdict, silenceWatch, SilenceClock } from '../../common/core/postgres-silence';
 import { PostgresProbe, postgresProcesses } from '../../lib/postgres-probe';
+import { tail, volumeServerPid } from '../../lib/volume';
 import type { ProgressUpdate } from '../progress';
 import type { HostDeps } from './deps';
 
@@ -49,6 +52,14 @@ export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () =>
   const failed = new Promise<never>((_, reject) => (fail = reject));
   let done = false;
   const look = () => {
+    const volume = deps.config.volume;
+    if (volume && !done && volumeServerPid(volume) === null) {
+      done = true;
+      clearInterval(timer);
+      probe.close();
+      fail(ApplicationFailure.nonRetryable(volumeServerGoneMessage(hostId, phase, volume.log), FAILURE_TYPES.hostGone));
+      return;
+    }
     probe.start((outcome, atMs) => clock.record(outcome, atMs));
     const silentMs = clock.silentMs(Date.now());
     const verdict = silenceVerdict(silentMs, watch);
@@ -79,6 +90,11 @@ export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () =>
     clearInterval(timer);
     probe.close();
   }
+}
+
+/** Why an activity failed when its host's volume server was gone. */
+export function volumeServerGoneMessage(hostId: string, phase: string, log: string): string {
+  return `host ${hostId}: its modelled volume's server is not running (during ${phase}), so every I/O of the host fails; the end of ${log}:\n${tail(log, 10)}`;
 }
 
 /** The same host activities, each under the watchdog. */

@@ -1,11 +1,14 @@
 /**
  * How close each class of this run came to the published class it stands for (the baseline to the reference's gp3,
  * the candidate to its NVMe): TPS, mean latency and the IO:DataFileRead share with the difference in per cent, the
- * resource that bound the class, and how the emulated device used its cap. Pure; report.md and report.html show it.
+ * resource that bound the class; each modelled device beside the published figures it stands for, what it delivered,
+ * and why a budget-bound class was bound (its operations per transaction, and where the run's dirtied pages went).
+ * Pure; report.md and report.html show it.
  */
 import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
-import type { ClassResult, ExperimentResult } from '../../common/results/result';
-import { throttleUse } from '../bottlenecks';
+import type { ClassResult, ClusterResult, ExperimentResult } from '../../common/results/result';
+import { describeBudget, type DeviceModel } from '../../common/model/devices';
+import { throttleUse, AT_CAP } from '../bottlenecks';
 import { fmt } from './summary';
 
 /** The wait event whose share the reference publishes per class. */
@@ -26,8 +29,66 @@ export function relativeDifference(run: number | null | undefined, published: nu
 }
 
 function describe(name: string, cls: ClassResult): string {
-  if (cls.kind === 'emulated-ebs') return cls.emulated ? `emulated ${name}` : `${name} (not emulated)`;
+  if (cls.device) return `modelled ${name}`;
+  if (cls.kind === 'emulated-ebs' || cls.kind === 'nvme') return cls.emulated ? `emulated ${name}` : `${name} (not emulated)`;
   return name;
+}
+
+/** Postgres data pages, KiB. */
+const PAGE_KIB = 8;
+
+/**
+ * Why a class on a modelled volume was bound by its budget, from the device's own counts: its operations per
+ * transaction (reads, and writes: the WAL's and the data pages'), the bound the budget puts on TPS, and what the run's
+ * dirtied pages did (stayed in shared_buffers, or were written back from the budget). Null without the figures.
+ */
+export function budgetBoundWhy(name: string, c: ClusterResult, sharedBuffersMiB: number): string | null {
+  const d = c.diagnostics;
+  const v = d?.volume;
+  const run = c.tpsRun;
+  if (!d || !v || !run || v.params.iops <= 0 || v.seconds <= 0) return null;
+  const tx = run.tps * v.seconds;
+  if (tx <= 0) return null;
+  const rate = v.modelled.units / v.seconds;
+  const used = rate / v.params.iops;
+  const perTx = (n: number) => n / tx;
+  const walFlushes = d.wal?.wal_sync ?? null;
+  const dataWrites = d.bufferWrites ?? null;
+  const heapPages = c.load ? c.load.heapBytes / (PAGE_KIB * 1024) : null;
+  // A random single-row UPDATE dirties one heap page; over T transactions on N pages, N (1 - e^(-T/N)) distinct ones.
+  const window = run.transactions;
+  const dirtied = heapPages ? heapPages * (1 - Math.exp(-window / heapPages)) : null;
+  const sbPages = (sharedBuffersMiB * 1024) / PAGE_KIB;
+  const opsPerTx = perTx(v.modelled.units);
+  const parts = [
+    `${name} ${used >= AT_CAP ? 'was bound by' : 'ran below'} its budget of ${fmt(v.params.iops, 0)} operations a second: it served ${fmt(rate, 0)} (${fmt(100 * used, 0)} %), ${fmt(perTx(v.modelled.reads), 2)} reads and ${fmt(perTx(v.modelled.writes), 2)} writes a transaction (${fmt(opsPerTx, 2)} operations in its units)`,
+    `so the budget allows at most ${fmt(v.params.iops / opsPerTx, 0)} TPS; it ran ${fmt(run.tps, 0)}`,
+    walFlushes !== null || dataWrites !== null
+      ? `of the writes, ${walFlushes !== null ? `${fmt(perTx(walFlushes), 2)} a transaction were WAL flushes` : 'the WAL flushes were not counted'} and ${dataWrites !== null ? `${fmt(perTx(dataWrites), 2)} data pages written out of shared_buffers` : 'data pages were not counted'}`
+      : null,
+    dirtied !== null
+      ? `the run dirtied about ${fmt(dirtied, 0)} pages (${fmt((dirtied * PAGE_KIB) / 1024, 0)} MiB, one heap page an UPDATE) against ${fmt(sharedBuffersMiB, 0)} MiB of shared_buffers: ${dirtied < sbPages * 0.5 ? 'memory held them, so the budget went to reads and the WAL, as in the reference' : 'more than memory holds for the run, so their writeback paid from the budget, where the reference\'s 16 GiB absorbed its run\'s 4 GB'}`
+      : null,
+  ].filter(Boolean);
+  return `${parts.join('; ')}.`;
+}
+
+/** A device model beside the published figures it stands for, and what the device delivered in the TPS run. */
+function deviceLines(name: string, cls: ClassResult): string[] {
+  const m: DeviceModel | undefined = cls.device;
+  if (!m) return [];
+  const lines = [
+    `- **${name}**: the ${m.name} model, standing for ${m.standsFor}: ${describeBudget(m)}; ${m.readLatencyMs} ms a read, ${m.writeLatencyMs} ms a write, ${m.flushLatencyMs} ms a flush; queue depth ${m.queueDepth}. Sources: ${m.sources.map((src) => `${src.figure} (${src.source})`).join('; ')}.`,
+  ];
+  for (const c of cls.clusters) {
+    const v = c.diagnostics?.volume;
+    if (!v) continue;
+    const ms = (x: number | null) => (x === null ? '–' : fmt(x, 3));
+    lines.push(
+      `  - ${c.hostId}: served ${fmt((v.modelled.reads + v.modelled.writes) / v.seconds, 0)} I/Os a second (${fmt(v.modelled.reads / v.seconds, 0)} reads, ${fmt(v.modelled.writes / v.seconds, 0)} writes, ${fmt(v.served.flushes / v.seconds, 0)} flushes); mean read ${ms(v.meanReadLatencyMs)} ms, write ${ms(v.meanWriteLatencyMs)} ms from arrival (the block device: ${ms(v.kernel?.readLatencyMs ?? null)} / ${ms(v.kernel?.writeLatencyMs ?? null)} ms); ${fmt(v.meanQueue, 1)} I/Os in the device on average; ${fmt(v.throttleWaits, 0)} I/Os held by the budget; bytes in ${v.backing === 'ram' ? 'RAM' : 'a file'}; the server used ${fmt((100 * v.serverCpuSeconds) / v.seconds, 1)} % of a core`,
+    );
+  }
+  return lines;
 }
 
 /** The baseline and candidate classes next to the reference's gp3 and NVMe; empty without a comparison. */
@@ -80,9 +141,12 @@ export function fidelityMarkdown(result: ExperimentResult): string[] {
       `| ${r.comparison} | ${fmt(r.tps.run, 0)} / ${fmt(r.tps.published, 0)} (${signedPct(r.tps.difference)}) | ${fmt(r.latencyMs.run, 2)} / ${fmt(r.latencyMs.published, 1)} (${signedPct(r.latencyMs.difference)}) | ${sharePct(r.dataFileReadShare.run)} / ${sharePct(r.dataFileReadShare.published)} (${signedPct(r.dataFileReadShare.difference)}) | ${r.boundBy ?? '–'} |`,
     );
   lines.push('');
-  // How the emulated devices spent their caps: a volume holds reads and writes alike.
+  // Each modelled device beside the published one it stands for, and what it delivered.
+  const devices = Object.entries(result.classes).flatMap(([name, cls]) => deviceLines(name, cls));
+  if (devices.length) lines.push('Modelled devices (docs/storage-emulation.md), during the TPS run:', '', ...devices, '');
+  // Devices of runs before the modelled volume: how their throttles spent the cap.
   const caps = Object.values(result.classes).flatMap((cls) =>
-    cls.emulated && cls.limits.iops
+    cls.emulated && cls.limits.iops && !cls.device
       ? cls.clusters.flatMap((c) => {
           const t = throttleUse(c, cls.limits);
           return t ? [`- ${c.hostId}: ${t.detail}${t.escaped.length ? `; above the cap: ${t.escaped.join(', ')}` : ''}`] : [];
@@ -97,13 +161,11 @@ export function fidelityMarkdown(result: ExperimentResult): string[] {
       : `Postgres opened ${direct === 'data' ? 'its data files' : 'its data files and WAL'} with O_DIRECT (postgres.directIo "${direct}") on every class: writes reach the device as the backend's own I/O, inside its host's I/O limit, and shared_buffers is each class's only cache of the data.`,
     '',
   );
-  const budgets = Object.entries(result.spec.storageClasses).filter(([name, cls]) => cls.kind === 'emulated-ebs' && result.classes[name]?.emulated);
-  for (const [name, cls] of budgets)
-    lines.push(
-      cls.iopsBudget === 'shared'
-        ? `${name}: one IOPS budget for reads and writes, as EBS (iopsBudget "shared"), the page cache's writeback included. The reference's 64 GiB absorbed the pages its 5-minute run dirtied, so its 3,000 IOPS went to reads and the WAL; this host's memory cannot hold a run's dirtied pages, so here the writeback pays from the same budget and the class's throughput sits below the reference's (docs/storage-emulation.md, "The reference's bound").`
-        : `${name}: reads and writes each had ${fmt(cls.iops ?? 3000, 0)} IOPS (the kernel's separate limits, iopsBudget "separate"), where an EBS volume has one budget for both.`,
-      '',
-    );
+  // Why a budget-bound class was bound, from its device's own counts.
+  for (const [name, cls] of Object.entries(result.classes)) {
+    const c = cls.clusters.find((k) => k.tpsRun && k.diagnostics?.volume);
+    const why = c ? budgetBoundWhy(name, c, result.spec.postgres.sharedBuffersMiB) : null;
+    if (why) lines.push(why, '');
+  }
   return lines;
 }

@@ -4,6 +4,7 @@
  */
 import type { AwsSpec, StorageClassSpec, StorageKind } from '../input/spec';
 import type { Claimant, OwnerRecord } from './claims';
+import type { DeviceModelName, VolumeServerParams } from '../model/devices';
 
 /** Where hosts come from: this machine, or EC2. */
 export type ProviderName = 'local' | 'aws';
@@ -98,6 +99,26 @@ export interface HostConfig extends HostRecord {
   cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null } | null;
   /** The host's owner record: the agent runs only the activities of this workflow. Absent on hosts made before claims. */
   owner?: OwnerRecord;
+  /** The modelled volume under dataDir (lib/volume.ts), for a local host of a modelled class. */
+  volume?: ModelledVolume;
+}
+
+/**
+ * A local host's modelled volume (infra/volume, docs/storage-emulation.md): a server outside the host's cgroups serves
+ * the volume's image on a FUSE mount, a direct-I/O loop device over the image carries ext4 and the host's data.
+ */
+export interface ModelledVolume {
+  model: DeviceModelName;
+  params: VolumeServerParams;
+  /** The FUSE mount holding the image, the image, the control socket, the server's pid file and log. */
+  fuseDir: string;
+  image: string;
+  socket: string;
+  pidFile: string;
+  log: string;
+  /** Where the volume's bytes live: RAM (the default where they fit), or a file on the machine's disk. */
+  backing: 'ram' | 'file';
+  sizeBytes: number;
 }
 
 /** What a provider can tell about a host that stopped answering, or whose attempt failed. */

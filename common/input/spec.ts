@@ -90,9 +90,13 @@ const phaseMB = (what: string) =>
     .max(SPEC_LIMITS.phaseMB, { error: `must be at most ${SPEC_LIMITS.phaseMB} (${what}, 1 TB)` });
 
 /** Where a storage class's data lives. Local kinds run on this machine; the others on AWS. */
-export const STORAGE_KINDS = ['local-disk', 'emulated-ebs', 'instance-store', 'ebs'] as const;
+/**
+ * Local kinds: the machine's own disk (`local-disk`), and modelled volumes (docs/storage-emulation.md): `emulated-ebs`
+ * (gp3 or io2, volumeType) and `nvme` (m6id.4xlarge's instance-store NVMe). AWS kinds: real EBS and instance store.
+ */
+export const STORAGE_KINDS = ['local-disk', 'emulated-ebs', 'nvme', 'instance-store', 'ebs'] as const;
 export type StorageKind = (typeof STORAGE_KINDS)[number];
-export const LOCAL_KINDS: readonly StorageKind[] = ['local-disk', 'emulated-ebs'];
+export const LOCAL_KINDS: readonly StorageKind[] = ['local-disk', 'emulated-ebs', 'nvme'];
 export const AWS_KINDS: readonly StorageKind[] = ['instance-store', 'ebs'];
 
 export const StorageClassSchema = z
@@ -115,9 +119,11 @@ export const StorageClassSchema = z
     emulation: z.enum(['required', 'preferred']).default('preferred'),
     /** This class's hosts get this memory limit instead of host.memoryLimitMiB (a second memory size in one run). */
     memoryLimitMiB: int(64, 1_048_576, 'MiB').optional(),
+    /** emulated-ebs: the EBS volume type the modelled volume stands for (common/model/devices.ts); default gp3. */
+    volumeType: z.enum(['gp3', 'io2'], { error: 'must be "gp3" or "io2"' }).optional(),
     /**
-     * emulated-ebs: `shared` (the default) holds reads and writes together to `iops`, as an EBS volume does
-     * (lib/io-budget.ts); `separate` gives reads and writes `iops` each, the kernel's throttle as it is.
+     * emulated-ebs: `shared`, one budget for reads and writes as EBS has: the modelled volume's only budget (the
+     * default). `separate` (the kernel's two throttles of earlier versions) is refused: recorded specs still parse.
      */
     iopsBudget: z.enum(['shared', 'separate'], { error: 'must be "shared" (reads + writes, as EBS) or "separate"' }).optional(),
     /**
@@ -384,6 +390,13 @@ export const ExperimentSpecSchema = z
         add(['storageClasses', name, 'iops'], `a ${cls.kind} class has no provisioned IOPS or throughput; remove them`);
       if (cls.iopsBudget !== undefined && cls.kind !== 'emulated-ebs')
         add(['storageClasses', name, 'iopsBudget'], `only an emulated-ebs class has an emulated IOPS budget (a real volume has its own); remove it`);
+      if (cls.iopsBudget === 'separate')
+        add(
+          ['storageClasses', name, 'iopsBudget'],
+          'a modelled volume has one budget for reads and writes, as EBS (the kernel\'s separate read and write throttles are gone); remove iopsBudget',
+        );
+      if (cls.volumeType !== undefined && cls.kind !== 'emulated-ebs')
+        add(['storageClasses', name, 'volumeType'], `only an emulated-ebs class models an EBS volume type; remove it (a ${cls.kind} class has its own device)`);
     }
     // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
     for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path.split('.'), p.message);

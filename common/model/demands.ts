@@ -30,8 +30,10 @@ export function targetOfClass(result: ExperimentResult, className: string): Pred
     kind: cls.kind,
     ...(limitedKind && cls.limits.iops ? { iops: cls.limits.iops } : {}),
     ...(limitedKind && cls.limits.throughputMiBps ? { throughputMiBps: cls.limits.throughputMiBps } : {}),
-    // Runs recorded before the shared budget had the kernel's separate read and write limits.
-    ...(cls.kind === 'emulated-ebs' ? { iopsBudget: cls.limits.iopsBudget ?? 'separate' } : {}),
+    // A class on the modelled volume is predicted with its device model; runs recorded on the kernel's throttles
+    // before it keep how those held their budget (before the shared budget: separate read and write limits).
+    ...(cls.kind === 'emulated-ebs' && !cls.device ? { iopsBudget: cls.limits.iopsBudget ?? 'separate' } : {}),
+    ...(cls.device?.name === 'io2' ? { volumeType: 'io2' as const } : {}),
     ...(cluster?.diagnostics?.cpu ? { vcpus: cluster.diagnostics.cpu.cores } : {}),
     memoryMiB: cls.limits.memoryLimitMiB,
     clients: cluster?.tpsRun?.clients ?? result.spec.workload.clients,
@@ -90,9 +92,18 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   const inLatency = Math.max(0, run.latencyMs.mean - serverTotal);
 
   const readsFrom = d.cgroupIo ?? d.device;
-  if (!d.cgroupIo) notes.push(d.device ? `device reads: /proc/diskstats of ${d.device.name} (every process's I/O on it, not only the host's)` : 'device reads: not measured');
-  const reads = readsFrom ? perTx(readsFrom.readIops) : 0;
-  const readKiB = readsFrom && readsFrom.readIops > 0 ? (readsFrom.readMBps * 1024) / readsFrom.readIops : PAGE_KIB;
+  // A modelled volume counted every I/O that reached it itself: the reads and writes the device served (its own
+  // accounting), the kernel's writeback merges included, rather than the cgroup's or the disk's counts.
+  const v = d.volume && d.volume.seconds > 0 ? d.volume : null;
+  if (!v && !d.cgroupIo) notes.push(d.device ? `device reads: /proc/diskstats of ${d.device.name} (every process's I/O on it, not only the host's)` : 'device reads: not measured');
+  const reads = v ? v.modelled.reads / tx : readsFrom ? perTx(readsFrom.readIops) : 0;
+  const readKiB = v
+    ? v.modelled.reads > 0
+      ? v.modelled.readBytes / 1024 / v.modelled.reads
+      : PAGE_KIB
+    : readsFrom && readsFrom.readIops > 0
+      ? (readsFrom.readMBps * 1024) / readsFrom.readIops
+      : PAGE_KIB;
   const walSyncs = d.wal?.wal_sync ?? 0;
   const walBytes = d.wal?.wal_bytes ?? d.walBytes ?? 0;
 
@@ -125,13 +136,22 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
     },
     serverMs,
     reads: { perTx: reads, kib: readKiB },
-    writes: {
-      kind: 'measured',
-      perTx: (d.bufferWrites ?? d.checkpoints?.buffersWritten ?? 0) / tx,
-      kib: PAGE_KIB,
-      // The throttle's writes without the WAL flushes' own (the model counts those itself).
-      throttledPerTx: d.cgroupIo ? Math.max(0, d.cgroupIo.writeIops * d.seconds - walSyncs) / tx : null,
-    },
+    writes: v
+      ? {
+          // The device's writes without the WAL flushes' own (the model counts those itself): data pages as the
+          // kernel's writeback and the backends' evictions brought them, at their mean size.
+          kind: 'measured' as const,
+          perTx: Math.max(0, v.modelled.writes - walSyncs) / tx,
+          kib: v.modelled.writes > walSyncs ? Math.max(PAGE_KIB, (v.modelled.writeBytes - walBytes) / 1024 / (v.modelled.writes - walSyncs)) : PAGE_KIB,
+          throttledPerTx: Math.max(0, v.modelled.writes - walSyncs) / tx,
+        }
+      : {
+          kind: 'measured' as const,
+          perTx: (d.bufferWrites ?? d.checkpoints?.buffersWritten ?? 0) / tx,
+          kib: PAGE_KIB,
+          // The throttle's writes without the WAL flushes' own (the model counts those itself).
+          throttledPerTx: d.cgroupIo ? Math.max(0, d.cgroupIo.writeIops * d.seconds - walSyncs) / tx : null,
+        },
     wal: {
       bytesPerTx: walBytes / tx,
       ...(walSyncs > 0 ? { flushesPerTx: walSyncs / tx } : {}),

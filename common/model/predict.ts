@@ -7,6 +7,7 @@
  * assumptions; no constant here was fitted to the published reference's answers.
  */
 import { z } from 'zod';
+import { deviceModelOf, type DeviceModel as DeviceModelSpec } from './devices';
 
 /** A service centre of the closed network: a single queue (IOPS cap, CPU after Seidmann) or a pure delay. */
 export interface Station {
@@ -85,7 +86,7 @@ export function multiServer(name: string, demandMs: number, servers: number, slo
 }
 
 /** Where the data lives in a prediction, as the spec's storage kinds name it. */
-export const TARGET_KINDS = ['ebs', 'emulated-ebs', 'instance-store', 'local-disk'] as const;
+export const TARGET_KINDS = ['ebs', 'emulated-ebs', 'nvme', 'instance-store', 'local-disk'] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
 /** What `predict --target` takes: storage, and optionally the host (vCPUs, memory) and the clients. */
@@ -109,8 +110,9 @@ export const PredictTargetSchema = z
      */
     syncStandbyRttMs: z.number().nonnegative({ error: 'must be zero or positive (ms of round trip; 0: no synchronous standby)' }).optional(),
     /**
-     * emulated-ebs: whether reads and writes share one budget of `iops` (`shared`, the lab's default, as EBS) or get
-     * `iops` each (`separate`, the kernel's throttle as it is, and every run recorded before the shared budget).
+     * emulated-ebs on the kernel's cgroup throttles, as runs recorded before the modelled volume had them: reads and
+     * writes sharing one budget of `iops` re-split by a controller (`shared`) or `iops` each (`separate`). Absent: the
+     * lab's modelled volume, whose budgets and latencies are its device model's (common/model/devices.ts).
      */
     iopsBudget: z.enum(['shared', 'separate'], { error: 'must be "shared" or "separate"' }).optional(),
     /** A name for the target in reports. */
@@ -168,6 +170,17 @@ export const INTER_AZ_RTT = {
  * after the fact. test/integration/io-budget.test.ts measured a reader alone at 880 of 1,000 IOPS.
  */
 export const SHARED_BUDGET_DELIVERED = 0.88;
+
+/**
+ * The device model of a target on the lab's modelled volume (an `nvme` target, or `emulated-ebs` without the
+ * cgroup throttles' iopsBudget), or null: its budgets and latencies are the model's own (common/model/devices.ts).
+ */
+export function modelledDevice(target: PredictTarget): DeviceModelSpec | null {
+  if (target.kind === 'nvme') return deviceModelOf({ kind: 'nvme' });
+  if (target.kind === 'emulated-ebs' && target.iopsBudget === undefined)
+    return deviceModelOf({ kind: 'emulated-ebs', iops: target.iops, throughputMiBps: target.throughputMiBps, volumeType: target.volumeType });
+  return null;
+}
 
 /** Bytes EBS counts as one I/O operation at most. */
 export const EBS_MAX_IO_BYTES = 256 * 1024;
@@ -300,6 +313,10 @@ interface DeviceModel {
  * writes apart and charges writeback to the root cgroup; a local disk or instance store has a cap only if given.
  */
 export function targetCaps(target: PredictTarget): { sharedBudget: boolean; iops: number | null; mibps: number | null; throttleSeesWriteback: boolean } {
+  const modelled = modelledDevice(target);
+  // The modelled volume counts every I/O that reaches it, the kernel's writeback included, against its budgets.
+  if (modelled?.iops != null) return { sharedBudget: true, iops: modelled.iops, mibps: modelled.throughputMiBps, throttleSeesWriteback: true };
+  if (modelled) return { sharedBudget: false, iops: null, mibps: null, throttleSeesWriteback: true };
   switch (target.kind) {
     case 'ebs': {
       const ebs = target.volumeType === 'io2' ? DEVICE_DEFAULTS.io2 : DEVICE_DEFAULTS.gp3;
@@ -338,6 +355,23 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
   // A source that read nothing from its device reads nothing on the target either (reads scale with the source's):
   // the latency of a read it never makes is not needed.
   const unknownReadLatency = () => (demands.reads.perTx === 0 ? 0 : needMeasured('read latency'));
+  const modelled = modelledDevice(target);
+  if (modelled) {
+    // The modelled volume's own figures: its budgets, and its latency when nothing queues (a WAL flush: a write, then
+    // a flush); a source's measured times on it hold its queueing too.
+    assumptions.push(`device: the ${modelled.name} model's budgets and latencies (${modelled.standsFor})`);
+    const shared = modelled.iops !== null;
+    return {
+      sharedBudget: shared,
+      readIops: shared ? modelled.iops : modelled.readIops,
+      writeIops: shared ? modelled.iops : modelled.writeIops,
+      readMiBps: shared ? modelled.throughputMiBps : modelled.readMiBps,
+      writeMiBps: shared ? modelled.throughputMiBps : modelled.writeMiBps,
+      readLatencyMs: target.readLatencyMs ?? modelled.readLatencyMs,
+      flushLatencyMs: target.flushLatencyMs ?? modelled.writeLatencyMs + modelled.flushLatencyMs,
+      throttleSeesWriteback: true,
+    };
+  }
   switch (target.kind) {
     case 'ebs': {
       const { iops, mibps } = targetCaps(target);
@@ -378,6 +412,7 @@ function deviceModel(target: PredictTarget, demands: WorkloadDemands, assumption
         flushLatencyMs: target.flushLatencyMs ?? measuredOr(demands.device.flushLatencyMs, nvmeLatency),
         throttleSeesWriteback: true,
       };
+    case 'nvme': // modelled above
     case 'local-disk':
       return {
         sharedBudget: true,
@@ -511,7 +546,7 @@ export function walFlushModel(demands: WorkloadDemands, target: PredictTarget, d
   const writeMs = demands.wal.writeMsPerFlush ?? 0;
   const flushes = demands.wal.flushesPerTx;
   const measured = demands.device.flushLatencyMs;
-  if (target.flushLatencyMs === undefined && isMeasuredHere(target, demands) && flushes && measured !== null && demands.wal.bytesPerTx > 0) {
+  if (target.flushLatencyMs === undefined && !modelledDevice(target) && isMeasuredHere(target, demands) && flushes && measured !== null && demands.wal.bytesPerTx > 0) {
     const bytesPerFlush = demands.wal.bytesPerTx / flushes;
     // The sync, and the write() calls (a copy of the bytes), in proportion to the bytes; at the interval's other end
     // a fixed part of one device I/O's round trip, as the source's reads took it.
@@ -533,7 +568,8 @@ export function walFlushModel(demands: WorkloadDemands, target: PredictTarget, d
  */
 function throttledSourceProblem(target: PredictTarget, demands: WorkloadDemands): string | null {
   const src = demands.storage;
-  if (src.kind !== 'emulated-ebs' || target.flushLatencyMs !== undefined) return null;
+  // A modelled target takes its device's figures from its model, not from the source's measurement.
+  if (src.kind !== 'emulated-ebs' || target.flushLatencyMs !== undefined || modelledDevice(target)) return null;
   const sameBudget = target.kind === 'emulated-ebs' && target.iops === src.iops && target.throughputMiBps === src.throughputMiBps && (target.iopsBudget ?? 'shared') === (src.iopsBudget ?? 'shared');
   if (sameBudget) return null;
   return 'the source ran on an emulated volume, whose throttle is in every flush and read time it measured: give "flushLatencyMs" (and "readLatencyMs") of the target\'s device, or predict from a run on the local disk';

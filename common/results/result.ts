@@ -4,6 +4,7 @@
  */
 import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from './sampler-and-phases';
 import type { ExperimentSpec, StorageKind } from '../input/spec';
+import type { DeviceModel } from '../model/devices';
 
 export const RESULT_SCHEMA_VERSION = 1;
 
@@ -117,6 +118,8 @@ export interface ClassResult {
   emulationNote?: string;
   /** iopsBudget: one budget for reads and writes together (`shared`) or each its own; absent in results before the choice. */
   limits: { iops: number | null; throughputMiBps: number | null; memoryLimitMiB: number; iopsBudget?: 'shared' | 'separate' };
+  /** The device model the class ran on (a modelled volume); absent for the machine's disk, AWS, and runs before it. */
+  device?: DeviceModel;
   clusters: ClusterResult[];
   medianTps: number | null;
   medianLatencyMs: number | null;

@@ -44,6 +44,66 @@ export interface DiagnosticsSecond {
   writeIops: number | null;
   readMBps: number | null;
   writeMBps: number | null;
+  /** A modelled volume's operations in the second (its budget's units, reads and writes), by its own clock. */
+  deviceOps?: number | null;
+}
+
+/**
+ * What a modelled volume's own counters said over a window (infra/volume, docs/storage-emulation.md): the server's
+ * count of what it served, modelled or not, and the loop device's own count read beside it at the same moments.
+ */
+export interface VolumeWindow {
+  /** The device model (common/model/devices.ts) and the parameters the server ran with. */
+  model: string;
+  params: {
+    iops: number;
+    bytesPerSecond: number;
+    readIops: number;
+    writeIops: number;
+    readBytesPerSecond: number;
+    writeBytesPerSecond: number;
+    opUnitBytes: number;
+    readLatencyUs: number;
+    writeLatencyUs: number;
+    flushLatencyUs: number;
+    queueDepth: number;
+    burstMs: number;
+  };
+  /** Seconds between the two readings, by the server's clock. */
+  seconds: number;
+  /** Whether the model was on at both readings. */
+  modelOn: { start: boolean; end: boolean };
+  /** Everything the server served in the window, and the part it served modelled (units: the budget's operations). */
+  served: { reads: number; writes: number; flushes: number; discards: number; readBytes: number; writeBytes: number };
+  modelled: { reads: number; writes: number; units: number; readBytes: number; writeBytes: number };
+  /**
+   * The loop device's own completed I/Os in the window (/sys/block/<dev>/stat), the bytes they moved, and their mean
+   * time; null when the server had no device. The kernel counts an empty flush as a write of no bytes (and a flush).
+   */
+  kernel: {
+    reads: number;
+    writes: number;
+    flushes: number;
+    discards: number;
+    readBytes: number;
+    writeBytes: number;
+    readLatencyMs: number | null;
+    writeLatencyMs: number | null;
+  } | null;
+  /** I/Os held by the budget (and for how long in all), and held for a queue slot. */
+  throttleWaits: number;
+  throttleWaitSeconds: number;
+  queueWaits: number;
+  /** Mean I/Os in the device (served and waiting), and the mean time of one, arrival to completion, by kind (ms). */
+  meanQueue: number;
+  meanReadLatencyMs: number | null;
+  meanWriteLatencyMs: number | null;
+  meanFlushLatencyMs: number | null;
+  /** I/Os in the server at each reading (the tolerance of comparing its count with the kernel's). */
+  inFlight: { start: number; end: number };
+  /** CPU seconds the server used in the window, and where the volume's bytes live. */
+  serverCpuSeconds: number;
+  backing: 'ram' | 'file';
 }
 
 /** pg_stat_database deltas over the window, and what follows from them. */
@@ -123,6 +183,8 @@ export interface Diagnostics {
   walBytes?: number;
   /** Size of the sampled database (pg_database_size) when the window began. */
   databaseBytes?: number;
+  /** A modelled volume's own counters over the window; absent on other devices and in results before it. */
+  volume?: VolumeWindow | null;
   /** The host's own I/O on its data device, from its I/O cgroup (the part a per-process throttle sees). */
   cgroupIo?: { readIops: number; writeIops: number; readMBps: number; writeMBps: number } | null;
   /** The host's memory cgroup, mean over the window: page cache (shared_buffers included) and anonymous memory. */

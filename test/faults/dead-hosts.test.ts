@@ -9,7 +9,9 @@
  *   every row exactly once;
  * - the agent killed during the timed VACUUM and during the backlog's fill: each retry starts clean (the orphaned
  *   fill workload, which would write for a day, is stopped and named), and the figures are the clean attempt's;
- * - Postgres stopped (SIGSTOP) for 30 s mid-TPS: the stalled attempt is recorded as failed and measured again.
+ * - Postgres stopped (SIGSTOP) for 30 s mid-TPS: the stalled attempt is recorded as failed and measured again;
+ * - the modelled volume's server killed mid-TPS: the run fails at the watchdog's next probe, naming the server and
+ *   quoting its log, and the host (its loop device, its dead FUSE mount) is torn down.
  * Scenarios run side by side on one lab: most of their time is waiting for Temporal's timers.
  */
 import type { WorkflowHandle } from '@temporalio/client';
@@ -210,11 +212,27 @@ describe('dead hosts and killed attempts (faults)', () => {
     expect(leftoversOf(run.hostId)).toEqual([]);
   }
 
+  async function volumeServerKilledMidTps(): Promise<void> {
+    const run = await start({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0, durationSeconds: 60 } }, 'gp3');
+    await waitForActivity(lab.client, run.cluster, 'runPgbench', 'tps', 120_000, (d) => Number(d.second ?? 0) >= 2);
+    const config = JSON.parse(readFileSync(path.join(lab.paths.hostsDir, run.hostId, 'host.json'), 'utf8')) as HostConfig;
+    const killedAt = Date.now();
+    kill(Number(readFileSync(config.volume!.pidFile, 'utf8')));
+    expect((await settle(run, 180_000)).ok).toBe(false);
+    // The watchdog probes every few seconds; the failure is not retried on a host whose storage is gone.
+    expect(Date.now() - killedAt).toBeLessThan(120_000);
+    const c = readResult(lab, run.runId).classes.gp3.clusters[0];
+    expect(c.status).toBe('failed');
+    expect(c.error).toMatch(new RegExp(`host ${run.hostId}: its modelled volume's server is not running \\(during tps\\), so every I/O of the host fails; the end of .*volume-server.log`));
+    expect(leftoversOf(run.hostId)).toEqual([]);
+  }
+
   it('a dead host, an OOM and a kill mid-index each end in bounded time, named, with nothing left running', async () => {
     await sideBySide(
       ['supervisor and agent killed mid-TPS', supervisorAndAgentKilledMidTps],
       ['over-sized workload', oversizedWorkload],
       ['agent killed mid-index', agentKilledWhileIndexing],
+      ['volume server killed mid-TPS', volumeServerKilledMidTps],
     );
   });
 

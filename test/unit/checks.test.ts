@@ -8,6 +8,7 @@ import { latencyBreakdown, waitClassShares } from '../../common/results/breakdow
 import type { Diagnostics, DiagnosticsSecond } from '../../common/results/sampler-and-phases';
 import type { Check, ClusterResult, ExperimentResult } from '../../common/results/result';
 import { resolveSpec } from '../../common/input/spec';
+import { gp3Window } from '../helpers/volume-window';
 
 const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
 const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };
@@ -37,8 +38,10 @@ function healthyCluster(): ClusterResult {
     cpu: { source: 'cgroup', seconds: 10, coresBusy: 1, cores: 2 },
     samplerCpuSeconds: 0.05,
     device: null,
-    series: Array.from({ length: 10 }, (_, i) => ({ ...second, second: i + 1 })),
+    series: Array.from({ length: 10 }, (_, i) => ({ ...second, second: i + 1, deviceOps: 2950 })),
     notes: [],
+    // The modelled gp3 at its budget: what it served, and the kernel's own count of the device beside it.
+    volume: gp3Window(2950),
   };
   return {
     hostId: 'h-gp3-0',
@@ -102,8 +105,10 @@ const BREAKERS: Record<string, (c: ClusterResult) => Parameters<typeof drillChec
   'WAL time: samples vs server': (c) => void Object.assign(c.diagnostics!.wal!, { wal_write_time: 500, wal_sync_time: 4_500 }),
   // 40 active backends / 2,000 TPS = 20 ms in the server for a 32 ms latency: time spent outside the server.
   'server occupancy matches the latency': (c) => void (c.diagnostics!.avgActiveSessions = 40),
-  'throttle engaged': (c) => void c.diagnostics!.series.forEach((s) => Object.assign(s, { readIops: 1200, writeIops: 1100, readMBps: 9, writeMBps: 9 })),
-  'throttle held': (c) => void c.diagnostics!.series.forEach((s) => (s.writeIops = 5721)),
+  // The device far below its budget while the data exceeds memory: the model was not what bound the class.
+  'budget engaged': (c) => void (c.diagnostics!.volume = gp3Window(1200)),
+  // The kernel completed 700 writes (5.5 MiB) on the volume's device that the server never served: they escaped.
+  'nothing escaped the device model': (c) => void Object.assign(c.diagnostics!.volume!.kernel!, { writes: c.diagnostics!.volume!.kernel!.writes + 700, writeBytes: c.diagnostics!.volume!.kernel!.writeBytes + 700 * 8192 }),
   'dead bytes as requested': (c) => void Object.assign(c.phases.vacuum!, { deadBytes: 5 << 20, deadBytesDeviation: -0.375 }),
   'VACUUM removed the dead tuples': (c) => void (c.phases.vacuum!.verbose.tuples.removed = 20_000),
   'restore-drill passes': () => [{ ...passedDrill, status: 'failed', verdict: 'failed: missing WAL segment 000000010000000000000003' }],
@@ -163,36 +168,53 @@ describe('self-checks', () => {
   });
 });
 
-describe('the throttle checks of a class with one IOPS budget for reads and writes', () => {
-  const withOwnIo = (readIops: number, writeIops: number) => {
+describe('the device checks of a modelled volume', () => {
+  const accounting = (change: (c: ClusterResult) => void) => {
     const c = healthyCluster();
-    // The device's per-second figures far below the cap either way: only the host's own reads + writes can show it.
-    c.diagnostics!.series.forEach((s) => Object.assign(s, { readIops: 1200, writeIops: 1100, readMBps: 9, writeMBps: 9 }));
-    c.diagnostics!.cgroupIo = { readIops, writeIops, readMBps: 9, writeMBps: 9 };
-    return checksOf(c).filter((k) => k.name.startsWith('throttle'));
+    change(c);
+    return checksOf(c).find((k) => k.name === 'nothing escaped the device model')!;
   };
 
-  it('is engaged by reads and writes together near the budget', () => {
-    expect(spec.storageClasses.gp3.iopsBudget).toBe('shared');
-    expect(withOwnIo(1900, 700).every((k) => k.ok)).toBe(true);
+  it('passes when the kernel\'s count of the device and the server\'s agree within what was in flight', () => {
+    expect(accounting((c) => void (c.diagnostics!.volume!.kernel!.reads += 70))).toMatchObject({ ok: true });
+    expect(accounting(() => undefined).detail).toMatch(
+      /29500 I\/Os served by the gp3 model \(20650 reads, 8850 writes, 500 flushes\), the kernel completed 20650 reads and 9350 writes \(its 500 flushes among them as empty writes\) on the device: 0 beyond the model's \(up to 88 may be in flight\), 0.0 MiB moved apart/,
+    );
+  });
+
+  it('fails when the kernel moved bytes the server never served, however it counted requests', () => {
+    const failed = accounting((c) => void (c.diagnostics!.volume!.kernel!.writeBytes += 200 * 2 ** 20));
+    expect(failed.ok).toBe(false);
+    expect(failed.detail).toMatch(/200.0 MiB moved apart/);
+  });
+
+  it('fails when I/O ran with the model off in the window', () => {
+    const failed = accounting((c) => {
+      const v = c.diagnostics!.volume!;
+      v.modelled.reads -= 300;
+      v.modelled.units -= 300;
+    });
+    expect(failed.ok).toBe(false);
+    expect(failed.detail).toMatch(/300 served with the model off/);
+    expect(accounting((c) => void (c.diagnostics!.volume!.modelOn.end = false)).ok).toBe(false);
+  });
+
+  it('fails when the device passed more than its budget over the window, or in one second', () => {
+    const over = accounting((c) => void (c.diagnostics!.volume!.modelled.units = 3100 * 10));
+    expect(over.ok).toBe(false);
+    expect(over.detail).toMatch(/beyond its budget: operations 31000 in 10.0 s, more than the 3000 a second allow/);
+    const second = accounting((c) => void (c.diagnostics!.series[4].deviceOps = 3300));
+    expect(second.ok).toBe(false);
+    expect(second.detail).toMatch(/3300 operations in one second on a budget of 3000/);
+  });
+
+  it('fails when the server counted I/Os the kernel never saw (a request split in two)', () => {
+    expect(accounting((c) => void (c.diagnostics!.volume!.served.reads += 500)).ok).toBe(false);
   });
 
   it('names the bound by what the backends waited on at the budget', () => {
     const c = healthyCluster();
-    // Under one budget each direction stays below the whole figure; together they reach it.
-    c.diagnostics!.series.forEach((s) => Object.assign(s, { readIops: 2000, writeIops: 1100, readMBps: 9, writeMBps: 9 }));
-    c.diagnostics!.cgroupIo = { readIops: 1900, writeIops: 700, readMBps: 9, writeMBps: 9 };
-    const limits = { iops: 3000, throughputMiBps: 125, iopsBudget: 'shared' as const };
-    expect(boundBy(c, limits)?.resource).toBe('IO-bound (page reads at the IOPS budget)');
-    expect(boundBy(c, { ...limits, iopsBudget: 'separate' })?.resource).not.toMatch(/IOPS budget/);
-  });
-
-  it('fails "throttle engaged" when reads and writes together stay far below the budget', () => {
-    expect(withOwnIo(1000, 300).find((k) => k.name === 'throttle engaged')?.ok).toBe(false);
-  });
-
-  it('fails "throttle held" when reads and writes together went well beyond the budget', () => {
-    expect(withOwnIo(3000, 1000).find((k) => k.name === 'throttle held')?.ok).toBe(false);
+    expect(boundBy(c, { iops: 3000, throughputMiBps: 125, iopsBudget: 'shared' })?.resource).toBe('IO-bound (page reads at the IOPS budget)');
   });
 });
 

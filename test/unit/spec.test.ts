@@ -72,13 +72,22 @@ describe('experiment spec', () => {
 });
 
 describe("an emulated EBS class's IOPS budget", () => {
-  it('is one budget for reads and writes unless the spec says otherwise; other kinds have none', () => {
+  it('is one budget for reads and writes; the kernel\'s separate limits are refused; other kinds have none', () => {
     const spec = resolveSpec({ preset: 'local-quick' });
     expect(spec.storageClasses.gp3.iopsBudget).toBe('shared');
-    expect(spec.storageClasses['local-disk'].iopsBudget).toBeUndefined();
+    expect(spec.storageClasses.nvme.iopsBudget).toBeUndefined();
     expect(classLimits(spec.storageClasses.gp3)?.iopsBudget).toBe('shared');
-    expect(resolveSpec({ preset: 'local-quick', storageClasses: { gp3: { iopsBudget: 'separate' } } }).storageClasses.gp3.iopsBudget).toBe('separate');
+    expect(() => resolveSpec({ preset: 'local-quick', storageClasses: { gp3: { iopsBudget: 'separate' } } })).toThrow(
+      /storageClasses\.gp3\.iopsBudget: a modelled volume has one budget for reads and writes/,
+    );
     expect(revalidateSpec(spec)).toEqual(spec);
+  });
+
+  it('models gp3 or io2 for an emulated-ebs class, and m6id\'s NVMe for an nvme class, which takes no IOPS', () => {
+    expect(() => resolveSpec({ preset: 'local-quick', storageClasses: { gp3: { volumeType: 'io2', iops: 16000 } } })).not.toThrow();
+    expect(() => resolveSpec({ preset: 'local-quick', storageClasses: { nvme: { volumeType: 'io2' } } })).toThrow(/storageClasses\.nvme\.volumeType: only an emulated-ebs class/);
+    expect(() => resolveSpec({ preset: 'local-quick', storageClasses: { nvme: { iops: 3000 } } })).toThrow(/storageClasses\.nvme\.iops: a nvme class has no provisioned IOPS/);
+    expect(() => resolveSpec({ preset: 'local-quick', provider: 'aws' })).toThrow(/"nvme" cannot run on provider "aws"/);
   });
 
   it('stays as it was in a spec resolved before the choice (a recorded history): separate limits, unchanged by revalidation', () => {

@@ -1,8 +1,10 @@
 /**
- * Hosts on this machine. A host is a folder, a storage device (the machine's disk, or a direct-I/O loop device
- * under a cgroup I/O limit for emulated EBS), a memory limit, and a supervised host agent started inside the host's
- * cgroups, so the Postgres and pgbench it starts inherit the limits. Without root or cgroups hosts still work and
- * are marked "not emulated".
+ * Hosts on this machine. A host is a folder, a storage device, a memory limit, and a supervised host agent started
+ * inside the host's cgroups, so the Postgres and pgbench it starts inherit the limits. The device is the machine's
+ * disk (`local-disk`), or for a modelled class (`emulated-ebs`: gp3, io2; `nvme`: m6id's instance store) a modelled
+ * volume: a server outside the host's cgroups (lib/volume.ts, infra/volume) times every I/O by the class's device
+ * model, under a direct-I/O loop device with ext4 (docs/storage-emulation.md). Without root, cgroups or FUSE hosts
+ * still work on the machine's disk and are marked "not emulated".
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { spawn } from 'node:child_process';
@@ -46,15 +48,40 @@ import {
   removeHostCgroup,
   type HostCgroup,
 } from '../../../lib/cgroups';
-import { IoCap } from '../../../lib/io-cap';
-import { createLoopVolume, deviceOfPath, detachLoop, loopsBackedBy, unmount } from '../../../lib/block-devices';
+import { attachVolumeLoop, deviceOfPath, detachLoop, formatAndMount, loopsBackedBy, mountVolume, unmount } from '../../../lib/block-devices';
+import { deviceModelOf, serverParams } from '../../../common/model/devices';
+import type { ModelledVolume } from '../../../common/core/hosts';
+import {
+  chooseBacking,
+  modelledVolumeSupport,
+  socketPathFor,
+  startVolumeServer,
+  stopVolumeServer,
+  tail,
+  VolumeControl,
+  volumeServerPid,
+  type VolumeStats,
+} from '../../../lib/volume';
 
-/** Extra room on an emulated volume beyond what the workflow asked for (file system overhead, WAL bursts). */
+/** Extra room on a modelled volume beyond what the workflow asked for (file system overhead, WAL bursts). */
 const VOLUME_HEADROOM_BYTES = 2 * 1024 ** 3;
 /** A host folder's owner record (lib/claims.ts), written before anything else in it. */
 const OWNER_FILE = 'owner.json';
 /** What a host folder made before owner records says of its run. */
 const LABELS_FILE = 'labels.json';
+
+/** What a power cut did (cutPower): the device's counters at the cut and after, and what it dropped. */
+export interface PowerCutReport {
+  hostId: string;
+  /** Writes the device had not made durable, dropped at the cut. */
+  droppedPages: number;
+  droppedBytes: number;
+  /** The device's counters just before the cut and once it serves again. */
+  before: VolumeStats;
+  after: VolumeStats;
+  /** Seconds from the cut until the volume was mounted again (ext4 replayed its journal). */
+  seconds: number;
+}
 
 export interface LocalProviderOptions {
   hostsDir: string;
@@ -87,9 +114,8 @@ export class LocalProvider implements HostProvider {
       if (!this.supervisorAlive(existing)) this.startAgent(existing, req);
       return toRecord(existing);
     }
-    // A provisioning cut short (its worker died) may have left a mount or a loop device: start from scratch.
-    await unmount(path.join(hostDir, 'volume'));
-    for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
+    // A provisioning cut short (its worker died) may have left a mount, a loop device or a volume server: start afresh.
+    await this.releaseVolume(hostDir);
     // Labels: when the host expires (the sweeper removes it then, whatever its run's state).
     writeLabFile(path.join(hostDir, LABELS_FILE), JSON.stringify({ runId: req.runId, hostId: req.hostId, experiment: req.experiment, expiresAt: req.expiresAt }), {
       atomic: true,
@@ -108,27 +134,37 @@ export class LocalProvider implements HostProvider {
 
     const support = detectCgroups();
     const limits = classLimits(req.storageClass);
+    const model = deviceModelOf(req.storageClass);
     const cgroup = support.kind ? createHostCgroup(support.kind, req.hostId, req.memoryLimitMiB) : null;
-    let emulated = cgroup !== null;
-    let emulationNote = support.kind ? undefined : `not emulated: ${support.reason}`;
+    const volumeSupport = modelledVolumeSupport();
+    let emulated = cgroup !== null && (model === null || volumeSupport.ok);
+    const emulationNote = !support.kind ? `not emulated: ${support.reason}` : model && !volumeSupport.ok ? `not emulated: ${volumeSupport.reason}` : undefined;
 
     let storageRoot = path.join(hostDir, 'disk');
     let device: string | null;
-    let majMin: string | null = null;
-    if (req.storageClass.kind === 'emulated-ebs' && cgroup && limits) {
+    let volume: ModelledVolume | undefined;
+    if (model && cgroup && volumeSupport.ok) {
+      // The modelled volume: its server first (outside the host's cgroups), then the loop device, ext4 and the mount.
       storageRoot = path.join(hostDir, 'volume');
       ensureDir(storageRoot);
-      const size = req.storageClass.sizeGiB ? req.storageClass.sizeGiB * 1024 ** 3 : req.volumeBytes + VOLUME_HEADROOM_BYTES;
-      const loop = await createLoopVolume(path.join(hostDir, 'volume.img'), storageRoot, Math.ceil(size));
-      majMin = loop.majMin;
+      const want = req.storageClass.sizeGiB ? req.storageClass.sizeGiB * 1024 ** 3 : req.volumeBytes + VOLUME_HEADROOM_BYTES;
+      const sizeBytes = Math.ceil(want / 4096) * 4096;
+      volume = await startVolumeServer({
+        binary: volumeSupport.binary,
+        hostDir,
+        sizeBytes,
+        params: serverParams(model),
+        model: model.name,
+        backing: chooseBacking(req.volumeBytes, req.memoryLimitMiB * 2 ** 20),
+      });
+      const loop = await attachVolumeLoop(volume.image);
+      await new VolumeControl(volume.socket).attach(loop.name);
+      await formatAndMount(loop.device, storageRoot);
       device = loop.name;
     } else {
       ensureDir(storageRoot);
       device = deviceOfPath(storageRoot);
-      if (req.storageClass.kind === 'emulated-ebs') {
-        emulated = false;
-        emulationNote ??= 'not emulated: no I/O limits on this machine';
-      }
+      if (model) emulated = false;
     }
 
     const dataDir = path.join(storageRoot, 'pgdata');
@@ -154,7 +190,7 @@ export class LocalProvider implements HostProvider {
         iops: emulated && limits ? limits.iops : null,
         throughputMiBps: emulated && limits ? limits.throughputMiBps : null,
         memoryLimitMiB: cgroup ? req.memoryLimitMiB : null,
-        iopsBudget: emulated && limits ? limits.iopsBudget : null,
+        iopsBudget: emulated && limits ? 'shared' : null,
       },
       postgres: { host: '127.0.0.1', port: await freePort() },
       hostDir,
@@ -167,9 +203,9 @@ export class LocalProvider implements HostProvider {
       ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
       cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
       ...(owner ? { owner } : {}),
+      ...(volume ? { volume } : {}),
     };
-    // The class's I/O cap, before anything runs on the host; its agent lifts it only for preparation (lib/io-cap.ts).
-    new IoCap(config, majMin).apply();
+    // The volume's server starts with its model on; the host's agent lifts it only for preparation (lib/io-cap.ts).
     writeLabFile(configFile, JSON.stringify(config, null, 2), { atomic: true });
     this.startAgent(config, req);
     return toRecord(config);
@@ -185,8 +221,7 @@ export class LocalProvider implements HostProvider {
       return `left ${hostId} alone: ${refusal}`;
     }
     await this.killAndWait(hostId);
-    await unmount(path.join(hostDir, 'volume'));
-    for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
+    await this.releaseVolume(hostDir);
     const cg = this.cgroupOf(hostId);
     if (cg) removeHostCgroup(cg);
     await removeLabTree(hostDir);
@@ -237,11 +272,12 @@ export class LocalProvider implements HostProvider {
       const labels = readLabels(dir);
       const hostId = record?.resource ?? labels?.hostId ?? folder;
       const runId = record?.runId ?? labels?.runId ?? '';
+      const volumePid = volumeServerPid(volumePaths(dir));
       hosts.set(hostId, {
         hostId,
         runId,
         expiresAt: labels?.expiresAt ?? null,
-        resources: [dir],
+        resources: [dir, ...(volumePid ? [`volume-server:${volumePid}`] : [])],
         ...(runId ? {} : { madeAt: madeAt(dir) }),
       });
     }
@@ -280,10 +316,57 @@ export class LocalProvider implements HostProvider {
     const memoryLine = memory
       ? `memory cgroup: limit ${mib(memory.limitBytes)}, peak ${memory.peakBytes === null ? 'unknown' : mib(memory.peakBytes)}, ${memory.oomKills} process${memory.oomKills === 1 ? '' : 'es'} killed for memory (OOM)`
       : 'memory: no cgroup (not enforced)';
+    if (config.volume) {
+      const pid = volumeServerPid(config.volume);
+      processes.push(pid ? `volume server running (pid ${pid})` : `volume server NOT running (its log ${config.volume.log} ends:\n${tail(config.volume.log, 8)})`);
+    }
     const logFile = path.join(hostDir, 'agent.log');
     const logText = readLabFile(logFile, { maxBytes: 16 * 1024, tail: true });
     const log = logText !== null ? `last lines of ${logFile}:\n${logText.trimEnd().split('\n').slice(-20).map((l) => l.slice(0, 400)).join('\n')}` : `no agent log at ${logFile}`;
     return { oomKills: memory?.oomKills ?? null, text: `host ${hostId}: ${processes.join(', ')}\n${memoryLine}\n${log}` };
+  }
+
+  /**
+   * Cuts the power of a host on a modelled volume: the volume drops every write it had not made durable and fails all
+   * I/O from that instant, every process of the host is killed (what the host's page cache held is lost with them),
+   * the file system is unmounted and the loop device detached; then the volume serves again and ext4 is mounted on
+   * what was durable (it replays its journal). The host's agent is started again by provisioning the host again (the
+   * provider's idempotent path starts a dead agent), and PostgreSQL's crash recovery is the caller's next step.
+   * Resolves with what the device dropped and its counters around the cut.
+   */
+  async cutPower(hostId: string): Promise<PowerCutReport> {
+    const hostDir = this.hostDir(hostId);
+    const configFile = path.join(hostDir, 'host.json');
+    if (!existsSync(configFile)) throw new Error(`host ${hostId}: no host folder at ${hostDir}: nothing to cut`);
+    const config = readConfig(configFile);
+    if (!config.volume) throw new Error(`host ${hostId} is not on a modelled volume (class ${config.className}, ${config.kind}): only a modelled volume can drop unflushed writes`);
+    const control = new VolumeControl(config.volume.socket);
+    const before = await control.stats();
+    const started = Date.now();
+    const dropped = await control.cut();
+    await this.killAndWait(hostId);
+    const storageRoot = path.dirname(config.dataDir);
+    await unmount(storageRoot);
+    for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
+    await control.powerOn();
+    const loop = await attachVolumeLoop(config.volume.image);
+    await control.attach(loop.name);
+    await mountVolume(loop.device, storageRoot);
+    const seconds = (Date.now() - started) / 1000;
+    // The loop device may come back under another name: the host's record follows it (the sampler reads it).
+    if (loop.name !== config.device) writeLabFile(configFile, JSON.stringify({ ...config, device: loop.name }, null, 2), { atomic: true });
+    return { hostId, ...dropped, before, after: await control.stats(), seconds };
+  }
+
+  /** Unmounts a host's volume, detaches its loop devices and stops its volume server, in bounded time. */
+  private async releaseVolume(hostDir: string): Promise<void> {
+    await unmount(path.join(hostDir, 'volume'));
+    // The loop device the host recorded, even when its image's path no longer resolves (a dead server's mount).
+    const configFile = path.join(hostDir, 'host.json');
+    const recorded = existsSync(configFile) ? readConfig(configFile) : null;
+    if (recorded?.volume && recorded.device && loopImage(recorded.device)?.endsWith('volume.img')) await detachLoop(recorded.device);
+    for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
+    await stopVolumeServer(volumePaths(hostDir));
   }
 
   /** A new random password, or the one every host of a scope shares: derived from the lab's key, never stored per scope. */
@@ -434,6 +517,21 @@ export class LocalProvider implements HostProvider {
     closeSync(log);
     child.unref();
     writeLabFile(path.join(config.hostDir, 'supervisor.pid'), String(child.pid));
+  }
+}
+
+/** Where a host's volume server keeps its mount, socket and pid file: known from the host's folder alone, so teardown
+ * finds a server whose host.json was never written (a provisioning cut short). */
+function volumePaths(hostDir: string): Pick<ModelledVolume, 'fuseDir' | 'socket' | 'pidFile'> {
+  return { fuseDir: path.join(hostDir, 'volume-fuse'), socket: socketPathFor(hostDir), pidFile: path.join(hostDir, 'volume-server.pid') };
+}
+
+/** The backing file a loop device names in sysfs, or null when it is not attached. */
+function loopImage(name: string): string | null {
+  try {
+    return /^loop\d+$/.test(name) ? readKernelFile(`/sys/block/${name}/loop/backing_file`).trim() : null;
+  } catch {
+    return null;
   }
 }
 

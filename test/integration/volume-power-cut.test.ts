@@ -1,0 +1,111 @@
+/**
+ * A power cut on a modelled volume, through the local provider as a drill uses it (cutPower): a host provisioned on
+ * a modelled gp3, files written on its ext4 as a database would write them, the power cut, the volume back. What
+ * was made durable (written, then fsync'd: the loop device turns ext4's flush into an fsync of the image, which the
+ * server takes as its flush) survives; what was not is gone: a buffered write never flushed (lost with the host's
+ * page cache), and a direct write that reached the device but was never flushed (dropped by the device, which says
+ * how many bytes it dropped). ext4 replays its journal on the way back. Then teardown leaves nothing behind.
+ */
+import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync, chmodSync } from 'node:fs';
+import path from 'node:path';
+import { resolveSpec } from '../../common/input/spec';
+import type { HostRequest } from '../../common/core/hosts';
+import type { LocalProvider } from '../../infra/providers/local/local-provider';
+import { labPaths, type LabPaths } from '../../lib/lab-paths';
+import { VolumeControl } from '../../lib/volume';
+import { runProcess } from '../../lib/process-runner';
+import { hostRequests, localProviderFor } from '../helpers/aws-lab';
+import { uniqueId } from '../helpers/temporal';
+import { volumeSupport } from '../helpers/volume';
+import { detectCgroups } from '../../lib/cgroups';
+
+const describeIfVolumes = volumeSupport.ok && detectCgroups().kind ? describe : describe.skip;
+const PAGE = 4096;
+
+/** Writes one page of `byte` at `offset` with O_DIRECT (dd allocates the aligned buffer), without any fsync. */
+async function directWrite(file: string, offset: number, byte: string): Promise<void> {
+  await runProcess('dd', [`of=${file}`, `bs=${PAGE}`, `seek=${offset / PAGE}`, 'count=1', 'oflag=direct', 'conv=notrunc', 'iflag=fullblock', 'status=none'], {
+    input: byte.repeat(PAGE),
+  });
+}
+
+/** Writes a file and makes it durable: the file's data and its directory entry. */
+function durableWrite(file: string, data: string): void {
+  const fd = openSync(file, 'w');
+  writeSync(fd, data);
+  fsyncSync(fd);
+  closeSync(fd);
+  const dir = openSync(path.dirname(file), 'r');
+  fsyncSync(dir);
+  closeSync(dir);
+}
+
+describeIfVolumes('a power cut on a modelled volume (integration, root)', () => {
+  let paths: LabPaths;
+  let provider: LocalProvider;
+  let req: HostRequest;
+
+  beforeAll(async () => {
+    const base = process.env.STORAGE_LAB_TEST_DIR ?? '/tmp';
+    const home = mkdtempSync(path.join(base, 'power-cut-'));
+    chmodSync(home, 0o755);
+    paths = labPaths({ ...process.env, STORAGE_LAB_HOME: home, STORAGE_LAB_HOSTS_DIR: path.join(home, 'hosts') });
+    provider = localProviderFor(paths);
+    const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
+    [req] = hostRequests(spec, uniqueId('power-cut'));
+    await provider.provision(req);
+  });
+
+  afterAll(async () => {
+    if (provider && req) await provider.teardown(req.hostId);
+  });
+
+  it('keeps what was flushed and drops what was not, then comes back on what was durable', async () => {
+    const config = JSON.parse(readFileSync(path.join(paths.hostsDir, req.hostId, 'host.json'), 'utf8'));
+    expect(config.volume.model).toBe('gp3');
+    const root = path.join(paths.hostsDir, req.hostId, 'volume');
+    const control = new VolumeControl(config.volume.socket);
+    const durable = path.join(root, 'durable');
+    const lost = path.join(root, 'never-synced');
+
+    // ext4 commits its journal every 5 s, and a commit flushes the device: a flush between the direct write and the
+    // cut would make that write durable (as it should). So the direct write and the cut go together, and the round is
+    // taken again if the device saw a flush between them.
+    let dropped = 0;
+    let report: Awaited<ReturnType<LocalProvider['cutPower']>> | null = null;
+    for (let attempt = 0; attempt < 3 && dropped === 0; attempt++) {
+      if (attempt > 0) await provider.provision(req); // the host back, as a drill's next round has it
+      durableWrite(durable, 'D'.repeat(2 * PAGE));
+      writeFileSync(lost, 'never flushed'); // buffered: only in the host's page cache
+      const before = await control.stats();
+      await directWrite(durable, PAGE, 'X'); // reaches the device, never flushed
+      const beforeCut = await control.stats();
+      expect(beforeCut.store.volatileBytes).toBeGreaterThanOrEqual(PAGE);
+      if (beforeCut.flushes !== before.flushes) continue;
+      report = await provider.cutPower(req.hostId);
+      dropped = report.droppedBytes;
+    }
+    expect(report).not.toBeNull();
+    expect(dropped).toBeGreaterThanOrEqual(PAGE);
+    expect(report!.after.store.cutPages).toBeGreaterThan(report!.before.store.cutPages);
+    expect(report!.after.on).toBe(true);
+    expect(report!.after.dead).toBe(false);
+
+    // The durable file is whole, with its durable content where the unflushed direct write went; the buffered file
+    // never reached the device.
+    expect(readFileSync(durable, 'utf8')).toBe('D'.repeat(2 * PAGE));
+    expect(existsSync(lost) ? readFileSync(lost, 'utf8') : '').toBe('');
+    // The file system works after its journal's replay.
+    durableWrite(path.join(root, 'after'), 'ok');
+    expect(readFileSync(path.join(root, 'after'), 'utf8')).toBe('ok');
+  });
+
+  it('teardown leaves no mount, loop device, server or folder', async () => {
+    const hostDir = path.join(paths.hostsDir, req.hostId);
+    const socket = JSON.parse(readFileSync(path.join(hostDir, 'host.json'), 'utf8')).volume.socket as string;
+    await provider.teardown(req.hostId);
+    expect(existsSync(hostDir)).toBe(false);
+    expect(readFileSync('/proc/self/mounts', 'utf8')).not.toContain(hostDir);
+    await expect(new VolumeControl(socket).stats()).rejects.toThrow(/not reachable/);
+  });
+});
