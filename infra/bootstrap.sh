@@ -26,7 +26,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 
 # --- Debian packages: only the missing ones, and apt-get update only when something is missing.
 step_debian() {
-  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest)
+  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest nftables)
   [ "$mode" = test ] && apt_packages+=(chromium)
   local missing=() p
   for p in "${apt_packages[@]}"; do
