@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { safeSegment } from '../../../common/core/ids';
+import { runTag, safeSegment } from '../../../common/core/ids';
 import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
@@ -17,7 +17,8 @@ import { backupsDirFor, ensureDir, hostsKeyFile } from '../../../lib/lab-paths';
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
-import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
+import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
 import type { HostProvider } from '../host-provider';
 import {
   createHostCgroup,
@@ -140,7 +141,7 @@ export class LocalProvider implements HostProvider {
       passwordFile,
       pgBinDir,
       ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
-      cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
+      cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir, netDir: cgroup.netDir } : null,
     };
     // The class's I/O cap, before anything runs on the host; its agent lifts it only for preparation (lib/io-cap.ts).
     new IoCap(config, majMin).apply();
@@ -151,6 +152,8 @@ export class LocalProvider implements HostProvider {
 
   async teardown(hostId: string): Promise<void> {
     const hostDir = this.hostDir(hostId);
+    // The network first: a cut made around the host must not outlive it (nor its port, given to the next host).
+    await this.healNetwork(hostId);
     await this.killAndWait(hostId);
     await unmount(path.join(hostDir, 'volume'));
     for (const loop of await loopsBackedBy(hostDir)) await detachLoop(loop.device);
@@ -183,6 +186,54 @@ export class LocalProvider implements HostProvider {
     signal(postmasterPid, 'SIGKILL');
   }
 
+  /**
+   * Cuts the TCP traffic between two groups of hosts with nftables (lib/network-cut.ts): each host's sockets are
+   * told apart by its v2 cgroup, its server by its port. The table is named after the lab and the host the cut is
+   * made around; making it again replaces it.
+   */
+  async cutNetwork(cut: NetworkCutRequest): Promise<NetworkCutRecord> {
+    if (!cut.isolated.includes(cut.hostId)) throw new Error(`the cut is made around ${cut.hostId}, which must be one of the isolated hosts (${cut.isolated.join(', ')})`);
+    const ends = (ids: string[]): CutHost[] =>
+      ids.map((hostId) => {
+        const configFile = path.join(this.hostDir(hostId), 'host.json');
+        if (!existsSync(configFile)) throw new Error(`host ${hostId}: no host here to cut off (never made, or torn down)`);
+        const config = readConfig(configFile);
+        const netDir = config.cgroup?.netDir;
+        if (!netDir)
+          throw new Error(
+            `host ${hostId} has no cgroup v2 of its own, so its connections cannot be told from other hosts' on loopback (${config.cgroup ? 'made before network cuts existed, or no cgroup v2 tree below /sys/fs/cgroup' : `no cgroups: ${detectCgroups().reason ?? 'none'}`})`,
+          );
+        return { hostId, netDir, port: config.postgres.port };
+      });
+    const sides: [CutHost[], CutHost[]] = [ends(cut.isolated), ends(cut.others)];
+    const table = this.cutTable(cut.hostId);
+    const { seconds } = await applyCut(cutRuleset(table, sides));
+    return {
+      table,
+      mechanism: 'nftables, table inet ' + table + ': socket cgroupv2 (the host a socket belongs to) and the server port, both directions',
+      rules: cutRuleCount(sides),
+      appliedAt: new Date().toISOString(),
+      applySeconds: seconds,
+    };
+  }
+
+  async healNetwork(hostId: string): Promise<NetworkHealRecord> {
+    if (!this.canCut()) return { removed: false, droppedPackets: null, healedAt: new Date().toISOString(), removeSeconds: 0 };
+    const removed = await removeCut(this.cutTable(hostId));
+    return { removed: removed.removed, droppedPackets: removed.droppedPackets, healedAt: new Date().toISOString(), removeSeconds: removed.seconds };
+  }
+
+  /** The nftables table of a cut made around a host by this lab (several labs may share the machine). */
+  private cutTable(hostId: string): string {
+    return cutTableName(runTag(this.opts.hostsDir), hostId);
+  }
+
+  /** Whether this lab can have made a cut at all: nftables needs root and the nft tool. */
+  private canCut(): boolean {
+    if (typeof process.getuid === 'function' && process.getuid() !== 0) return false;
+    return (process.env.PATH ?? '/usr/sbin:/sbin').split(':').some((dir) => dir && existsSync(path.join(dir, 'nft')));
+  }
+
   async list(): Promise<ManagedHost[]> {
     const hosts = new Map<string, ManagedHost>();
     if (existsSync(this.opts.hostsDir)) {
@@ -208,6 +259,17 @@ export class LocalProvider implements HostProvider {
         // a process in it runs from this lab's hosts folder, so a sweep never kills another lab's hosts.
         else if (this.runsFromHere(hostCgroupPaths(support.kind, hostId)))
           hosts.set(hostId, { hostId, runId: '', expiresAt: null, resources: [`cgroup:${hostId}`] });
+      }
+    }
+    // Cuts made around this lab's hosts; one whose host is gone goes to the sweeper as a host without a run label.
+    if (this.canCut()) {
+      const labTag = runTag(this.opts.hostsDir);
+      for (const table of await listCutTables(`${CUT_TABLE_PREFIX}${labTag}_`)) {
+        const hostId = hostOfCutTable(labTag, table);
+        if (!hostId) continue;
+        const entry = hosts.get(hostId);
+        if (entry) entry.resources.push(`nftables:inet ${table}`);
+        else hosts.set(hostId, { hostId, runId: '', expiresAt: null, resources: [`nftables:inet ${table}`] });
       }
     }
     return [...hosts.values()];
@@ -287,10 +349,11 @@ export class LocalProvider implements HostProvider {
       recorded?.memoryDir && recorded.ioDir && recorded.cpuDir
         ? {
             kind: recorded.kind,
-            dirs: [...new Set([recorded.memoryDir, recorded.ioDir, recorded.cpuDir])],
+            dirs: [...new Set([recorded.memoryDir, recorded.ioDir, recorded.cpuDir, ...(recorded.netDir ? [recorded.netDir] : [])])],
             memoryDir: recorded.memoryDir,
             ioDir: recorded.ioDir,
             cpuDir: recorded.cpuDir,
+            netDir: recorded.netDir ?? null,
           }
         : hostCgroupPaths(support.kind, hostId);
     return cg.dirs.some((d) => existsSync(d)) ? cg : null;
