@@ -89,6 +89,7 @@ export const HOST_CALL_GROUPS = {
     'promoteStandby',
     'archiveCurrentSegment',
     'countLostCommits',
+    'probeOldPrimary',
     'waitForStandbys',
     'checkRepository',
   ],
