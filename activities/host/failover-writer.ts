@@ -321,11 +321,15 @@ function readLedger(file: string): LedgerEntry[] {
   return existsSync(file) ? parseLedger(readFileSync(file, 'utf8')) : [];
 }
 
-/** A partition's cut as the ledger check reads it: the replaced primary, the round, and when the cut was in place. */
+/**
+ * A partition's cut as the ledger check reads it: the replaced primary, the round, when the rules were asked for and
+ * when they were in place (the packet filter took effect at some moment between the two).
+ */
 export interface CutWindow {
   round: number;
   node: string;
-  at: string;
+  requestedAt: string;
+  appliedAt: string;
 }
 
 /** What the ledger check found: lost acknowledged ids, and (with a cut) what the replaced primary acknowledged after it. */
@@ -338,10 +342,12 @@ export interface LedgerCount {
   afterCut?: {
     /** Commits the replaced primary acknowledged after the cut was in place. */
     acknowledged: number;
-    /** Of those, the ones the new primary does not hold (a split brain). */
+    /** Commits it acknowledged while the rules were being loaded (before or after they took effect: unknown). */
+    whileCutting: number;
+    /** Of both, the ones the new primary does not hold: acknowledged by a primary that had been replaced (a split brain). */
     splitBrain: number;
     splitBrainSample: { id: number; lsn: string | null }[];
-    /** The LSN of the last commit it acknowledged before the cut (by the writer's clock). */
+    /** The LSN of the last commit it acknowledged before the rules were asked for (by the writer's clock). */
     lastAckedLsnBefore: string | null;
   };
 }
@@ -371,14 +377,17 @@ export async function countLostCommits(deps: HostDeps, input: HostInput & { prim
       rowsOnPrimary: Number(rows.rows[0].n),
     };
     if (input.afterCut) {
-      const cutAt = Date.parse(input.afterCut.at);
-      const round = readLedger(ledgerFile(deps, input.afterCut.round, 'acked')).filter((e) => e.node === input.afterCut!.node);
-      const after = round.filter((e) => e.ackedAtMs !== null && e.ackedAtMs > cutAt);
-      const before = round.filter((e) => e.ackedAtMs !== null && e.ackedAtMs <= cutAt);
+      const requested = Date.parse(input.afterCut.requestedAt);
+      const applied = Date.parse(input.afterCut.appliedAt);
+      const round = readLedger(ledgerFile(deps, input.afterCut.round, 'acked')).filter((e) => e.node === input.afterCut!.node && e.ackedAtMs !== null);
+      const before = round.filter((e) => e.ackedAtMs! <= requested);
+      const during = round.filter((e) => e.ackedAtMs! > requested && e.ackedAtMs! <= applied);
+      const after = round.filter((e) => e.ackedAtMs! > applied);
       const lostIds = new Set(missing.rows.map((r) => Number(r.id)));
-      const split = after.filter((e) => lostIds.has(e.id));
+      const split = [...during, ...after].filter((e) => lostIds.has(e.id));
       count.afterCut = {
         acknowledged: after.length,
+        whileCutting: during.length,
         splitBrain: split.length,
         splitBrainSample: split.slice(0, 10).map((e) => ({ id: e.id, lsn: e.lsn })),
         lastAckedLsnBefore: before.length ? before[before.length - 1].lsn : null,

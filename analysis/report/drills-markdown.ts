@@ -129,14 +129,14 @@ export function partitionSection(r: PartitionDrillResult): string[] {
   if (first) lines.push(`The cut: ${first.cut.mechanism}; ${first.cut.rules} rules.`);
   lines.push('');
   lines.push(
-    '| round | cut off | promoted | RTO (cut → first ack on new) | write outage | acknowledged after the cut (old primary) | split-brain commits | lost | in doubt (landed) | packets dropped | old primary: sync standbys, fence | old primary after |',
+    '| round | cut off | promoted | RTO (cut → first ack on new) | write outage | old primary acknowledged after the cut (while cutting) | split-brain commits | lost | in doubt (landed) | packets dropped | old primary: sync standbys, fence | old primary after |',
   );
   lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
   const bold = (v: number) => (v === 0 ? '0' : `**${n(v)}**`);
   for (const x of r.rounds) {
     const o = x.oldPrimary;
     lines.push(
-      `| ${x.round} | ${x.isolatedNode} | ${x.promotedNode} | ${s(x.rtoSeconds)} | ${s(x.writer.outageSeconds)} | ${n(x.acknowledgedAfterCut)} | ${bold(x.splitBrainCommits)} | ${bold(x.lostCommits)} | ${n(x.writer.inDoubt)} (${n(x.inDoubtPresent)}) | ${n(x.heal?.droppedPackets)} | '${o.synchronousStandbyNames ?? '?'}', ${o.fence.outcome === 'acknowledged' ? '**NOT FENCED: acknowledged a write**' : `${o.fence.outcome} (${s(o.fence.seconds)})`} | ${o.action}${o.seconds !== null ? ` in ${s(o.seconds)}` : ''}${o.streaming ? ', streaming' : ''} |`,
+      `| ${x.round} | ${x.isolatedNode} | ${x.promotedNode} | ${s(x.rtoSeconds)} | ${s(x.writer.outageSeconds)} | ${n(x.acknowledgedAfterCut)} (${n(x.acknowledgedWhileCutting)}) | ${bold(x.splitBrainCommits)} | ${bold(x.lostCommits)} | ${n(x.writer.inDoubt)} (${n(x.inDoubtPresent)}) | ${n(x.heal?.droppedPackets)} | '${o.synchronousStandbyNames ?? '?'}', ${o.fence.outcome === 'acknowledged' ? '**NOT FENCED: acknowledged a write**' : `${o.fence.outcome} (${s(o.fence.seconds)})`} | ${o.action}${o.seconds !== null ? ` in ${s(o.seconds)}` : ''}${o.streaming ? ', streaming' : ''} |`,
     );
   }
   lines.push('');

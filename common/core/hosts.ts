@@ -105,6 +105,8 @@ export interface NetworkCutRecord {
   /** How the rules tell the hosts' connections apart, in words. */
   mechanism: string;
   rules: number;
+  /** When the provider asked the packet filter for the rules: the earliest moment they can have taken effect. */
+  requestedAt: string;
   /** When the rules were in place (the provider's clock, after the packet filter answered). */
   appliedAt: string;
   /** How long loading the rules took. */

@@ -296,9 +296,14 @@ export interface PartitionRound {
   writer: WriterOutcome;
   /** RTO: from the cut to the first commit the promoted standby acknowledged. */
   rtoSeconds: number | null;
-  /** Commits the old primary acknowledged after the cut was in place (ack received by the writer after it). */
+  /**
+   * Commits the old primary acknowledged after the cut was in place (the writer's acknowledgement after the packet
+   * filter answered). Under ANY 1 at most one per writer connection: a commit a standby confirmed just before.
+   */
   acknowledgedAfterCut: number;
-  /** Of those, the ones the new primary does not hold: acknowledged by a primary that had been replaced (split brain). */
+  /** Commits it acknowledged while the rules were being loaded (tens of ms; before or after they took effect). */
+  acknowledgedWhileCutting: number;
+  /** Of both, the ones the new primary does not hold: acknowledged by a primary that had been replaced (split brain). */
   splitBrainCommits: number;
   splitBrainSample: { id: number; lsn: string | null }[];
   /** The LSN of the last commit the old primary acknowledged before the cut (the writer's record), and whether the promoted standby had received it. */

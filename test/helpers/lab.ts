@@ -34,6 +34,8 @@ export interface TestLabOptions {
   aws?: (paths: LabPaths) => ControlWorkerOptions['aws'];
   /** Another Temporal server than the suite's (a test that restarts its own server). */
   address?: string;
+  /** Switches of the host agents this lab starts (common/core/test-seams.ts). */
+  testSeams?: ControlWorkerOptions['testSeams'];
 }
 
 export async function startTestLab(name: string, opts: TestLabOptions = {}): Promise<TestLab> {
@@ -52,7 +54,7 @@ export async function startTestLab(name: string, opts: TestLabOptions = {}): Pro
   const startWorker = async () => {
     // A deployment of its own (named after its queue), made current by the worker, as `dev up` does.
     const versioning = { deploymentName: taskQueue, manual: false };
-    ({ worker, running } = await startControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle(), aws: opts.aws?.(paths), versioning }));
+    ({ worker, running } = await startControlWorker({ connection, temporal, paths, taskQueue, workflowBundle: workflowBundle(), aws: opts.aws?.(paths), versioning, testSeams: opts.testSeams }));
   };
   await startWorker();
 

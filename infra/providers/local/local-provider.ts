@@ -207,11 +207,14 @@ export class LocalProvider implements HostProvider {
       });
     const sides: [CutHost[], CutHost[]] = [ends(cut.isolated), ends(cut.others)];
     const table = this.cutTable(cut.hostId);
-    const { seconds } = await applyCut(cutRuleset(table, sides));
+    const ruleset = cutRuleset(table, sides);
+    const requestedAt = new Date().toISOString();
+    const { seconds } = await applyCut(ruleset);
     return {
       table,
       mechanism: 'nftables, table inet ' + table + ': socket cgroupv2 (the host a socket belongs to) and the server port, both directions',
       rules: cutRuleCount(sides),
+      requestedAt,
       appliedAt: new Date().toISOString(),
       applySeconds: seconds,
     };
