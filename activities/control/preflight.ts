@@ -264,6 +264,8 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
       const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
       if (tool) problems.push(tool);
+      // The partition drill's cut, checked before the clusters run rather than when the drill starts after them.
+      if (spec.durability.drills.includes('partition')) problems.push(...networkCutProblems().map((p) => p.replace(/^provider:/, 'durability.drills:')));
       // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
       const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
       problems.push(...(checked?.problems ?? []));

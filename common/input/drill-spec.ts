@@ -449,6 +449,6 @@ export function drillInputFor(kind: ExperimentSpec['durability']['drills'][numbe
   // Both drills archive with the experiment's tool to their own prefix of its store.
   const { tool, compression, backupStore, archiveTimeoutSeconds } = spec.durability;
   const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
-  if (kind === 'failover') return { ...common, backup };
+  if (kind === 'failover' || kind === 'partition') return { ...common, backup };
   return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
 }
