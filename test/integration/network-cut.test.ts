@@ -3,10 +3,15 @@
  * partition drill makes them. A TCP server in one host's cgroup, a client in a host on the other side of the cut and
  * one on the same side; the cut stops the far client's established connection (no reset: it stalls) and refuses its
  * new ones, while the near client goes on; removing the table lets the stalled connection resume, and says how many
- * packets the rules dropped.
+ * packets the rules dropped. A table left behind by a host that is gone is the sweeper's: the local provider lists it
+ * as a host without a run label, and its teardown removes it; another lab's table is not its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { planSweep } from '../../common/core/sweep';
+import { LocalProvider } from '../../infra/providers/local/local-provider';
 import { createHostCgroup, cgroupV2Mount, detectCgroups, joinScript, removeHostCgroup, type HostCgroup } from '../../lib/cgroups';
 import { freePort } from '../../lib/net';
 import { applyCut, cutRuleset, cutTableName, listCutTables, removeCut } from '../../lib/network-cut';
@@ -106,5 +111,34 @@ maybe('a network cut between host cgroups on loopback (real nftables)', () => {
     expect(await connects(farCg)).toBe('connected');
     // Removing it again is fine.
     expect(await removeCut(table)).toEqual({ removed: false, droppedPackets: null, seconds: 0 });
+  });
+});
+
+maybe('a network cut whose host is gone (real nftables)', () => {
+  let dir: string;
+  const tables: string[] = [];
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'netcut-sweep-'));
+  });
+  afterAll(async () => {
+    for (const t of tables) await removeCut(t);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is listed without a run label, so the sweeper removes it through the host\'s teardown; another lab\'s stays', async () => {
+    const hostsDir = path.join(dir, 'hosts');
+    const provider = new LocalProvider({ hostsDir, agentEnv: {}, supervisorScript: '/nonexistent' });
+    const mine = cutTableName(runTag(hostsDir), 'gone-node-1');
+    const theirs = cutTableName(runTag(path.join(dir, 'other-lab')), 'gone-node-1');
+    tables.push(mine, theirs);
+    const match = () => ({ path: 'unified', level: 1 });
+    for (const table of [mine, theirs]) await applyCut(cutRuleset(table, [[{ hostId: 'gone-node-1', netDir: '/x', port: 1 }], [{ hostId: 'gone-node-2', netDir: '/y', port: 2 }]], match));
+    const listed = (await provider.list()).filter((h) => h.hostId === 'gone-node-1');
+    expect(listed).toEqual([{ hostId: 'gone-node-1', runId: '', expiresAt: null, resources: [`nftables:inet ${mine}`] }]);
+    const plan = planSweep(listed.map((h) => ({ provider: 'local' as const, ...h })), {}, new Date().toISOString());
+    expect(plan.remove.map((d) => d.reason)).toEqual(['no run label: left behind by a crashed teardown']);
+    await provider.teardown('gone-node-1');
+    expect(await listCutTables(mine)).toEqual([]);
+    expect(await listCutTables(theirs)).toEqual([theirs]);
   });
 });
