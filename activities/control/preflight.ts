@@ -18,6 +18,7 @@ import { traversableByOthers } from '../../lib/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { cgroupV2Mount, detectCgroups } from '../../lib/cgroups';
+import { listCutTables } from '../../lib/network-cut';
 import { findWalg } from '../../lib/walg';
 import { backupStoreProblem } from '../../lib/backup-stores';
 import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from '../../lib/spec-checks';
@@ -223,11 +224,15 @@ function drillDisks(kind: DrillKind, spec: RestoreDrillSpec | ReplicaDrillSpec, 
  * What the partition drill's cut needs on this machine: root (nftables and cgroups), the nft tool, and a cgroup v2
  * tree below /sys/fs/cgroup where each host gets a cgroup that names its sockets (lib/network-cut.ts).
  */
-function networkCutProblems(): string[] {
+async function networkCutProblems(): Promise<string[]> {
   const problems: string[] = [];
   if (process.getuid?.() !== 0) problems.push('provider: the partition drill cuts the network with nftables, which needs root; run the control worker as root');
   if (!(process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, 'nft'))))
     problems.push('provider: nft (nftables) is not installed; run infra/bootstrap.sh (installs Debian\'s nftables)');
+  else if (process.getuid?.() === 0)
+    await listCutTables().catch((err: Error) =>
+      problems.push(`provider: nft cannot read this machine's packet filter (${err.message.split('\n')[0]}); the control worker needs CAP_NET_ADMIN`),
+    );
   const cgroups = detectCgroups();
   if (!cgroups.kind) problems.push(`provider: the partition drill tells hosts apart by their cgroups, and there are none here: ${cgroups.reason}`);
   else if (!cgroupV2Mount()) problems.push('provider: no cgroup v2 tree below /sys/fs/cgroup, where each host gets a cgroup that names its sockets; mount cgroup2 there (systemd hybrid mode has it at /sys/fs/cgroup/unified)');
@@ -265,7 +270,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
       if (tool) problems.push(tool);
       // The partition drill's cut, checked before the clusters run rather than when the drill starts after them.
-      if (spec.durability.drills.includes('partition')) problems.push(...networkCutProblems().map((p) => p.replace(/^provider:/, 'durability.drills:')));
+      if (spec.durability.drills.includes('partition')) problems.push(...(await networkCutProblems()).map((p) => p.replace(/^provider:/, 'durability.drills:')));
       // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
       const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
       problems.push(...(checked?.problems ?? []));
@@ -297,7 +302,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       }
       const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool', spec.provider) : null;
       if (tool) refuseEnvironmentProblems([tool]);
-      if (input.kind === 'partition') refuseEnvironmentProblems(networkCutProblems());
+      if (input.kind === 'partition') refuseEnvironmentProblems(await networkCutProblems());
       // The provider's own checks (the account's subnet, image owner and instance type, the cost ceiling).
       const checked = input.kind === 'partition' ? undefined : await provider(spec.provider).preflightDrill?.(input.kind, spec as RestoreDrillSpec | FailoverDrillSpec);
       refuseEnvironmentProblems(checked?.problems ?? []);

@@ -221,7 +221,7 @@ export class LocalProvider implements HostProvider {
   }
 
   async healNetwork(hostId: string): Promise<NetworkHealRecord> {
-    if (!this.canCut()) return { removed: false, droppedPackets: null, healedAt: new Date().toISOString(), removeSeconds: 0 };
+    if (!(await this.canCut())) return { removed: false, droppedPackets: null, healedAt: new Date().toISOString(), removeSeconds: 0 };
     const removed = await removeCut(this.cutTable(hostId));
     return { removed: removed.removed, droppedPackets: removed.droppedPackets, healedAt: new Date().toISOString(), removeSeconds: removed.seconds };
   }
@@ -231,11 +231,23 @@ export class LocalProvider implements HostProvider {
     return cutTableName(runTag(this.opts.hostsDir), hostId);
   }
 
-  /** Whether this lab can have made a cut at all: nftables needs root and the nft tool. */
-  private canCut(): boolean {
-    if (typeof process.getuid === 'function' && process.getuid() !== 0) return false;
-    return (process.env.PATH ?? '/usr/sbin:/sbin').split(':').some((dir) => dir && existsSync(path.join(dir, 'nft')));
+  /**
+   * Whether this lab can have made a cut at all: nftables needs root, the nft tool, and a packet filter it may read (a
+   * container without CAP_NET_ADMIN has none). Asked once; where it cannot, teardown and the sweeper skip the cuts.
+   */
+  private canCut(): Promise<boolean> {
+    this.cutSupport ??= (async () => {
+      if (typeof process.getuid === 'function' && process.getuid() !== 0) return false;
+      if (!(process.env.PATH ?? '/usr/sbin:/sbin').split(':').some((dir) => dir && existsSync(path.join(dir, 'nft')))) return false;
+      return listCutTables().then(
+        () => true,
+        () => false,
+      );
+    })();
+    return this.cutSupport;
   }
+
+  private cutSupport: Promise<boolean> | null = null;
 
   async list(): Promise<ManagedHost[]> {
     const hosts = new Map<string, ManagedHost>();
@@ -265,7 +277,7 @@ export class LocalProvider implements HostProvider {
       }
     }
     // Cuts made around this lab's hosts; one whose host is gone goes to the sweeper as a host without a run label.
-    if (this.canCut()) {
+    if (await this.canCut()) {
       const labTag = runTag(this.opts.hostsDir);
       for (const table of await listCutTables(`${CUT_TABLE_PREFIX}${labTag}_`)) {
         const hostId = hostOfCutTable(labTag, table);
