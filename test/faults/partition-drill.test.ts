@@ -4,8 +4,9 @@
  * primary acknowledges no commit the new one lacks, no acknowledged commit is lost, and each old primary is fenced
  * (a write to it after the heal is not acknowledged), rewound and streaming again. With the async test seam (every
  * host writes synchronous_standby_names = '', which no spec can ask for) the same drill sees the old primary
- * acknowledge commits after the cut, names them, and fails. A drill cancelled during a cut removes its rules and its
- * hosts; one terminated there leaves them, and `storage-lab sweep` removes both.
+ * acknowledge commits after the cut, names them, and fails. With the writer cut off too, it still moves to the new
+ * primary. A drill cancelled during a cut removes its rules and its hosts; one terminated there leaves them, and
+ * `storage-lab sweep` removes both.
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { execFile } from 'node:child_process';
@@ -90,6 +91,17 @@ describe('partition drill under ANY 1 (faults)', () => {
     expect(result.summary).toMatchObject({ rounds: 10, splitBrainCommits: 0, lostCommits: 0, oldPrimaries: { 'rewound, streaming': 10 } });
     expect(report).toContain('## Partitions');
     expect(report).toMatch(/10 partitions: 0 split-brain commits acknowledged/);
+    await nothingLeft(lab, workflowId);
+  });
+
+  it('the writer cut off with the standbys: it moves to the new primary all the same, nothing acknowledged alone', async () => {
+    const { workflowId, result } = await drill(lab, { preset: 'ci', backup: { enabled: false }, partition: { cutWriter: true } });
+    expect(result.status).toBe('passed');
+    const [r] = result.rounds;
+    // Twelve rules: the writer's host is a client of the old primary too.
+    expect(r.cut).toMatchObject({ cutWriter: true, rules: 12 });
+    expect(r).toMatchObject({ ok: true, acknowledgedAfterCut: 0, splitBrainCommits: 0, lostCommits: 0, oldPrimary: { fence: { outcome: 'hung' }, action: 'rewound', streaming: true } });
+    expect(r.writer.newPrimaryNode).toBe(r.promotedNode);
     await nothingLeft(lab, workflowId);
   });
 
