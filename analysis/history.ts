@@ -50,6 +50,13 @@ export interface HistoryVerdict {
   effects: Record<string, number | null>;
 }
 
+/** A drill a run ran (spec.durability.drills) as the index keeps it: how it ended and its headline figures. */
+export interface HistoryDrill {
+  kind: string;
+  status: string;
+  figures: Record<string, number | string | null>;
+}
+
 export interface HistoryEntry {
   schemaVersion: typeof HISTORY_SCHEMA_VERSION;
   runId: string;
@@ -61,6 +68,8 @@ export interface HistoryEntry {
   envKey: string;
   classes: Record<string, HistoryClass>;
   verdict?: HistoryVerdict;
+  /** The drills the run ran, if any (absent from entries indexed before drills were kept). */
+  drills?: HistoryDrill[];
 }
 
 export interface PinFile {
@@ -117,6 +126,7 @@ export function environmentKey(env: RunEnvironment): string {
 /** The index entry of a run: its environment and, per class, each cluster's TPS run. */
 export function historyEntry(result: ExperimentResult): HistoryEntry {
   const environment = environmentOf(result);
+  const drills = (Array.isArray(result.drills) ? (result.drills as HistoryDrill[]) : []).map((d) => ({ kind: d.kind, status: d.status, figures: d.figures ?? {} }));
   const classes: Record<string, HistoryClass> = {};
   for (const [name, c] of Object.entries(result.classes)) {
     classes[name] = {
@@ -140,7 +150,22 @@ export function historyEntry(result: ExperimentResult): HistoryEntry {
     environment,
     envKey: environmentKey(environment),
     classes,
+    ...(drills.length ? { drills } : {}),
   };
+}
+
+/** One drill in a line: its kind, outcome and the counts that matter (what `storage-lab history` prints). */
+export function drillLine(d: HistoryDrill): string {
+  const f = d.figures;
+  const num = (k: string) => (typeof f[k] === 'number' ? (f[k] as number) : null);
+  const outcome = d.status === 'passed' ? 'PASS' : d.status.toUpperCase();
+  const parts: string[] = [];
+  if (num('splitBrainCommits') !== null) parts.push(`${num('splitBrainCommits')} split-brain`);
+  if (num('lostCommits') !== null) parts.push(`${num('lostCommits')} lost`);
+  const rto = num('rtoSecondsMedian') ?? num('rtoSeconds');
+  if (rto !== null) parts.push(`RTO ${rto} s`);
+  if (num('rounds') !== null) parts.push(`${num('rounds')} rounds`);
+  return `${d.kind.replace(/-drill$/, '')} ${outcome}${parts.length ? ` (${parts.join(', ')})` : ''}`;
 }
 
 /** The index over a results store. */

@@ -162,6 +162,13 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
     },
     async teardownHost() {},
     async killHost() {},
+    async cutNetwork({ cut }) {
+      const at = new Date().toISOString();
+      return { table: `storage_lab_budget_${cut.hostId}`, mechanism: 'fake', rules: 8, requestedAt: at, appliedAt: at, applySeconds: 0.01 };
+    },
+    async healNetwork() {
+      return { removed: true, droppedPackets: 30, healedAt: new Date().toISOString(), removeSeconds: 0.01 };
+    },
     async diagnoseHost() {
       return { oomKills: 0, text: 'fake host', lastPollAt: null };
     },
@@ -284,10 +291,29 @@ function fakeHost(hostId: string, d: StepDurations): Partial<HostActivities> {
     async runFailoverWriter(input) {
       await take(d.writes, hostId, `writer round ${input.round}`);
       const winner = input.nodes.map((n) => n.node).filter((n) => n !== input.initialNode).sort()[0];
-      return { acknowledged: 100, failedWrites: 3, inDoubt: 0, lastAckBeforeKillAt: 't0', firstAckAfterAt: 't1', newPrimaryNode: winner, outageSeconds: 0.9, stopReason: 'done' };
+      const now = Date.now();
+      return {
+        acknowledged: 100,
+        failedWrites: 3,
+        inDoubt: 0,
+        lastAckBeforeKillAt: new Date(now - 900).toISOString(),
+        firstAckAfterAt: new Date(now).toISOString(),
+        newPrimaryNode: winner,
+        outageSeconds: 0.9,
+        stopReason: 'done',
+      };
     },
     async countLostCommits() {
       return { acknowledged: 100, lost: 0, lostSample: [], inDoubtPresent: 0, rowsOnPrimary: 100 };
+    },
+    async probeOldPrimary({ id }) {
+      return {
+        synchronousStandbyNames: 'ANY 1 (n2, n3)',
+        stillPrimary: true,
+        currentLsn: '0/9000000',
+        timeline: 1,
+        fence: { outcome: 'hung', seconds: 1, detail: `write ${id} was not acknowledged within 1 s` },
+      };
     },
     async rejoinAsStandby() {
       return { action: 'rewound', seconds: 1, detail: 'pg_rewind' };

@@ -27,8 +27,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 
 # --- Debian packages: only the missing ones, and apt-get update only when something is missing.
 step_debian() {
-  # fio validates the modelled volumes against their models (test/integration/volume-fio, bench/volume-fidelity).
-  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest fio)
+  # fio validates the modelled volumes against their models (test/integration/volume-fio, bench/volume-fidelity);
+  # nftables cuts loopback traffic for the partition drill.
+  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest fio nftables)
   [ "$mode" = test ] && apt_packages+=(chromium)
   local missing=() p
   for p in "${apt_packages[@]}"; do

@@ -32,11 +32,17 @@ export function writeCgroupFile(dir: string, name: string, value: string): void 
 /** The cgroup directories of one host. */
 export interface HostCgroup {
   kind: 'v1' | 'v2';
-  /** Every directory a process must join (one per v1 controller, or the one v2 directory). */
+  /** Every directory a process must join (one per v1 controller and the v2 one, or the one v2 directory). */
   dirs: string[];
   memoryDir: string;
   ioDir: string;
   cpuDir: string;
+  /**
+   * The host's cgroup in the v2 hierarchy: on a v2 machine its one directory; on a hybrid one (v1 controllers, a v2
+   * tree without them) a directory of its own there, which carries no limit but names the host's sockets, so a
+   * packet filter can tell one host's connections from another's on loopback (lib/network-cut.ts). Null: no v2 tree.
+   */
+  netDir: string | null;
 }
 
 export type CgroupSupport = { kind: 'v1' | 'v2'; reason?: undefined } | { kind: null; reason: string };
@@ -75,21 +81,48 @@ function labParent(kind: 'v1' | 'v2', controller: V1Controller | ''): string {
   return path.join(base, ownCgroupPath(controller), 'storage-lab');
 }
 
+/**
+ * Where the cgroup v2 tree is mounted below the cgroup root (the root itself on a v2 machine, `unified` on a hybrid
+ * one), or null when there is none there.
+ */
+export function cgroupV2Mount(): string | null {
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const [mount, fs] = line.split(' - ');
+    const mountPoint = mount?.split(' ')[4];
+    if (fs?.startsWith('cgroup2 ') && mountPoint && (mountPoint === CGROUP_ROOT || mountPoint.startsWith(`${CGROUP_ROOT}/`))) return mountPoint;
+  }
+  return null;
+}
+
 /** The cgroup directories a host uses (whether or not they exist yet). */
 export function hostCgroupPaths(kind: 'v1' | 'v2', hostId: string): HostCgroup {
   safeSegment(hostId, 'hostId');
   if (kind === 'v2') {
     const dir = path.join(labParent('v2', ''), hostId);
-    return { kind, dirs: [dir], memoryDir: dir, ioDir: dir, cpuDir: dir };
+    return { kind, dirs: [dir], memoryDir: dir, ioDir: dir, cpuDir: dir, netDir: dir };
   }
   const dir = (c: V1Controller) => path.join(labParent('v1', c), hostId);
+  const v2 = cgroupV2Mount();
+  const netDir = v2 ? path.join(v2, ownCgroupPath(''), 'storage-lab', hostId) : null;
   return {
     kind,
-    dirs: V1_CONTROLLERS.map(dir),
+    dirs: [...V1_CONTROLLERS.map(dir), ...(netDir ? [netDir] : [])],
     memoryDir: dir('memory'),
     ioDir: dir('blkio'),
     cpuDir: dir('cpuacct'),
+    netDir,
   };
+}
+
+/**
+ * How a packet filter names a host's v2 cgroup: nftables' `socket cgroupv2 level <level> "<path>"` takes the path
+ * below the cgroup root and the cgroup's depth in the v2 tree (it compares the socket's ancestor at that depth).
+ */
+export function socketCgroupMatch(netDir: string): { path: string; level: number } {
+  const mount = cgroupV2Mount();
+  const resolved = path.resolve(netDir);
+  if (!mount || !resolved.startsWith(`${mount}/`)) throw new Error(`${netDir} is not in the cgroup v2 tree${mount ? ` (mounted at ${mount})` : ''}`);
+  return { path: path.relative(CGROUP_ROOT, resolved), level: path.relative(mount, resolved).split('/').length };
 }
 
 /** Creates (or reuses) a host's cgroups and sets its memory limit before anything runs in them. */

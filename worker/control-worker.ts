@@ -21,6 +21,7 @@ import { LocalProvider } from '../infra/providers/local/local-provider';
 import { awsControlSetup, awsEnv } from './aws-setup';
 import { connectionOptions, controlTaskQueue, temporalEnv, type TemporalEnv } from './env';
 import { installLogging, log } from './logging';
+import { testSeamEnv, type TestSeams } from '../common/core/test-seams';
 import {
   assertBehaviorsDeclared,
   deploymentOptions,
@@ -44,6 +45,8 @@ export interface ControlWorkerOptions {
   interceptors?: WorkerOptions['interceptors'];
   /** Deployment, build id and promotion; by default from the environment (versioningSettings) for the task queue. */
   versioning?: VersioningSettings;
+  /** Tests only (common/core/test-seams.ts): switches the host agents this worker starts get; never set by main(). */
+  testSeams?: TestSeams;
 }
 
 /** A started control worker: its deployment version, and its run (resolves when the worker has stopped). */
@@ -77,7 +80,7 @@ export async function startControlWorker(opts: ControlWorkerOptions): Promise<Co
   const client = new Client({ connection: opts.connection, namespace: opts.temporal.namespace });
   const local = new LocalProvider({
     hostsDir: opts.paths.hostsDir,
-    agentEnv: { TEMPORAL_ADDRESS: opts.temporal.address, TEMPORAL_NAMESPACE: opts.temporal.namespace },
+    agentEnv: { TEMPORAL_ADDRESS: opts.temporal.address, TEMPORAL_NAMESPACE: opts.temporal.namespace, ...testSeamEnv(opts.testSeams) },
     supervisorScript: path.join(__dirname, 'host-supervisor.js'),
   });
   const awsSettings = opts.aws === undefined ? awsEnv() : null;

@@ -12,6 +12,7 @@ import { readConfig } from '../infra/providers/local/local-provider';
 import { IoCap } from '../lib/io-cap';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';
+import { testSeamsFromEnv } from '../common/core/test-seams';
 
 async function main(): Promise<void> {
   const configFile = process.argv[2];
@@ -27,13 +28,15 @@ async function main(): Promise<void> {
   const ioCap = new IoCap(config);
   await ioCap.apply();
   log('INFO', ioCap.liftable ? `the ${config.volume?.model} device model is on; preparation lifts it` : `I/O cap: ${ioCap.note}`);
+  const testSeams = testSeamsFromEnv(process.env);
+  if (testSeams.asyncQuorum) log('WARN', "test seam on: this host writes synchronous_standby_names = '' whatever a drill asks");
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const worker = await Worker.create({
     connection,
     namespace: temporal.namespace,
     taskQueue: config.taskQueue,
-    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser(), ioCap }),
+    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser(), ioCap, testSeams }),
     // The SDK sends heartbeats at most every 0.8 x the heartbeat timeout (48 s for a TPS run): progress (second,
     // TPS, rows, ETA) would reach the UI and `storage-lab watch` once a minute. Heartbeats are RPCs, not history
     // events, so sending the latest every 2 s costs the history nothing.

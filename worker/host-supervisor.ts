@@ -22,7 +22,7 @@ let stopping = false;
 /** The agent's command: joins the host's cgroups first (when it has them), then becomes the agent. */
 function agentCommand(): [string, string[]] {
   const cg = readConfig(configFile).cgroup;
-  const dirs = cg ? [...new Set([cg.memoryDir, cg.ioDir, cg.cpuDir].filter((d): d is string => d !== null))] : [];
+  const dirs = cg ? [...new Set([cg.memoryDir, cg.ioDir, cg.cpuDir, cg.netDir ?? null].filter((d): d is string => d !== null))] : [];
   if (dirs.length === 0) return [process.execPath, [agentScript, configFile]];
   return ['sh', ['-c', `${joinScript({ dirs })} && exec "$0" "$@"`, process.execPath, agentScript, configFile]];
 }

@@ -31,8 +31,8 @@ interface HostRef {
   hostId: string;
 }
 
-/** One undo step: the hosts provisioned together (torn down together), or one backup store. */
-type UndoStep = { hosts: HostRef[] } | { store: { runId: string; store: BackupStoreSpec } };
+/** One undo step: the hosts provisioned together (torn down together), one backup store, or a network cut around a host. */
+type UndoStep = { hosts: HostRef[] } | { store: { runId: string; store: BackupStoreSpec } } | { cut: HostRef };
 
 /** What a run made, as undo steps registered before each creation; undone in reverse after the results are saved. */
 export class UndoStack {
@@ -53,6 +53,14 @@ export class UndoStack {
     this.steps.push({ store: { runId, store } });
   }
 
+  /**
+   * A network cut about to be made around a host (the partition drill): healed before the hosts are torn down (their
+   * teardown removes it too). Registered once per host however many times it is cut.
+   */
+  networkCut(provider: ProviderName, hostId: string): void {
+    if (!this.steps.some((s) => 'cut' in s && s.cut.hostId === hostId)) this.steps.push({ cut: { provider, hostId } });
+  }
+
   /** Runs every step, last registered first, each one even when another failed; returns what failed. */
   async undo(): Promise<string[]> {
     const errors: string[] = [];
@@ -63,9 +71,9 @@ export class UndoStack {
   /** The steps in the order they are undone. */
   private order(): UndoStep[] {
     const reversed = [...this.steps].reverse();
-    // The order before the stack: every host at once, then the store.
+    // The order before the stack: every host at once, then the store (no run of that code cut a network).
     const hosts = this.steps.flatMap((s) => ('hosts' in s ? s.hosts : []));
-    const before = [...(hosts.length ? [{ hosts }] : []), ...this.steps.filter((s) => 'store' in s)];
+    const before = [...this.steps.filter((s) => 'cut' in s).reverse(), ...(hosts.length ? [{ hosts }] : []), ...this.steps.filter((s) => 'store' in s)];
     if (JSON.stringify(before) === JSON.stringify(reversed)) return reversed;
     return patched(UNDO_IN_REVERSE_PATCH) ? reversed : before;
   }
@@ -74,6 +82,13 @@ export class UndoStack {
 /** Undoes one step through teardownCalls; returns what failed. */
 async function undoStep(step: UndoStep): Promise<string[]> {
   const errors: string[] = [];
+  if ('cut' in step) {
+    const { provider, hostId } = step.cut;
+    await teardownCalls.healNetwork
+      .executeWithOptions({ summary: `remove the network cut around ${hostId}` }, [{ provider, hostId }])
+      .catch((err) => errors.push(`removing the network cut around ${hostId} failed: ${failureMessage(err)}`));
+    return errors;
+  }
   if ('store' in step) {
     const { runId, store } = step.store;
     await teardownCalls.removeBackupStore

@@ -9,10 +9,18 @@ import type { ExperimentSpec } from '../common/input/spec';
 import { runChild, showChildren } from './children';
 import { failedDrillSummary } from './drills';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
+import { partitionDrillWorkflow } from './partition-drill-workflow';
 import type { ProgressBoard } from './progress';
 import { restoreDrillWorkflow } from './restore-drill-workflow';
 
 type DrillKind = ExperimentSpec['durability']['drills'][number];
+
+/** Each drill's workflow, run as a child. */
+const DRILL_WORKFLOWS: Record<DrillKind, (input: DrillInput) => Promise<DrillSummary>> = {
+  restore: restoreDrillWorkflow,
+  failover: failoverDrillWorkflow,
+  partition: partitionDrillWorkflow,
+};
 
 /** The workflow id of an experiment's drill. */
 export function drillWorkflowId(runId: string, kind: DrillKind): string {
@@ -25,9 +33,9 @@ export async function runExperimentDrills(spec: ExperimentSpec, runId: string, b
   showChildren(board, drills);
   const summaries: DrillSummary[] = [];
   for (const drill of drills) {
-    const workflow: (input: DrillInput) => Promise<DrillSummary> = drill.kind === 'restore' ? restoreDrillWorkflow : failoverDrillWorkflow;
+    const workflow: (input: DrillInput) => Promise<DrillSummary> = DRILL_WORKFLOWS[drill.kind];
     const summary = await runChild(board, drill, workflow, drillInputFor(drill.kind, spec), ({ message, cancelled }) => {
-      if (!cancelled) summaries.push(failedDrillSummary(drill.workflowId, drill.kind === 'restore' ? 'restore-drill' : 'failover-drill', message));
+      if (!cancelled) summaries.push(failedDrillSummary(drill.workflowId, `${drill.kind}-drill`, message));
     });
     if (summary) summaries.push(summary);
   }

@@ -8,7 +8,7 @@ import { hostFolderName, hostIdFor, legacyRunFolderName, nameSchemeOf, runFolder
 import type { HostRecord } from '../common/core/hosts';
 import { hostTaskQueue } from '../common/core/names';
 import { BACKUP_TOOLS, type BackupToolName, type ResolvedBackupStore } from '../common/input/backup-store';
-import { resolveFailoverDrill, type DrillInput, type FailoverDrillSpec } from '../common/input/drill-spec';
+import { resolveFailoverDrill, type DrillInput, type ReplicaDrillSpec } from '../common/input/drill-spec';
 import { STORAGE_KINDS } from '../common/input/spec';
 import type { FailoverArchive, FailoverRound } from '../common/results/drill-result';
 import { continuationAtDoor } from './doors';
@@ -26,8 +26,11 @@ export interface Archiving {
   tool: BackupToolName;
 }
 
-/** Where the drill stands between executions (continue-as-new): the hosts, the roles, the archive, the rounds so far. */
-export interface FailoverContinuation {
+/**
+ * Where a replica drill (failover, partition) stands between executions (continue-as-new): the hosts, the roles, the
+ * archive, the rounds so far.
+ */
+export interface FailoverContinuation<Round = FailoverRound> {
   startedAt: string;
   postgresVersion: string | null;
   records: Record<Node, HostRecord>;
@@ -38,21 +41,29 @@ export interface FailoverContinuation {
   /** Null when backup.enabled is false. */
   archiving: Archiving | null;
   archive: FailoverArchive | null;
-  rounds: FailoverRound[];
+  rounds: Round[];
   nextRound: number;
 }
 
-/** The continuation a run carries, checked at the door; undefined when it was started with its input only. */
-export function continuedAtDoor(runId: string, input: DrillInput, raw: unknown): FailoverContinuation | undefined {
+/**
+ * The continuation a run carries, checked at the door; undefined when it was started with its input only. `resolve`
+ * is the drill's own spec resolver (the failover drill's by default).
+ */
+export function continuedAtDoor<Round = FailoverRound>(
+  runId: string,
+  input: DrillInput,
+  raw: unknown,
+  resolve: (input: unknown) => ReplicaDrillSpec = resolveFailoverDrill,
+): FailoverContinuation<Round> | undefined {
   // The continuation's schema depends on the input: built only when there is one to check.
   if (raw == null) return undefined;
-  return continuationAtDoor(failoverContinuationSchema(runId, specOrNull(input)) as unknown as z.ZodType<FailoverContinuation>, raw, 'continued');
+  return continuationAtDoor(failoverContinuationSchema(runId, specOrNull(input, resolve)) as unknown as z.ZodType<FailoverContinuation<Round>>, raw, 'continued');
 }
 
 /** The drill spec of an input, or null when it is invalid (acceptInput then refuses the run, naming every problem). */
-function specOrNull(input: unknown): FailoverDrillSpec | null {
+function specOrNull(input: unknown, resolve: (input: unknown) => ReplicaDrillSpec): ReplicaDrillSpec | null {
   try {
-    return resolveFailoverDrill(input ?? {});
+    return resolve(input ?? {});
   } catch {
     return null;
   }
@@ -117,7 +128,8 @@ function hostRecordSchema(runId: string, n: Node) {
       taskQueue: z.enum(ids.map(hostTaskQueue) as [string, string]),
       emulated: z.boolean(),
       emulationNote: Text.optional(),
-      limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit }).strict(),
+      // iopsBudget: what the provider records since emulated volumes got one budget (absent in older continuations).
+      limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit, iopsBudget: z.enum(['shared', 'separate']).nullable().optional() }).strict(),
       postgres: z.object({ host: z.string().regex(IPV4, { error: 'must be an IPv4 address' }), port: z.number().int().min(1).max(65_535) }).strict(),
       instanceId: z.string().regex(/^i-[0-9a-f]{8,32}$/).optional(),
     })
@@ -170,7 +182,7 @@ function archiveSettingsSchema(runId: string, n: Node) {
  * settings) is still read, and checked as strictly, so a drill in flight goes on across the change. `spec` is null
  * when the input itself is invalid (then acceptInput refuses the run).
  */
-export function failoverContinuationSchema(runId: string, spec: FailoverDrillSpec | null) {
+export function failoverContinuationSchema(runId: string, spec: ReplicaDrillSpec | null) {
   const node = z.enum(NODES);
   const perNode = <T extends z.ZodType>(schema: (runId: string, n: Node) => T) => z.object({ n1: schema(runId, 'n1'), n2: schema(runId, 'n2'), n3: schema(runId, 'n3') }).strict();
   return z
@@ -225,7 +237,7 @@ type CarriedShape = {
 };
 
 /** What a continuation's fields say against each other and against the drill's spec (when the input is valid). */
-function continuationProblems(c: CarriedShape, spec: FailoverDrillSpec | null): { path: string[]; message: string }[] {
+function continuationProblems(c: CarriedShape, spec: ReplicaDrillSpec | null): { path: string[]; message: string }[] {
   const problems: { path: string[]; message: string }[] = [];
   const add = (path: string[], message: string) => problems.push({ path, message });
   const records = Object.values(c.records);
@@ -252,11 +264,11 @@ function continuationProblems(c: CarriedShape, spec: FailoverDrillSpec | null): 
 }
 
 /** What an execution carries to the next, from where the drill stands before round `nextRound`. */
-export function continuation(
+export function continuation<Round>(
   state: Pick<FailoverContinuation, 'records' | 'peers' | 'primary' | 'standbys' | 'archiving'>,
-  result: Pick<FailoverContinuation, 'startedAt' | 'postgresVersion' | 'archive' | 'rounds'>,
+  result: Pick<FailoverContinuation<Round>, 'startedAt' | 'postgresVersion' | 'archive' | 'rounds'>,
   nextRound: number,
-): FailoverContinuation {
+): FailoverContinuation<Round> {
   return { ...state, startedAt: result.startedAt, postgresVersion: result.postgresVersion, archive: result.archive, rounds: result.rounds, nextRound };
 }
 
@@ -264,7 +276,7 @@ export function continuation(
 export type LegacyContinuation = Partial<Pick<FailoverContinuation, 'peers'>> & { hbaLines?: string[]; archiving: { store: ResolvedBackupStore; tool?: BackupToolName } | null };
 
 /** The peers and the archive of a continuation, of either shape (a drill in flight continues across the change). */
-export function resumedState(spec: FailoverDrillSpec, continued: FailoverContinuation | LegacyContinuation): Pick<FailoverContinuation, 'peers' | 'archiving'> {
+export function resumedState(spec: ReplicaDrillSpec, continued: FailoverContinuation<unknown> | LegacyContinuation): Pick<FailoverContinuation, 'peers' | 'archiving'> {
   const legacy = continued as LegacyContinuation;
   const peers = legacy.peers ?? [...new Set((legacy.hbaLines ?? []).map((line) => line.split(/\s+/)[3]?.replace(/\/\d+$/, '') ?? ''))].filter(Boolean);
   const archiving = legacy.archiving ? { store: legacy.archiving.store, tool: legacy.archiving.tool ?? spec.backup.tool } : null;

@@ -1,6 +1,7 @@
 /**
  * The failover drill's shared state and its steps around the rounds (workflows/failover-round.ts): the set-up of the
- * hosts, replication and the archive, the archive check after the rounds, and the verdict.
+ * hosts, replication and the archive, the archive check after the rounds, and the verdict. The partition drill
+ * (workflows/partition-*.ts) is a replica drill too: it shares the state, the set-up and the archive check.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { DrillNode } from '../activities/host/failover-writer';
@@ -12,9 +13,9 @@ import { parseSegmentName } from '../common/core/lsn';
 import { median } from '../common/core/stats';
 import { backupStoreLocation } from '../common/input/backup-store';
 import { failoverDrillBounds, type HostTimeouts } from '../common/input/bounds';
-import { drillLabSettings, type FailoverDrillSpec } from '../common/input/drill-spec';
+import { drillLabSettings, type FailoverDrillSpec, type ReplicaDrillSpec } from '../common/input/drill-spec';
 import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
-import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverDrillResult } from '../common/results/drill-result';
+import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverArchive, type FailoverDrillResult } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
 import { drillHostShape } from './drills';
 import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
@@ -30,12 +31,25 @@ export const ARCHIVE_WAIT_SECONDS = 120;
 /** Every node's volume: the drill's data is small. */
 const NODE_VOLUME_BYTES = 2 * 2 ** 30;
 
-/** Everything a step needs: the spec, the hosts, their calls, what the drill made and the drill's record. */
-export interface FailoverDrill {
-  spec: FailoverDrillSpec;
+/** What the shared steps write into a replica drill's result: the server's version and the archive. */
+export interface ReplicaDrillResult {
+  postgresVersion: string | null;
+  archive: FailoverArchive | null;
+}
+
+/**
+ * Everything a step of a replica drill (failover, partition) needs: the spec, the hosts, their calls, what the drill
+ * made and the drill's record.
+ */
+export interface ReplicaDrill<S extends ReplicaDrillSpec = ReplicaDrillSpec, R extends ReplicaDrillResult = ReplicaDrillResult> {
+  spec: S;
+  /** `sync`: each primary's commits wait for ANY 1 of its standbys; `async`: for none (the failover drill's contrast). */
+  mode: FailoverDrillSpec['mode'];
   runId: string;
+  /** How the run's hosts are named: a continued drill keeps its first execution's scheme. */
+  scheme: NameScheme;
   board: ProgressBoard;
-  result: FailoverDrillResult;
+  result: R;
   undo: UndoStack;
   hostOf: Record<Node, string>;
   client: string;
@@ -49,6 +63,9 @@ export interface FailoverDrill {
   state: Pick<FailoverContinuation, 'records' | 'peers' | 'primary' | 'standbys' | 'archiving'>;
   progress: (phase: string, done: number, hostId?: string) => void;
 }
+
+/** The failover drill's state and steps. */
+export type FailoverDrill = ReplicaDrill<FailoverDrillSpec, FailoverDrillResult>;
 
 /** The standbys a primary's commits wait for (any one of them): its standbys in sync mode, none in async mode. */
 export function quorumNodes(mode: FailoverDrillSpec['mode'], standbys: string[]): string[] {
@@ -71,9 +88,7 @@ export function failoverDrill(
   continued: FailoverContinuation | undefined,
   scheme: NameScheme = 'sha256',
 ): FailoverDrill {
-  const timeouts = failoverDrillBounds(spec);
-  const client = hostIdFor(runId, 'client', 0, scheme);
-  const hostOf = Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1, scheme)])) as Record<Node, string>;
+  const { client, hostOf } = replicaHosts(runId, scheme);
   const result: FailoverDrillResult = {
     ...drillResultHead('failover-drill', runId, spec),
     ...(continued ? { startedAt: continued.startedAt, postgresVersion: continued.postgresVersion } : {}),
@@ -85,13 +100,31 @@ export function failoverDrill(
     summary: { rounds: 0, lostCommits: 0, rtoSecondsMedian: null, rtoSecondsMax: null },
     errors: [],
   };
+  return replicaDrill({ runId, scheme, spec, mode: spec.mode, board, result, timeouts: failoverDrillBounds(spec) }, continued);
+}
+
+/** A replica drill's hosts, named by the run's scheme (workflows/names.ts): the writer's client and the three nodes. */
+export function replicaHosts(runId: string, scheme: NameScheme): { client: string; hostOf: Record<Node, string> } {
+  return {
+    client: hostIdFor(runId, 'client', 0, scheme),
+    hostOf: Object.fromEntries(NODES.map((n, i) => [n, hostIdFor(runId, 'node', i + 1, scheme)])) as Record<Node, string>,
+  };
+}
+
+/**
+ * A replica drill as an execution starts it, around its result: fresh, or where a continuation left it (then what the
+ * earlier executions made is registered for undo at once).
+ */
+export function replicaDrill<S extends ReplicaDrillSpec, R extends ReplicaDrillResult>(
+  d: Pick<ReplicaDrill<S, R>, 'runId' | 'scheme' | 'spec' | 'mode' | 'board' | 'result' | 'timeouts'>,
+  continued: FailoverContinuation<unknown> | undefined,
+): ReplicaDrill<S, R> {
+  const { runId, spec, board, timeouts } = d;
+  const { client, hostOf } = replicaHosts(runId, d.scheme);
   // Set-up, the rounds, and the archive check.
   const totalSteps = 3 + spec.rounds;
-  const drill: FailoverDrill = {
-    spec,
-    runId,
-    board,
-    result,
+  const drill: ReplicaDrill<S, R> = {
+    ...d,
     undo: new UndoStack(),
     hostOf,
     client,
@@ -99,7 +132,6 @@ export function failoverDrill(
     calls: (node) => hostCalls(hostOf[node], timeouts),
     clientCalls: hostCalls(client, timeouts),
     settings: { server: drillLabSettings(spec), user: userPostgresSettings(spec.postgres.settings) },
-    timeouts,
     state: continued
       ? { ...resumedState(spec, continued), records: continued.records, primary: continued.primary, standbys: continued.standbys }
       : { records: {} as Record<Node, HostRecord>, peers: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
@@ -116,27 +148,27 @@ export function failoverDrill(
  * Everything the drill makes, before the first of it is made: the store (unless kept), then every host, so the hosts
  * are undone first (they archive into the store).
  */
-function registerUndo(d: FailoverDrill): void {
+function registerUndo(d: ReplicaDrill): void {
   const { backup } = d.spec;
   if (backup.enabled && !backup.keep) d.undo.backupStore(d.runId, backup.store);
   d.undo.hosts(d.spec.provider, d.allHosts);
 }
 
 /** Provisions (or, for a killed one, starts again) hosts of the drill, waiting for their agents. */
-export function provisionDrillHosts(d: FailoverDrill, hostIds: string[]): Promise<HostRecord[]> {
+export function provisionDrillHosts(d: ReplicaDrill, hostIds: string[]): Promise<HostRecord[]> {
   const shape = drillHostShape(d.spec, d.runId, NODE_VOLUME_BYTES);
   const requests = hostIds.map((hostId) => hostRequest(d.spec, d.runId, hostId, hostId === d.client ? 'client' : 'node', shape));
   return provisionHosts(d.undo, d.spec.provider, requests, d.timeouts);
 }
 
 /** Where a node's Postgres listens, as the other hosts reach it. */
-export function address(d: FailoverDrill, node: Node): DrillNode {
+export function address(d: ReplicaDrill, node: Node): DrillNode {
   const r = d.state.records[node];
   return { node, host: r.postgres.host, port: r.postgres.port };
 }
 
 /** A node's configuration: the drill's settings, its peers, and archiving through the tool when the archive is on. */
-export function nodeConfig(d: FailoverDrill): Omit<ConfigurePostgresInput, 'hostId'> {
+export function nodeConfig(d: ReplicaDrill): Omit<ConfigurePostgresInput, 'hostId'> {
   const archiving = d.state.archiving ? { archiving: { archiveTimeoutSeconds: d.spec.backup.archiveTimeoutSeconds } } : {};
   return { ...d.settings, replicationPeers: d.state.peers, ...archiving };
 }
@@ -145,7 +177,7 @@ export function nodeConfig(d: FailoverDrill): Omit<ConfigurePostgresInput, 'host
  * Provisions the client and the three nodes, then a primary and two streaming standbys (the quorum once both stream),
  * every node archiving to the drill's store, and a base backup of the primary.
  */
-export async function setUpCluster(d: FailoverDrill): Promise<void> {
+export async function setUpCluster(d: ReplicaDrill): Promise<void> {
   const { spec, runId, state } = d;
   d.progress('provision', 0);
   registerUndo(d);
@@ -166,8 +198,8 @@ export async function setUpCluster(d: FailoverDrill): Promise<void> {
 }
 
 /** The primary with its ledger, two standbys cloned from it, the quorum once both stream, then the base backup. */
-async function startReplication(d: FailoverDrill): Promise<void> {
-  const { spec, hostOf, state } = d;
+async function startReplication(d: ReplicaDrill): Promise<void> {
+  const { hostOf, state } = d;
   const { primary, standbys } = state;
   const calls = d.calls(primary);
   d.progress('replication', 1, hostOf.n1);
@@ -181,8 +213,8 @@ async function startReplication(d: FailoverDrill): Promise<void> {
     }),
   );
   // The quorum is set once both standbys stream: with no standby yet, every commit would wait.
-  await calls.setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbys: quorumNodes(spec.mode, standbys) });
-  await calls.measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync: spec.mode === 'sync', timeoutSeconds: STANDBY_WAIT_SECONDS });
+  await calls.setup.setReplication({ hostId: hostOf[primary], primary: null, node: primary, synchronousStandbys: quorumNodes(d.mode, standbys) });
+  await calls.measure.waitForStandbys({ hostId: hostOf[primary], nodes: standbys, sync: d.mode === 'sync', timeoutSeconds: STANDBY_WAIT_SECONDS });
   if (state.archiving) {
     const { store, tool } = state.archiving;
     d.result.archive!.backup = await calls.setup.takeBackup.executeWithOptions(
@@ -196,7 +228,7 @@ async function startReplication(d: FailoverDrill): Promise<void> {
  * After the rounds: the final primary closes its segment and archives it; then the tool checks the archive through
  * that segment, back across every timeline to the base backup. A gap or a wrong timeline fails the drill.
  */
-export async function checkArchive(d: FailoverDrill): Promise<void> {
+export async function checkArchive(d: ReplicaDrill): Promise<void> {
   const { spec, hostOf, state } = d;
   const { store, tool } = state.archiving!;
   const primary = state.primary;

@@ -9,6 +9,7 @@ import { nightlyRegressionWorkflow } from './nightly-regression-workflow';
 import { restoreDrillWorkflow } from './restore-drill-workflow';
 import { restoreToolComparisonWorkflow } from './restore-tool-comparison-workflow';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
+import { partitionDrillWorkflow } from './partition-drill-workflow';
 import { diagnoseWorkflow } from './diagnose-workflow';
 
 const WORKFLOWS = {
@@ -19,6 +20,7 @@ const WORKFLOWS = {
   restoreDrillWorkflow,
   restoreToolComparisonWorkflow,
   failoverDrillWorkflow,
+  partitionDrillWorkflow,
   diagnoseWorkflow,
 };
 
@@ -37,6 +39,7 @@ export const VERSIONING_BEHAVIORS: Record<keyof typeof WORKFLOWS, VersioningBeha
   restoreDrillWorkflow: 'PINNED',
   restoreToolComparisonWorkflow: 'PINNED',
   failoverDrillWorkflow: 'PINNED',
+  partitionDrillWorkflow: 'PINNED',
   diagnoseWorkflow: 'PINNED',
   sweeperWorkflow: 'AUTO_UPGRADE',
 };
@@ -59,5 +62,6 @@ export {
   restoreDrillWorkflow,
   restoreToolComparisonWorkflow,
   failoverDrillWorkflow,
+  partitionDrillWorkflow,
   diagnoseWorkflow,
 };

@@ -90,6 +90,7 @@ export const HOST_CALL_GROUPS = {
     'promoteStandby',
     'archiveCurrentSegment',
     'countLostCommits',
+    'probeOldPrimary',
     'waitForStandbys',
     'checkRepository',
   ],

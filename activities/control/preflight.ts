@@ -5,21 +5,22 @@
  * retried: a spec mistake fails as InvalidSpecError, an environment that cannot run it as PreflightError.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { accessSync, constants, statfsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statfsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { awsRunProblems } from '../../common/input/aws';
 import type { BackupToolName } from '../../common/input/backup-store';
-import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
+import type { FailoverDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import { FAILURE_TYPES, formatSpecProblems, SetupError } from '../../common/core/errors';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
 import { drillVolumeBytes, failoverLedgerBytes, MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/input/rules';
 import { socketPathProblem, traversableByOthers } from '../../lib/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 import type { HostProvider } from '../../infra/providers/host-provider';
-import { detectCgroups } from '../../lib/cgroups';
 import { modelledVolumeSupport } from '../../lib/volume';
 import { deviceModelOf } from '../../common/model/devices';
+import { cgroupV2Mount, detectCgroups } from '../../lib/cgroups';
+import { listCutTables } from '../../lib/network-cut';
 import { findWalg } from '../../lib/walg';
 import { backupStoreProblem } from '../../lib/backup-stores';
 import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from '../../lib/spec-checks';
@@ -185,7 +186,10 @@ function onPath(name: string): boolean {
 }
 
 /** Hosts a drill has at once: the restore drill's source and restore host; the failover drill's three nodes and its client. */
-const DRILL_HOSTS = { restore: 2, failover: 4 } as const;
+const DRILL_HOSTS = { restore: 2, failover: 4, partition: 4 } as const;
+
+/** The drills by kind, as the preflight takes them. */
+type DrillKind = keyof typeof DRILL_HOSTS;
 
 /** The worst case of a log, for the message: its rate and line size. */
 const WORST_CASE = `${MAX_TPS_PER_CPU.toLocaleString('en-US')} transactions a second per CPU`;
@@ -207,7 +211,7 @@ function experimentDisks(spec: ExperimentSpec, cpus: number): HostDisk[] {
 }
 
 /** Each host of a local drill: its volume, and on the failover drill's client the ledger of acknowledged ids. */
-function drillDisks(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec, cpus: number): HostDisk[] {
+function drillDisks(kind: DrillKind, spec: RestoreDrillSpec | ReplicaDrillSpec, cpus: number): HostDisk[] {
   const sized = spec.storageClass.sizeGiB !== undefined;
   const volume = {
     volumeBytes: sized ? spec.storageClass.sizeGiB! * 2 ** 30 : drillVolumeBytes(spec),
@@ -221,6 +225,25 @@ function drillDisks(kind: 'restore' | 'failover', spec: RestoreDrillSpec | Failo
       what: `ledger of acknowledged commits (every round's writes at the worst case of ${WORST_CASE} on ${cpus} CPUs)`,
     };
   return disks;
+}
+
+/**
+ * What the partition drill's cut needs on this machine: root (nftables and cgroups), the nft tool, and a cgroup v2
+ * tree below /sys/fs/cgroup where each host gets a cgroup that names its sockets (lib/network-cut.ts).
+ */
+async function networkCutProblems(): Promise<string[]> {
+  const problems: string[] = [];
+  if (process.getuid?.() !== 0) problems.push('provider: the partition drill cuts the network with nftables, which needs root; run the control worker as root');
+  if (!(process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, 'nft'))))
+    problems.push('provider: nft (nftables) is not installed; run infra/bootstrap.sh (installs Debian\'s nftables)');
+  else if (process.getuid?.() === 0)
+    await listCutTables().catch((err: Error) =>
+      problems.push(`provider: nft cannot read this machine's packet filter (${err.message.split('\n')[0]}); the control worker needs CAP_NET_ADMIN`),
+    );
+  const cgroups = detectCgroups();
+  if (!cgroups.kind) problems.push(`provider: the partition drill tells hosts apart by their cgroups, and there are none here: ${cgroups.reason}`);
+  else if (!cgroupV2Mount()) problems.push('provider: no cgroup v2 tree below /sys/fs/cgroup, where each host gets a cgroup that names its sockets; mount cgroup2 there (systemd hybrid mode has it at /sys/fs/cgroup/unified)');
+  return problems;
 }
 
 export function createPreflightActivities(deps: PreflightDeps, provider: (name: 'local' | 'aws') => HostProvider) {
@@ -253,6 +276,8 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
       const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
       if (tool) problems.push(tool);
+      // The partition drill's cut, checked before the clusters run rather than when the drill starts after them.
+      if (spec.durability.drills.includes('partition')) problems.push(...(await networkCutProblems()).map((p) => p.replace(/^provider:/, 'durability.drills:')));
       // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.
       const checked = problems.length ? undefined : await provider(spec.provider).preflight?.(spec);
       problems.push(...(checked?.problems ?? []));
@@ -262,7 +287,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
     },
 
     /** The same for a drill: its settings by the real server, this machine against its hosts. */
-    async preflightDrill(input: { kind: 'restore' | 'failover'; spec: RestoreDrillSpec | FailoverDrillSpec }): Promise<{ warnings: string[] }> {
+    async preflightDrill(input: { kind: DrillKind; spec: RestoreDrillSpec | ReplicaDrillSpec }): Promise<{ warnings: string[] }> {
       const { spec } = input;
       provider(spec.provider);
       const tools = await toolCheck(checkDrillWithTools(spec, 'control-plane'));
@@ -284,8 +309,9 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       }
       const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool', spec.provider) : null;
       if (tool) refuseEnvironmentProblems([tool]);
+      if (input.kind === 'partition') refuseEnvironmentProblems(await networkCutProblems());
       // The provider's own checks (the account's subnet, image owner and instance type, the cost ceiling).
-      const checked = await provider(spec.provider).preflightDrill?.(input.kind, spec);
+      const checked = input.kind === 'partition' ? undefined : await provider(spec.provider).preflightDrill?.(input.kind, spec as RestoreDrillSpec | FailoverDrillSpec);
       refuseEnvironmentProblems(checked?.problems ?? []);
       warnings.push(...(checked?.warnings ?? []));
       return { warnings };

@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import { tsToDate } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { FAILURE_TYPES } from '../../common/core/errors';
-import type { HostDiagnosis, HostRecord, ProviderName } from '../../common/core/hosts';
+import type { HostDiagnosis, HostRecord, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
 import { hostTaskQueue } from '../../common/core/names';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { checkedClaimant, hostActor } from './owner';
@@ -46,6 +46,21 @@ export function createProviderActivities(deps: ControlDeps) {
 
     async killHost(input: HostRef): Promise<void> {
       await provider(input.provider).kill(input.hostId, hostActor(input));
+    },
+
+    /** Cuts the network between two groups of a run's hosts (the partition drill); made again, it replaces the cut. */
+    async cutNetwork(input: { provider: ProviderName; cut: NetworkCutRequest }): Promise<NetworkCutRecord> {
+      const p = provider(input.provider);
+      if (!p.cutNetwork)
+        throw ApplicationFailure.nonRetryable(`provider "${p.name}" cannot cut the network between its hosts; run the partition drill with provider "local"`, FAILURE_TYPES.unsupported);
+      return p.cutNetwork(input.cut);
+    },
+
+    /** Removes the cut made around a host; idempotent (a provider that cannot cut has none to remove). */
+    async healNetwork(input: HostRef): Promise<NetworkHealRecord> {
+      const p = provider(input.provider);
+      if (!p.healNetwork) return { removed: false, droppedPackets: null, healedAt: new Date().toISOString(), removeSeconds: 0 };
+      return p.healNetwork(input.hostId);
     },
 
     /**

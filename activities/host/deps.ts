@@ -7,6 +7,7 @@ import { chownLab } from '../../lib/lab-fs';
 import type { HostConfig } from '../../common/core/hosts';
 import type { OsUser } from '../../lib/postgres-binaries';
 import type { IoCap } from '../../lib/io-cap';
+import type { TestSeams } from '../../common/core/test-seams';
 
 export interface HostDeps {
   config: HostConfig;
@@ -19,6 +20,8 @@ export interface HostDeps {
    * (IoCap.withoutCap); a no-op on hosts without an emulated cap. The agent builds it from its config.
    */
   ioCap: IoCap;
+  /** A test's switches (common/core/test-seams.ts); absent in production. */
+  testSeams?: TestSeams;
 }
 
 /** Every host activity names its host; a task routed to the wrong agent must never touch this host's data. */

@@ -19,7 +19,7 @@ import {
   type RecoverInput,
 } from './backup';
 import { archiveCurrentSegment, markTarget, verifyRestore, waitForArchive, writeHistory, type VerifyRestoreInput, type WriteHistoryInput } from './restore-drill';
-import { countLostCommits, createFailoverLedger, runFailoverWriter, type WriterInput } from './failover-writer';
+import { countLostCommits, createFailoverLedger, probeOldPrimary, runFailoverWriter, type CutWindow, type DrillNode, type WriterInput } from './failover-writer';
 import {
   cloneStandby,
   promoteStandby,
@@ -55,6 +55,7 @@ export function createDrillHostActivities(deps: HostDeps) {
     waitForStandbys: (input: HostInput & { nodes: string[]; sync: boolean; timeoutSeconds: number }) => waitForStandbys(deps, input),
     createFailoverLedger: (input: HostInput) => createFailoverLedger(deps, input),
     runFailoverWriter: (input: WriterInput) => runFailoverWriter(deps, input),
-    countLostCommits: (input: HostInput & { primary: PeerAddress; rounds: number[] }) => countLostCommits(deps, input),
+    countLostCommits: (input: HostInput & { primary: PeerAddress; rounds: number[]; afterCut?: CutWindow }) => countLostCommits(deps, input),
+    probeOldPrimary: (input: HostInput & { node: DrillNode; round: number; id: number; waitSeconds: number }) => probeOldPrimary(deps, input),
   };
 }

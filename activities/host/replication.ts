@@ -112,7 +112,9 @@ function writeReplicationConf(deps: HostDeps, settings: ReplicationSettings): vo
   const include = `include_if_exists = '${REPLICATION_CONF}'`;
   if (!(readLabFile(conf) ?? '').includes(include)) appendLabFile(conf, `\n${include}\n`, { owner: deps.osUser });
   const lines = ['# Written by Storage Lab: this server\'s place in the drill\'s replication.'];
-  lines.push(`synchronous_standby_names = ${quoteLiteral(synchronousStandbyNames(settings.synchronousStandbys))}`);
+  // The partition drill's async test empties it through a seam of the test's worker (common/core/test-seams.ts), never input.
+  const standbys = deps.testSeams?.asyncQuorum ? [] : settings.synchronousStandbys;
+  lines.push(`synchronous_standby_names = ${quoteLiteral(synchronousStandbyNames(standbys))}`);
   lines.push(`primary_conninfo = ${quoteLiteral(settings.primary ? peerConninfo(ensurePassfile(deps), settings.primary, settings.node) : '')}`);
   writeOwned(deps, path.join(dataDir, REPLICATION_CONF), `${lines.join('\n')}\n`);
 }
@@ -198,7 +200,10 @@ export async function rejoinAsStandby(
   assertHost(deps, input);
   refuseInput(deps, [...peerProblems('primary', input.primary), ...nodeNameProblems('node', input.node)]);
   const started = Date.now();
+  // A killed primary is not running; one cut off (the partition drill) is, and its shutdown waits for its walsenders.
+  const wasRunning = await isRunning(deps);
   await stopPostgres(deps, { hostId: input.hostId, mode: 'fast' });
+  const stopped = wasRunning ? `stopped (fast) in ${((Date.now() - started) / 1000).toFixed(2)} s; ` : '';
   let action: 'rewound' | 'rebuilt' = 'rebuilt';
   let detail = 'no data folder survived: cloned from the new primary';
   if (existsSync(path.join(deps.config.dataDir, 'PG_VERSION'))) {
@@ -232,7 +237,7 @@ export async function rejoinAsStandby(
     await basebackup(deps, input.primary, input.node);
   }
   markStandby(deps, input.primary, input.node);
-  return { action, seconds: (Date.now() - started) / 1000, detail };
+  return { action, seconds: (Date.now() - started) / 1000, detail: stopped + detail };
 }
 
 /** Waits until the named standbys stream from this primary (and count for its synchronous quorum when `sync`). */
@@ -243,6 +248,8 @@ export async function waitForStandbys(
   assertHost(deps, input);
   const ctx = Context.current();
   const started = Date.now();
+  // Under the async test seam this host's quorum is empty (writeReplicationConf): no standby of it is synchronous.
+  const sync = input.sync && !deps.testSeams?.asyncQuorum;
   return withConnection(deps.config, async (c) => {
     for (;;) {
       const rows = (
@@ -251,13 +258,13 @@ export async function waitForStandbys(
         )
       ).rows;
       const ready = input.nodes.every((n) =>
-        rows.some((r) => r.node === n && r.state === 'streaming' && (!input.sync || r.sync_state === 'quorum' || r.sync_state === 'sync')),
+        rows.some((r) => r.node === n && r.state === 'streaming' && (!sync || r.sync_state === 'quorum' || r.sync_state === 'sync')),
       );
       const standbys = rows.map((r) => ({ node: r.node, state: r.state, syncState: r.sync_state }));
       if (ready) return { seconds: (Date.now() - started) / 1000, standbys };
       if (Date.now() - started > input.timeoutSeconds * 1000)
         throw new Error(
-          `standbys ${input.nodes.join(', ')} not streaming${input.sync ? ' synchronously' : ''} to ${deps.config.hostId} within ${input.timeoutSeconds} s; pg_stat_replication: ${JSON.stringify(standbys)}`,
+          `standbys ${input.nodes.join(', ')} not streaming${sync ? ' synchronously' : ''} to ${deps.config.hostId} within ${input.timeoutSeconds} s; pg_stat_replication: ${JSON.stringify(standbys)}`,
         );
       ctx.heartbeat({ phase: 'waiting for standbys', standbys });
       await ctx.sleep(100);

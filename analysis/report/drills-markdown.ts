@@ -1,8 +1,18 @@
 /**
  * Drill reports: a restore drill's RTO split, RPO and verifications; a failover drill's rounds, lost commits and its
- * archive's check; an experiment's archiving and its drills. Every section names the backup tool and its version.
+ * archive's check; a partition drill's cuts, what the old primary acknowledged after them and how it was fenced; an
+ * experiment's archiving and its drills. Every section names the backup tool and its version.
  */
-import type { BackupInfo, DrillResult, DrillSummary, FailoverDrillResult, RestoreDrillResult, RestoreToolComparison, ToolComparisonRow } from '../../common/results/drill-result';
+import type {
+  BackupInfo,
+  DrillResult,
+  DrillSummary,
+  FailoverDrillResult,
+  PartitionDrillResult,
+  RestoreDrillResult,
+  RestoreToolComparison,
+  ToolComparisonRow,
+} from '../../common/results/drill-result';
 import type { ExperimentResult } from '../../common/results/result';
 
 const s = (v: number | null | undefined, digits = 2): string =>
@@ -18,7 +28,7 @@ function backupLine(b: BackupInfo): string {
 
 /** The whole report of a drill run (report.md). */
 export function renderDrillMarkdown(result: DrillResult): string {
-  const title = result.kind === 'restore-drill' ? 'Restore drill' : 'Failover drill';
+  const title = { 'restore-drill': 'Restore drill', 'failover-drill': 'Failover drill', 'partition-drill': 'Partition drill' }[result.kind];
   const lines = [
     `# Storage Lab ${title.toLowerCase()}: ${result.name}`,
     '',
@@ -26,11 +36,18 @@ export function renderDrillMarkdown(result: DrillResult): string {
     '',
     `**Verdict:** ${result.verdict}`,
     '',
-    ...(result.kind === 'restore-drill' ? restoreSection(result) : failoverSection(result)),
+    ...drillSection(result),
   ];
   if (result.errors.length) lines.push('## Errors', '', ...result.errors.map((e) => `- ${e.split('\n')[0]}`), '');
   lines.push('Every figure was measured by this drill.', '');
   return lines.join('\n');
+}
+
+/** A drill's own section (the report's body, and what `storage-lab drill --watch` prints). */
+export function drillSection(result: DrillResult): string[] {
+  if (result.kind === 'restore-drill') return restoreSection(result);
+  if (result.kind === 'partition-drill') return partitionSection(result);
+  return failoverSection(result);
 }
 
 /** A restore drill as report lines: backup, target, RTO split, RPO and each verification. */
@@ -97,8 +114,54 @@ export function failoverSection(r: FailoverDrillResult): string[] {
   return lines;
 }
 
+/**
+ * A partition drill as report lines: one row per partition (the cut, the promotion, what the old primary acknowledged
+ * after the cut, what was lost, how the old primary was fenced and came back), then the totals.
+ */
+export function partitionSection(r: PartitionDrillResult): string[] {
+  const lines: string[] = ['## Partitions', ''];
+  const first = r.rounds[0];
+  lines.push(
+    `synchronous_standby_names = '${r.synchronousStandbyNames ?? ''}' on each primary; nodes ${Object.entries(r.hosts.nodes)
+      .map(([node, host]) => `${node} = ${host}`)
+      .join(', ')}; the writer ran on ${r.hosts.client}, ${r.spec.partition.cutWriter ? 'cut off from the old primary too' : 'reaching both sides of the cut'}; the standby was promoted ${s(r.spec.partition.detectionSeconds)} after each cut.`,
+  );
+  if (first) lines.push(`The cut: ${first.cut.mechanism}; ${first.cut.rules} rules.`);
+  lines.push('');
+  lines.push(
+    '| round | cut off | promoted | RTO (cut → first ack on new) | write outage | old primary acknowledged after the cut (while cutting) | split-brain commits | lost | in doubt (landed) | packets dropped | old primary: sync standbys, fence | old primary after |',
+  );
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  const bold = (v: number) => (v === 0 ? '0' : `**${n(v)}**`);
+  for (const x of r.rounds) {
+    const o = x.oldPrimary;
+    lines.push(
+      `| ${x.round} | ${x.isolatedNode} | ${x.promotedNode} | ${s(x.rtoSeconds)} | ${s(x.writer.outageSeconds)} | ${n(x.acknowledgedAfterCut)} (${n(x.acknowledgedWhileCutting)}) | ${bold(x.splitBrainCommits)} | ${bold(x.lostCommits)} | ${n(x.writer.inDoubt)} (${n(x.inDoubtPresent)}) | ${n(x.heal?.droppedPackets)} | '${o.synchronousStandbyNames ?? '?'}', ${o.fence.outcome === 'acknowledged' ? '**NOT FENCED: acknowledged a write**' : `${o.fence.outcome} (${s(o.fence.seconds)})`} | ${o.action}${o.seconds !== null ? ` in ${s(o.seconds)}` : ''}${o.streaming ? ', streaming' : ''} |`,
+    );
+  }
+  lines.push('');
+  const sm = r.summary;
+  const fates = Object.entries(sm.oldPrimaries)
+    .map(([fate, count]) => `${fate} ${count}`)
+    .join(', ');
+  lines.push(
+    `${sm.rounds} partition${sm.rounds === 1 ? '' : 's'}: ${sm.splitBrainCommits} split-brain commits acknowledged (${sm.acknowledgedAfterCut} acknowledged by an old primary after its cut), ${sm.lostCommits} acknowledged commits lost; RTO median ${s(sm.rtoSecondsMedian)}, max ${s(sm.rtoSecondsMax)}; old primaries: ${fates || '–'}.`,
+  );
+  const splits = r.rounds.filter((x) => x.splitBrainSample.length);
+  for (const x of splits)
+    lines.push(`- round ${x.round}: split-brain commits on ${x.isolatedNode}, first ${x.splitBrainSample.map((e) => `${e.id}${e.lsn ? ` (${e.lsn})` : ''}`).join(', ')}`);
+  const details = r.rounds.filter((x) => x.oldPrimary.detail);
+  if (details.length) {
+    lines.push('', 'How each old primary came back (pg_rewind\'s own words):', '');
+    for (const x of details) lines.push(`- round ${x.round}, ${x.isolatedNode}: ${x.oldPrimary.detail.split('\n')[0]}; fence probe: ${x.oldPrimary.fence.detail}`);
+  }
+  lines.push('');
+  lines.push(...archiveLines(r));
+  return lines;
+}
+
 /** The failover drill's continuous archive: the tool, the base backup, and the tool's check across the timelines. */
-function archiveLines(r: FailoverDrillResult): string[] {
+function archiveLines(r: FailoverDrillResult | PartitionDrillResult): string[] {
   if (!r.archive) return ['No archive (backup.enabled is false).', ''];
   const a = r.archive;
   const lines = ['### Archive', ''];
@@ -141,7 +204,9 @@ export function drillsSummaryMarkdown(drills: DrillSummary[]): string[] {
   const figures = (d: DrillSummary) =>
     d.kind === 'restore-drill'
       ? `RTO ${s(d.figures.rtoSeconds as number | null)} (fetch ${s(d.figures.fetchSeconds as number | null)}, replay ${s(d.figures.replaySeconds as number | null)}, promote ${s(d.figures.promoteSeconds as number | null)}); RPO ${s(d.figures.rpoSeconds as number | null)}`
-      : `${n(d.figures.rounds as number | null)} failover${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}${d.figures.archiveThrough ? `; archive continuous through ${d.figures.archiveThrough}` : ''}`;
+      : d.kind === 'partition-drill'
+        ? `${n(d.figures.rounds as number | null)} partition${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.splitBrainCommits as number | null)} split-brain commits acknowledged, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}`
+        : `${n(d.figures.rounds as number | null)} failover${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}${d.figures.archiveThrough ? `; archive continuous through ${d.figures.archiveThrough}` : ''}`;
   return [
     '## Durability drills',
     '',

@@ -9,10 +9,10 @@ import path from 'node:path';
 import { runFolderName } from '../../lib/results-store';
 import { checkDrillWithTools } from '../../lib/spec-checks';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { resolveFailoverDrill, resolvePartitionDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { labPaths } from '../../lib/lab-paths';
-import { restoreSection, failoverSection, toolComparisonTable } from '../../analysis/report/drills-markdown';
+import { drillSection, toolComparisonTable } from '../../analysis/report/drills-markdown';
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
 import { watchWorkflow } from '../progress-view';
@@ -21,7 +21,7 @@ import { failureMessage } from '../../workflows/failures';
 import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/input/tool-comparison';
 import { controlTaskQueue } from '../../worker/env';
 
-export type DrillKind = 'restore' | 'failover';
+export type DrillKind = 'restore' | 'failover' | 'partition';
 
 export interface DrillFlags extends SpecFlags {
   watch?: boolean;
@@ -32,6 +32,7 @@ export interface DrillFlags extends SpecFlags {
 const DRILLS = {
   restore: { workflowType: WORKFLOW_TYPES.restoreDrill, resolve: resolveRestoreDrill },
   failover: { workflowType: WORKFLOW_TYPES.failoverDrill, resolve: resolveFailoverDrill },
+  partition: { workflowType: WORKFLOW_TYPES.partitionDrill, resolve: resolvePartitionDrill },
 } as const;
 
 /** Starts a drill; with --watch waits for it and prints its figures. Returns the workflow id. */
@@ -115,7 +116,7 @@ function printDrill(runId: string, location: string | null): boolean {
   const result = JSON.parse(readFileSync(file, 'utf8')) as DrillResult;
   console.log(`\n${result.kind} ${result.runId}: ${result.status}`);
   console.log(`  verdict: ${result.verdict}\n`);
-  const lines = result.kind === 'restore-drill' ? restoreSection(result) : failoverSection(result);
+  const lines = drillSection(result);
   for (const line of lines.slice(2)) console.log(`  ${line}`);
   console.log(`  report: ${path.join(path.dirname(file), 'report.md')}`);
   return true;

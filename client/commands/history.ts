@@ -3,7 +3,7 @@
  * results store (the lab's folder, or S3 with STORAGE_LAB_AWS=1). `history pin RUN...` fixes the baseline of a
  * preset and environment, `history unpin RUN...` releases it.
  */
-import { HISTORY_RUN, historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
+import { drillLine, HISTORY_RUN, historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
 import { runSpread } from '../../analysis/regression-verdict';
 import type { ResultsStore } from '../../lib/results-store';
 import type { ExperimentResult } from '../../common/results/result';
@@ -42,8 +42,10 @@ export async function historyCommand(flags: HistoryFlags, given?: ResultsStore):
       console.log(
         `\npreset ${preset}, environment ${envKey}: ${env.instanceType ?? `${env.cpus} CPUs, ${env.memoryGiB} GiB`}, PostgreSQL ${env.postgresMajor ?? '?'}, memory limit ${env.memoryLimitMiB} MiB, ${env.workload.clients} clients, ${env.workload.durationSeconds} s${pins.size ? `; pinned baseline: ${[...pins].join(', ')}` : ''}`,
       );
+      // Drills appear as a column only where some run of the group ran one (durability.drills).
+      const drills = runs.some((e) => e.drills?.length);
       printTable(
-        ['FINISHED', 'RUN', 'STATUS', 'MEDIAN TPS', 'VERDICT'],
+        ['FINISHED', 'RUN', 'STATUS', 'MEDIAN TPS', 'VERDICT', ...(drills ? ['DRILLS'] : [])],
         runs.map((e) => [
           e.finishedAt.replace(/\.\d+Z$/, 'Z'),
           `${e.runId}${pins.has(e.runId) ? ' (pinned)' : ''}`,
@@ -52,6 +54,7 @@ export async function historyCommand(flags: HistoryFlags, given?: ResultsStore):
             .map(([name, c]) => `${name} ${c.medianTps === null ? '–' : Math.round(c.medianTps)}${c.iops ? ` @${c.iops} IOPS` : ''}`)
             .join(', '),
           e.verdict ? verdictCell(e) : '–',
+          ...(drills ? [e.drills?.map(drillLine).join('; ') || '–'] : []),
         ]),
         '  ',
       );

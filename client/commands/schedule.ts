@@ -10,7 +10,7 @@ import {
   type ScheduleExecutionActionResult,
 } from '@temporalio/client';
 import { checkDrillWithTools, checkExperimentWithTools } from '../../lib/spec-checks';
-import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { resolveFailoverDrill, resolvePartitionDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { formatSpecProblems } from '../../common/core/errors';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/input/regression-options';
@@ -27,6 +27,7 @@ export const SCHEDULABLE_WORKFLOWS = {
   experiment: WORKFLOW_TYPES.experiment,
   'restore-drill': WORKFLOW_TYPES.restoreDrill,
   'failover-drill': WORKFLOW_TYPES.failoverDrill,
+  'partition-drill': WORKFLOW_TYPES.partitionDrill,
   sweep: WORKFLOW_TYPES.sweeper,
   diagnose: WORKFLOW_TYPES.diagnose,
 } as const;
@@ -60,8 +61,8 @@ export async function scheduledAction(flags: ScheduleCreateFlags): Promise<{ wor
     await refuseToolProblems(checkExperimentWithTools(spec, 'cli'));
   } else if (workflow === 'experiment') {
     await refuseToolProblems(checkExperimentWithTools(validateInput(input), 'cli'));
-  } else if (workflow === 'restore-drill' || workflow === 'failover-drill') {
-    const resolve = workflow === 'restore-drill' ? resolveRestoreDrill : resolveFailoverDrill;
+  } else if (workflow === 'restore-drill' || workflow === 'failover-drill' || workflow === 'partition-drill') {
+    const resolve = { 'restore-drill': resolveRestoreDrill, 'failover-drill': resolveFailoverDrill, 'partition-drill': resolvePartitionDrill }[workflow];
     const spec = resolveOrUserError(() => resolve(input));
     await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${workflow.replace('-', ' ')} spec`);
   } else if (workflow === 'diagnose') {

@@ -95,8 +95,11 @@ export interface HostConfig extends HostRecord {
    * server binaries, driven by Debian's client tools); absent: pgBinDir has them.
    */
   pgClientBinDir?: string;
-  /** Cgroup directories whose counters the agent reads (cpu accounting), if any. */
-  cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null } | null;
+  /**
+   * Cgroup directories whose counters the agent reads (cpu accounting), if any, and the host's v2 cgroup that names its
+   * sockets for a packet filter (absent on hosts made before it existed; null: no v2 tree on the machine).
+   */
+  cgroup: { kind: 'v1' | 'v2'; cpuDir: string | null; memoryDir: string | null; ioDir: string | null; netDir?: string | null } | null;
   /** The host's owner record: the agent runs only the activities of this workflow. Absent on hosts made before claims. */
   owner?: OwnerRecord;
   /** The modelled volume under dataDir (lib/volume.ts), for a local host of a modelled class. */
@@ -119,6 +122,41 @@ export interface ModelledVolume {
   /** Where the volume's bytes live: RAM (the default where they fit), or a file on the machine's disk. */
   backing: 'ram' | 'file';
   sizeBytes: number;
+}
+
+/** A cut of the network between two groups of a run's hosts (the partition drill), as the workflow asks for it. */
+export interface NetworkCutRequest {
+  /** The host the cut is made around (one of `isolated`): the cut is kept with it, and removed with it. */
+  hostId: string;
+  /** The hosts on one side of the cut... */
+  isolated: string[];
+  /** ...and on the other: no connection between a host of one and a host of the other gets through. */
+  others: string[];
+}
+
+/** A cut as the provider made it. */
+export interface NetworkCutRecord {
+  /** Where its rules are (nftables: `inet <table>`). */
+  table: string;
+  /** How the rules tell the hosts' connections apart, in words. */
+  mechanism: string;
+  rules: number;
+  /** When the provider asked the packet filter for the rules: the earliest moment they can have taken effect. */
+  requestedAt: string;
+  /** When the rules were in place (the provider's clock, after the packet filter answered). */
+  appliedAt: string;
+  /** How long loading the rules took. */
+  applySeconds: number;
+}
+
+/** A cut removed (or found gone). */
+export interface NetworkHealRecord {
+  /** False when there was no cut around the host (healed before, or never cut). */
+  removed: boolean;
+  /** Packets the cut's rules dropped while they were in place; null when there was no cut. */
+  droppedPackets: number | null;
+  healedAt: string;
+  removeSeconds: number;
 }
 
 /** What a provider can tell about a host that stopped answering, or whose attempt failed. */

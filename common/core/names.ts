@@ -36,6 +36,7 @@ export const WORKFLOW_TYPES = {
   restoreDrill: 'restoreDrillWorkflow',
   restoreToolComparison: 'restoreToolComparisonWorkflow',
   failoverDrill: 'failoverDrillWorkflow',
+  partitionDrill: 'partitionDrillWorkflow',
   nightlyRegression: 'nightlyRegressionWorkflow',
   sweeper: 'sweeperWorkflow',
   diagnose: 'diagnoseWorkflow',

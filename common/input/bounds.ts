@@ -4,7 +4,7 @@
  * A bound is a generous multiple of an estimate from the storage's throughput: it exists to end a hung step with a
  * reason, never to cut a healthy one short.
  */
-import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
+import type { FailoverDrillSpec, PartitionDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
 import { hostDeadAfterSeconds, type ExperimentSpec, type StorageClassSpec } from './spec';
 import { accountRows, dataSetBytes } from './data-size';
 
@@ -92,7 +92,7 @@ export function clusterBounds(spec: ExperimentSpec): HostTimeouts {
  * Bounds of a drill's host activities: `measureSeconds` bounds its longest single step; the load (restore drill) is
  * bounded from its data size and writers like a cluster's, and a base backup or a restore copies the data set once.
  */
-function drillBounds(spec: RestoreDrillSpec | FailoverDrillSpec, measureSeconds: number): HostTimeouts {
+function drillBounds(spec: RestoreDrillSpec | ReplicaDrillSpec, measureSeconds: number): HostTimeouts {
   const data = 'data' in spec ? spec.data : { scale: 1, loadWriters: 1 };
   const dataMB = dataSetBytes(data.scale) / 2 ** 20;
   return {
@@ -113,4 +113,15 @@ export function restoreDrillBounds(spec: RestoreDrillSpec): HostTimeouts {
 export function failoverDrillBounds(spec: FailoverDrillSpec): HostTimeouts {
   const w = spec.writer;
   return drillBounds(spec, w.killAfterSeconds + w.maxOutageSeconds + w.afterFailoverSeconds + 30);
+}
+
+/** The partition drill's bounds: its longest step is a round's writer (writes, the cut and the outage, writes after). */
+export function partitionDrillBounds(spec: PartitionDrillSpec): HostTimeouts {
+  const w = spec.writer;
+  return drillBounds(spec, w.cutAfterSeconds + spec.partition.detectionSeconds + w.maxOutageSeconds + w.afterFailoverSeconds + 30);
+}
+
+/** Either replica drill's bounds. */
+export function replicaDrillBounds(spec: ReplicaDrillSpec): HostTimeouts {
+  return 'partition' in spec ? partitionDrillBounds(spec) : failoverDrillBounds(spec);
 }

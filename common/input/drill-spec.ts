@@ -177,14 +177,69 @@ export const FailoverDrillSpecSchema = z
       issue(ctx, ['rejoin'], `${spec.rounds} rounds need the old primary back as a standby each round; set rejoin to "rewind" or rounds to 1`);
   });
 
+export const PartitionDrillSpecSchema = z
+  .object({
+    ...drillBase,
+    /** Partitions in a row: each cuts the current primary off; the old one rejoins as a standby for the next. */
+    rounds: int(1, 50, 'partitions'),
+    writer: z
+      .object({
+        /** Connections committing ledger rows at once. */
+        connections: int(1, 64, 'connections'),
+        /** Writes before the primary is cut off. */
+        cutAfterSeconds: seconds(0.5, 3_600),
+        /** Writes on the new primary before the round ends. */
+        afterFailoverSeconds: seconds(0.5, 3_600),
+        /** A round fails when the new primary acknowledges no write this long after the cut. */
+        maxOutageSeconds: seconds(1, 3_600),
+      })
+      .strict(),
+    partition: z
+      .object({
+        /**
+         * false: the cut is between the database hosts only, and the writer still reaches both sides (it goes on
+         * writing to the old primary until it finds the new one: where a split brain would show). true: the writer is
+         * on the standbys' side, cut off from the old primary too.
+         */
+        cutWriter: z.boolean({ error: 'must be true or false' }).default(false),
+        /** How long the primary stays cut off before the standby is promoted: an HA manager's failure detection. */
+        detectionSeconds: seconds(0, 600),
+        /** After the heal, how long a write on the old primary may wait: it must not be acknowledged (fenced). */
+        fenceProbeSeconds: seconds(0.5, 60),
+      })
+      .strict(),
+    /** The production pattern's continuous archive, as in the failover drill; `enabled: false` archives nothing. */
+    backup: z
+      .object({
+        enabled: z.boolean().default(true),
+        ...backupToolFields,
+      })
+      .strict(),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    baseRules(spec, ctx);
+    if (spec.provider !== 'local')
+      issue(ctx, ['provider'], 'the partition drill cuts the hosts\' loopback traffic with nftables on the control worker\'s machine; use "local"');
+  });
+
 /** A validated restore drill spec. */
 export type RestoreDrillSpec = z.output<typeof RestoreDrillSpecSchema>;
 /** A validated failover drill spec. */
 export type FailoverDrillSpec = z.output<typeof FailoverDrillSpecSchema>;
-/** What either drill's caller passes: a preset and overrides (the UI's pasted JSON object, the CLI's --set). */
+/** A validated partition drill spec. */
+export type PartitionDrillSpec = z.output<typeof PartitionDrillSpecSchema>;
+/** The drills of a primary, two standbys and a writer on a client host of its own (failover, partition). */
+export type ReplicaDrillSpec = FailoverDrillSpec | PartitionDrillSpec;
+/** What a drill's caller passes: a preset and overrides (the UI's pasted JSON object, the CLI's --set). */
 export type DrillInput = Record<string, unknown> & { preset?: string };
 
-type BaseSpec = RestoreDrillSpec | FailoverDrillSpec;
+/** Seconds the writer writes before the drill's fault (the kill, the cut). */
+export function writesBeforeFault(spec: ReplicaDrillSpec): number {
+  return 'partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds;
+}
+
+type BaseSpec = RestoreDrillSpec | ReplicaDrillSpec;
 
 function issue(ctx: z.RefinementCtx, path: (string | number)[], message: string): void {
   ctx.addIssue({ code: 'custom', path, message });
@@ -282,6 +337,31 @@ export const FAILOVER_DRILL_PRESETS: Record<DrillPresetName, Record<string, unkn
   },
 };
 
+/**
+ * Partition drill presets: `ci` is one short round, the writer on the old primary's side; `local-quick` three rounds
+ * with longer write phases and a longer detection.
+ */
+export const PARTITION_DRILL_PRESETS: Record<DrillPresetName, Record<string, unknown>> = {
+  ci: {
+    ...drillCommon('partition-drill-ci'),
+    host: { memoryLimitMiB: 256 },
+    postgres: { sharedBuffersMiB: 32, settings: {} },
+    rounds: 1,
+    writer: { connections: 4, cutAfterSeconds: 1.5, afterFailoverSeconds: 1, maxOutageSeconds: 60 },
+    partition: { cutWriter: false, detectionSeconds: 1, fenceProbeSeconds: 1 },
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 60, keep: false },
+  },
+  'local-quick': {
+    ...drillCommon('partition-drill'),
+    host: { memoryLimitMiB: 384 },
+    postgres: { sharedBuffersMiB: 64, settings: {} },
+    rounds: 3,
+    writer: { connections: 8, cutAfterSeconds: 10, afterFailoverSeconds: 3, maxOutageSeconds: 120 },
+    partition: { cutWriter: false, detectionSeconds: 5, fenceProbeSeconds: 3 },
+    backup: { store: { kind: 'folder' }, archiveTimeoutSeconds: 60, keep: false },
+  },
+};
+
 /** Resolves a restore drill input (preset + overrides); throws InvalidSpecError naming every problem. */
 export function resolveRestoreDrill(input: unknown): RestoreDrillSpec {
   const spec = resolveDrill(input, RESTORE_DRILL_PRESETS, RestoreDrillSpecSchema, 'restore drill spec');
@@ -292,6 +372,13 @@ export function resolveRestoreDrill(input: unknown): RestoreDrillSpec {
 /** Resolves a failover drill input (preset + overrides); throws InvalidSpecError naming every problem. */
 export function resolveFailoverDrill(input: unknown): FailoverDrillSpec {
   const spec = resolveDrill(input, FAILOVER_DRILL_PRESETS, FailoverDrillSpecSchema, 'failover drill spec');
+  withBudgetDefault(spec.storageClass);
+  return spec;
+}
+
+/** Resolves a partition drill input (preset + overrides); throws InvalidSpecError naming every problem. */
+export function resolvePartitionDrill(input: unknown): PartitionDrillSpec {
+  const spec = resolveDrill(input, PARTITION_DRILL_PRESETS, PartitionDrillSpecSchema, 'partition drill spec');
   withBudgetDefault(spec.storageClass);
   return spec;
 }
@@ -362,6 +449,6 @@ export function drillInputFor(kind: ExperimentSpec['durability']['drills'][numbe
   // Both drills archive with the experiment's tool to their own prefix of its store.
   const { tool, compression, backupStore, archiveTimeoutSeconds } = spec.durability;
   const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
-  if (kind === 'failover') return { ...common, backup };
+  if (kind === 'failover' || kind === 'partition') return { ...common, backup };
   return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
 }

@@ -3,7 +3,7 @@
  * drill specs (their zod superRefine calls these). Pure and workflow-safe: the CLI and every workflow refuse such a
  * spec before any host exists, naming the field and the fix.
  */
-import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
+import type { ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
 import type { SpecProblem } from '../core/errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
 import { dataSetBytes } from './data-size';
@@ -204,12 +204,18 @@ export function pgbenchLogBytes(workload: { warmupSeconds: number; durationSecon
   return (workload.warmupSeconds + workload.durationSeconds) * cpus * MAX_TPS_PER_CPU * PGBENCH_LOG_BYTES_PER_TRANSACTION;
 }
 
-/** A line of the failover drill's ledger of acknowledged ids: a decimal id up to 11 digits and its newline. */
-const LEDGER_BYTES_PER_COMMIT = 12;
+/**
+ * A line of the drills' ledger of acknowledged commits: a decimal id up to 11 digits, the node's name, the commit's
+ * LSN (up to 17 characters) and the acknowledgement's time in ms (13 digits), separated by spaces, and its newline.
+ */
+const LEDGER_BYTES_PER_COMMIT = 48;
 
-/** Worst-case bytes of the failover drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
-export function failoverLedgerBytes(spec: FailoverDrillSpec, cpus: number): number {
-  const writeSeconds = spec.writer.killAfterSeconds + spec.writer.afterFailoverSeconds;
+/** Worst-case bytes of the failover or partition drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
+export function failoverLedgerBytes(spec: ReplicaDrillSpec, cpus: number): number {
+  // The writes before the fault (the kill, the cut) and after it (drill-spec.ts writesBeforeFault; not imported here,
+  // which drill-spec.ts imports).
+  const before = 'partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds;
+  const writeSeconds = before + spec.writer.afterFailoverSeconds;
   return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
 }
 
@@ -270,19 +276,20 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
 export const DRILL_MAX_CONNECTIONS = 100;
 
 /** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
-export function drillVolumeBytes(spec: RestoreDrillSpec | FailoverDrillSpec): number {
+export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec): number {
   const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
   return data + 2 * 2 ** 30;
 }
 
 /** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
-export function drillSpecRules(spec: RestoreDrillSpec | FailoverDrillSpec): SpecProblem[] {
+export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec): SpecProblem[] {
   // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
   const restore = 'workload' in spec;
   const clients = restore ? spec.workload.clients : spec.writer.connections;
   const clientsPath = restore ? 'workload.clients' : 'writer.connections';
-  // The agent's own connection and a verification; the restore drill's marker writer besides.
-  const labConnections = restore ? 3 : 2;
+  // The agent's own connection and a verification; the restore drill's marker writer besides; the partition drill's
+  // writer watches every node on a connection of its own, and probes the old primary once the cut is healed.
+  const labConnections = restore ? 3 : 'partition' in spec ? 4 : 2;
   return [
     ...memoryProblems({
       limitMiB: spec.host.memoryLimitMiB,

@@ -86,7 +86,7 @@ export const REFUSED_SETTINGS: readonly RefusedSetting[] = [
   { name: 'wal_level', family: 'lab', reason: 'the lab sets it from the phases: logical for the backlog, replica for backups and standbys' },
   { name: 'archive_mode', family: 'lab', reason: 'the lab archives WAL when backups are on', instead: 'durability.enabled' },
   { name: 'archive_timeout', family: 'lab', reason: 'the lab sets it with archiving (drills: backup.archiveTimeoutSeconds)', instead: 'durability.archiveTimeoutSeconds' },
-  { name: 'synchronous_standby_names', family: 'lab', reason: 'the failover drill sets it from its mode (sync or async)' },
+  { name: 'synchronous_standby_names', family: 'lab', reason: 'the failover drill sets it from its mode (sync or async), the partition drill to ANY 1 of the standbys' },
   { name: 'primary_slot_name', family: 'lab', reason: 'the drills set up replication' },
   { name: 'hot_standby', family: 'lab', reason: "the drills' standbys must answer their queries" },
   { name: 'logging_collector', family: 'lab', reason: "the lab reads the server's log where pg_ctl writes it (failures, recovery timings)" },

@@ -340,11 +340,11 @@ export const ExperimentSpecSchema = z
         tool: z.enum(BACKUP_TOOLS, { error: `must be ${BACKUP_TOOLS.map((t) => `"${t}"`).join(' or ')}` }).default(DEFAULT_BACKUP_TOOL),
         /** Compression of archived WAL and base backups alike. */
         compression: z.enum(BACKUP_COMPRESSIONS, { error: `must be one of ${BACKUP_COMPRESSIONS.join(', ')}` }).default(DEFAULT_BACKUP_COMPRESSION),
-        /** Drills run after the clusters, on hosts like the candidate class's: a restore drill, a failover drill. */
+        /** Drills run after the clusters, on hosts like the candidate class's: a restore, a failover and a partition drill. */
         drills: z
-          .array(z.enum(['restore', 'failover'], { error: 'must be "restore" or "failover"' }))
-          .max(2, { error: 'must list each drill at most once ("restore", "failover")' })
-          .refine((drills) => new Set(drills).size === drills.length, { error: 'must list each drill at most once ("restore", "failover")' })
+          .array(z.enum(['restore', 'failover', 'partition'], { error: 'must be "restore", "failover" or "partition"' }))
+          .max(3, { error: 'must list each drill at most once ("restore", "failover", "partition")' })
+          .refine((drills) => new Set(drills).size === drills.length, { error: 'must list each drill at most once ("restore", "failover", "partition")' })
           .default([]),
       })
       .strict(),
@@ -424,10 +424,12 @@ export const ExperimentSpecSchema = z
       directIo: spec.postgres.directIo,
       backups: backsUp,
       backupTool: spec.durability.tool,
-      replicas: spec.durability.drills.includes('failover'),
+      replicas: spec.durability.drills.includes('failover') || spec.durability.drills.includes('partition'),
       fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'durability.tool', replicas: 'durability.drills' },
     }))
       add(p.path.split('.'), p.message);
+    if (spec.durability.drills.includes('partition') && spec.provider !== 'local')
+      add(['durability', 'drills'], 'the partition drill cuts the hosts\' loopback traffic with nftables on the control worker\'s machine: provider "local" only; remove "partition"');
     if (backsUp && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
       add(['durability', 'backupStore', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
     const store = spec.durability.backupStore;

@@ -4,7 +4,8 @@
  * rendered into its report. Every figure here was measured by the drill.
  */
 import type { BackupToolName } from '../input/backup-store';
-import type { FailoverDrillSpec, RestoreDrillSpec } from '../input/drill-spec';
+import type { FailoverDrillSpec, PartitionDrillSpec, RestoreDrillSpec } from '../input/drill-spec';
+import type { NetworkCutRecord, NetworkHealRecord } from '../core/hosts';
 
 export const DRILL_RESULT_SCHEMA_VERSION = 1;
 
@@ -197,6 +198,8 @@ export interface WriterOutcome {
   failedWrites: number;
   /** Writes whose outcome is unknown (the connection died after COMMIT was sent). */
   inDoubt: number;
+  /** Acknowledged commits by the node that acknowledged them (absent from results written before it was kept). */
+  acknowledgedByNode?: Record<string, number>;
   lastAckBeforeKillAt: string | null;
   firstAckAfterAt: string | null;
   /** The node that took the writes after the failover. */
@@ -255,7 +258,88 @@ export interface FailoverDrillResult extends DrillResultHead<'failover-drill', F
   errors: string[];
 }
 
-export type DrillResult = RestoreDrillResult | FailoverDrillResult;
+/** The old primary after a partition: whether it was still a primary, whether it took a write, and how it came back. */
+export interface FencedPrimary {
+  /** synchronous_standby_names as the old primary had it when the cut was healed (what decided its commits' fate). */
+  synchronousStandbyNames: string | null;
+  /** Whether it still took writes (not in recovery) after the heal, and its WAL position and timeline then. */
+  stillPrimary: boolean | null;
+  currentLsn: string | null;
+  timeline: number | null;
+  /**
+   * A write sent to it after the heal, from the client host: `hung` (not acknowledged within the probe's seconds: its
+   * commits wait for a synchronous standby that follows another primary now), `refused` (an error, read-only),
+   * `unreachable`, or `acknowledged` (it was not fenced: a split brain).
+   */
+  fence: { outcome: 'hung' | 'refused' | 'unreachable' | 'acknowledged'; seconds: number; detail: string };
+  /** How it came back: pg_rewind, or a fresh clone when the rewind could not run; then streaming from the new primary. */
+  action: 'rewound' | 'rebuilt' | 'left down';
+  seconds: number | null;
+  detail: string;
+  streaming: boolean;
+}
+
+/** One partition: the primary cut off from its standbys, a standby promoted, what the old primary acknowledged meanwhile. */
+export interface PartitionRound {
+  round: number;
+  isolatedHost: string;
+  isolatedNode: string;
+  /** The cut as the provider made it, and whether the writer was cut off the old primary too. */
+  cut: NetworkCutRecord & { cutWriter: boolean };
+  heal: NetworkHealRecord | null;
+  /** WAL positions of the standbys when the promotion was decided (detectionSeconds after the cut). */
+  standbys: StandbyPosition[];
+  promotedHost: string;
+  promotedNode: string;
+  repointedHost: string;
+  promoteSeconds: number;
+  writer: WriterOutcome;
+  /** RTO: from the cut to the first commit the promoted standby acknowledged. */
+  rtoSeconds: number | null;
+  /**
+   * Commits the old primary acknowledged after the cut was in place (the writer's acknowledgement after the packet
+   * filter answered). Under ANY 1 at most one per writer connection: a commit a standby confirmed just before.
+   */
+  acknowledgedAfterCut: number;
+  /** Commits it acknowledged while the rules were being loaded (tens of ms; before or after they took effect). */
+  acknowledgedWhileCutting: number;
+  /** Of both, the ones the new primary does not hold: acknowledged by a primary that had been replaced (split brain). */
+  splitBrainCommits: number;
+  splitBrainSample: { id: number; lsn: string | null }[];
+  /** The LSN of the last commit the old primary acknowledged before the cut (the writer's record), and whether the promoted standby had received it. */
+  lastAckedLsnBeforeCut: string | null;
+  promotedHeldLastAck: boolean | null;
+  /** Acknowledged ids (this round and every earlier one) missing on the new primary: must be 0 under ANY 1. */
+  lostCommits: number;
+  lostSample: number[];
+  acknowledgedTotal: number;
+  inDoubtPresent: number;
+  oldPrimary: FencedPrimary;
+  archivedOnNewTimeline?: string;
+  ok: boolean;
+  error?: string;
+}
+
+export interface PartitionDrillResult extends DrillResultHead<'partition-drill', PartitionDrillSpec> {
+  /** What the first primary's synchronous_standby_names was set to (ANY 1 of the standbys). */
+  synchronousStandbyNames: string | null;
+  hosts: { client: string; nodes: Record<string, string> };
+  archive: FailoverArchive | null;
+  rounds: PartitionRound[];
+  summary: {
+    rounds: number;
+    lostCommits: number;
+    splitBrainCommits: number;
+    acknowledgedAfterCut: number;
+    rtoSecondsMedian: number | null;
+    rtoSecondsMax: number | null;
+    /** How each old primary came back, counted: "rewound" 9, "rebuilt" 1. */
+    oldPrimaries: Record<string, number>;
+  };
+  errors: string[];
+}
+
+export type DrillResult = RestoreDrillResult | FailoverDrillResult | PartitionDrillResult;
 
 /** What a drill workflow returns: the verdict and the headline figures (the full result is in result.json). */
 export interface DrillSummary {

@@ -4,7 +4,7 @@
  * `host:<hostId>` and call the provider through this interface (local folders and cgroups, or EC2). What a host is
  * (its request, record, configuration) is common/core/hosts.ts.
  */
-import type { HostActor, HostDiagnosis, HostRecord, HostRequest, ManagedHost, ProviderName } from '../../common/core/hosts';
+import type { HostActor, HostDiagnosis, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 
@@ -24,7 +24,14 @@ export interface HostProvider {
   teardown(hostId: string, actor?: HostActor): Promise<string>;
   /** Crashes the host without warning: every process on it dies (failover drills, fault tests). Its owner's only. */
   kill(hostId: string, actor?: HostActor): Promise<void>;
-  /** Every host this provider manages, for the sweeper. */
+  /**
+   * Cuts the network between two groups of its hosts (the partition drill), replacing a cut made around the same
+   * host; its teardown removes the cut too. Providers that cannot cut leave it out.
+   */
+  cutNetwork?(cut: NetworkCutRequest): Promise<NetworkCutRecord>;
+  /** Removes the cut made around a host; idempotent (no cut there is fine). */
+  healNetwork?(hostId: string): Promise<NetworkHealRecord>;
+  /** Every host this provider manages, for the sweeper (with the cuts made around them among its resources). */
   list(): Promise<ManagedHost[]>;
   /**
    * What a person needs when the host stopped answering or never showed up (processes, OOM kills, console, log); of

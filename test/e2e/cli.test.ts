@@ -1,7 +1,8 @@
 /**
  * The CLI as a person uses it: `dev up` starts a Temporal dev server and a control worker of its own (free ports,
- * a temporary lab home), `run --preset ci --watch` runs the experiment to the end with progress, `status` and
- * `dev status` describe things, `dev down` stops everything.
+ * a temporary lab home), `run --preset ci --watch` runs the experiment to the end with progress, `drill partition
+ * --preset ci --watch` prints the partition's counts, `status` and `dev status` describe things, `dev down` stops
+ * everything.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -57,6 +58,14 @@ describe('storage-lab CLI (end to end)', () => {
 
     const st = await storageLab(['status', 'cli-e2e-run']);
     expect(st.stdout).toMatch(/cli-e2e-run: COMPLETED/);
+
+    // One partition, no archive: the drill's own section, with its counts, once it ends.
+    const drill = await storageLab(['drill', 'partition', '--preset', 'ci', '--set', 'backup.enabled=false', '--watch', '--id', 'cli-e2e-partition']);
+    expect(drill.exitCode).toBe(0);
+    expect(drill.stdout).toMatch(/partition-drill cli-e2e-partition: passed/);
+    expect(drill.stdout).toMatch(/verdict: passed: 1 partition, 0 split-brain commits acknowledged, 0 acknowledged commits lost/);
+    expect(drill.stdout).toMatch(/\| 1 \| n1 \| n[23] \| [\d.]+ s \|/);
+    expect(drill.stdout).toMatch(/1 partition: 0 split-brain commits acknowledged \(\d+ acknowledged by an old primary after its cut\), 0 acknowledged commits lost/);
 
     const down = await storageLab(['dev', 'down']);
     expect(down.exitCode).toBe(0);

@@ -147,6 +147,12 @@ const CASES: Record<string, Case[]> = {
     { name: 'failover drill: a forged continuation (pg_hba for the world, archive_command)', args: (_lab, id) => [{ preset: 'ci' }, forgedFailoverContinuation(id)], field: 'continued', fix: 'start the run with its input only' },
     { name: 'failover drill: restore_command', args: () => [{ preset: 'ci', postgres: { settings: { restore_command: `touch ${marker()}` } } }], field: 'postgres.settings.restore_command', fix: 'remove it' },
   ],
+  [WORKFLOW_TYPES.partitionDrill]: [
+    ...byId(WORKFLOW_TYPES.partitionDrill, () => ({ preset: 'ci' })),
+    { name: 'partition drill: a forged continuation (pg_hba for the world, archive_command)', args: (_lab, id) => [{ preset: 'ci' }, forgedFailoverContinuation(id)], field: 'continued', fix: 'start the run with its input only' },
+    { name: 'partition drill: its quorum emptied through the settings', args: () => [{ preset: 'ci', postgres: { settings: { synchronous_standby_names: '' } } }], field: 'postgres.settings.synchronous_standby_names', fix: 'remove it' },
+    { name: 'partition drill: an asynchronous mode', args: () => [{ preset: 'ci', mode: 'async' }], field: 'mode', fix: 'unknown field' },
+  ],
   [WORKFLOW_TYPES.diagnose]: [
     ...byId(WORKFLOW_TYPES.diagnose, () => ({ dsn: 'postgresql://monitor@127.0.0.1:1/app', seconds: 1 })),
     { name: 'diagnose: a password in the DSN', args: () => [{ dsn: 'postgresql://monitor:secret@127.0.0.1:1/app', seconds: 1 }], field: 'dsn', fix: 'remove it' },

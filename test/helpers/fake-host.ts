@@ -11,7 +11,8 @@ export function fakeHostRecord(request: HostRequest): HostRecord {
     kind: request.storageClass.kind,
     taskQueue: hostTaskQueue(request.hostId),
     emulated: true,
-    limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB },
+    // As the local provider records them (iopsBudget null: nothing enforced).
+    limits: { iops: null, throughputMiBps: null, memoryLimitMiB: request.memoryLimitMiB, iopsBudget: null },
     postgres: { host: '127.0.0.1', port: 5432 },
   };
 }

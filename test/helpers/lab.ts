@@ -11,6 +11,8 @@ import { hostFolderName } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { labPaths, type LabPaths } from '../../lib/lab-paths';
 import { detectCgroups, hostCgroupPaths } from '../../lib/cgroups';
+import { CUT_TABLE_PREFIX } from '../../lib/network-cut';
+import { runTag } from '../../common/core/ids';
 import { startControlWorker, type ControlWorkerOptions } from '../../worker/control-worker';
 import { connect, serverAddress, uniqueId, workflowBundle } from './temporal';
 
@@ -25,7 +27,7 @@ export interface TestLab {
   /** Stops the control worker (tests that crash it start another with restartWorker). */
   stopWorker(): Promise<void>;
   restartWorker(): Promise<void>;
-  /** What a run left behind: host folders, mounts, loop devices, cgroups, processes. Empty when clean. */
+  /** What a run left behind: host folders, mounts, loop devices, cgroups, network cuts, processes. Empty when clean. */
   leftovers(hostIds: string[]): string[];
   close(): Promise<void>;
 }
@@ -39,6 +41,8 @@ export interface TestLabOptions {
   workflowBundle?: ControlWorkerOptions['workflowBundle'];
   /** Worker interceptors of the control worker (a fault test acting right after an activity). */
   interceptors?: ControlWorkerOptions['interceptors'];
+  /** Switches of the host agents this lab starts (common/core/test-seams.ts). */
+  testSeams?: ControlWorkerOptions['testSeams'];
 }
 
 export async function startTestLab(name: string, opts: TestLabOptions = {}): Promise<TestLab> {
@@ -66,6 +70,7 @@ export async function startTestLab(name: string, opts: TestLabOptions = {}): Pro
       aws: opts.aws?.(paths),
       versioning,
       interceptors: opts.interceptors,
+      testSeams: opts.testSeams,
     }));
   };
   await startWorker();
@@ -111,6 +116,12 @@ function leftovers(paths: LabPaths, hostIds: string[]): string[] {
   if (cg.kind)
     for (const hostId of hostIds)
       for (const dir of hostCgroupPaths(cg.kind, hostId).dirs) if (existsSync(dir)) found.push(`cgroup ${dir}`);
+  // The lab's network cuts (nftables tables named after its hosts folder), where this machine has nftables.
+  if (process.getuid?.() === 0 && ['/usr/sbin/nft', '/sbin/nft'].some((p) => existsSync(p))) {
+    const prefix = `${CUT_TABLE_PREFIX}${runTag(paths.hostsDir)}_`;
+    const listed = JSON.parse(execFileSync('nft', ['-j', 'list', 'tables', 'inet']).toString()) as { nftables: { table?: { name: string } }[] };
+    for (const e of listed.nftables) if (e.table?.name.startsWith(prefix)) found.push(`nftables table inet ${e.table.name}`);
+  }
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');

@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { hostIdFor } from '../../common/core/ids';
-import { resolveFailoverDrill } from '../../common/input/drill-spec';
+import { resolveFailoverDrill, resolvePartitionDrill, type ReplicaDrillSpec } from '../../common/input/drill-spec';
 import { resolveSpec, revalidateSpec } from '../../common/input/spec';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { clusterInputAtDoor, clusterWorkflowId } from '../../workflows/cluster-door';
@@ -75,8 +75,8 @@ describe('the failover drill\'s continuation', () => {
   const runId = recorded.workflowId;
   const spec = resolveFailoverDrill(recorded.args[0]);
   const continuation = recorded.args[1] as Record<string, unknown> & { records: Record<string, { postgres: { host: string } }>; archiving: { settings: Record<string, Record<string, string>>; store: { path: string } } };
-  const parse = (c: unknown, s = spec) => failoverContinuationSchema(runId, s).safeParse(c);
-  const problems = (c: unknown, s = spec) => {
+  const parse = (c: unknown, s: ReplicaDrillSpec = spec) => failoverContinuationSchema(runId, s).safeParse(c);
+  const problems = (c: unknown, s: ReplicaDrillSpec = spec) => {
     const r = parse(c, s);
     return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   };
@@ -88,6 +88,20 @@ describe('the failover drill\'s continuation', () => {
 
   it('accepts what the recorded run carried across its continue-as-new', () => {
     expect(problems(continuation)).toEqual([]);
+  });
+
+  it('accepts the hosts as the provider records them now, with their IOPS budget, and only a budget it makes', () => {
+    const withBudget = forged((c) => Object.values(c.records).forEach((r) => ((r as unknown as { limits: Record<string, unknown> }).limits.iopsBudget = 'shared')));
+    expect(problems(withBudget)).toEqual([]);
+    expect(problems(forged((c) => ((c.records.n1 as unknown as { limits: Record<string, unknown> }).limits.iopsBudget = null)))).toEqual([]);
+    expect(problems(forged((c) => ((c.records.n1 as unknown as { limits: Record<string, unknown> }).limits.iopsBudget = 'unlimited')))).toEqual([expect.stringMatching(/^records.n1.limits.iopsBudget: /)]);
+  });
+
+  it('is the partition drill\'s door too, held to the partition spec', () => {
+    const partition = resolvePartitionDrill({ preset: 'ci', rounds: 11 });
+    expect(problems(continuation, partition)).toEqual([]);
+    expect(problems(continuation, { ...partition, rounds: 10 })).toEqual([expect.stringMatching(/^nextRound: beyond the drill's 10 rounds/)]);
+    expect(problems(continuation, { ...partition, backup: { ...partition.backup, enabled: false } })).toEqual([expect.stringMatching(/^archiving: must be null/)]);
   });
 
   it('refuses a program in archive_command, pg_hba lines for the world, a host off loopback, a store elsewhere', () => {

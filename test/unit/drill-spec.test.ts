@@ -3,6 +3,7 @@ import {
   drillInputFor,
   drillPostgresSettings,
   resolveFailoverDrill,
+  resolvePartitionDrill,
   resolveRestoreDrill,
 } from '../../common/input/drill-spec';
 import { PRESET_NAMES } from '../../common/input/presets';
@@ -10,9 +11,38 @@ import { resolveSpec } from '../../common/input/spec';
 import { problemsOf } from '../helpers/spec-problems';
 
 describe('drill specs', () => {
-  it.each(DRILL_PRESET_NAMES)('preset %s resolves for both drills', (preset) => {
+  it.each(DRILL_PRESET_NAMES)('preset %s resolves for every drill', (preset) => {
     expect(resolveRestoreDrill({ preset }).preset).toBe(preset);
     expect(resolveFailoverDrill({ preset }).preset).toBe(preset);
+    expect(resolvePartitionDrill({ preset }).preset).toBe(preset);
+  });
+
+  it('gives the partition drill no way to empty its quorum, and runs it on this machine only', () => {
+    const spec = resolvePartitionDrill({ preset: 'ci', rounds: 10, partition: { cutWriter: true } });
+    expect(spec).toMatchObject({ rounds: 10, partition: { cutWriter: true, detectionSeconds: 1, fenceProbeSeconds: 1 }, backup: { enabled: true } });
+    expect(resolvePartitionDrill({ preset: 'ci' }).partition.cutWriter).toBe(false);
+    // No mode field, and synchronous_standby_names stays a refused setting.
+    expect(problemsOf(resolvePartitionDrill, { preset: 'ci', mode: 'async' })).toEqual([expect.objectContaining({ path: 'mode', message: expect.stringMatching(/unknown field/) })]);
+    expect(problemsOf(resolvePartitionDrill, { preset: 'ci', postgres: { settings: { synchronous_standby_names: '' } } })).toEqual([
+      expect.objectContaining({ path: 'postgres.settings.synchronous_standby_names', message: expect.stringMatching(/^refused: .*partition drill/) }),
+    ]);
+    const problems = problemsOf(resolvePartitionDrill, {
+      preset: 'ci',
+      provider: 'aws',
+      rounds: 51,
+      writer: { cutAfterSeconds: 0.1 },
+      partition: { detectionSeconds: -1, fenceProbeSeconds: 61, cutWriter: 'yes' },
+    });
+    const byPath = Object.fromEntries(problems.map((p) => [p.path, p.message]));
+    expect(Object.keys(byPath)).toEqual(
+      expect.arrayContaining(['rounds', 'writer.cutAfterSeconds', 'partition.detectionSeconds', 'partition.fenceProbeSeconds', 'partition.cutWriter']),
+    );
+    expect(byPath['partition.cutWriter']).toBe('must be true or false');
+    expect(byPath['partition.fenceProbeSeconds']).toMatch(/at most 60/);
+    // Every problem at once, the provider's among them once the rest is valid.
+    expect(problemsOf(resolvePartitionDrill, { preset: 'ci', provider: 'aws', aws: { region: 'eu-west-1', subnetId: 'subnet-1', temporalAddress: 'temporal:7233' }, backup: { store: { kind: 's3', bucket: 'lab-backups' } }, storageClass: { kind: 'ebs' } })).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: 'provider', message: expect.stringMatching(/nftables.*use "local"/) })]),
+    );
   });
 
   it('defaults to local-quick and fills every default', () => {
@@ -102,11 +132,18 @@ describe('drill specs', () => {
   });
 
   it('gives an experiment\'s drills its backup tool, compression, store and archive_timeout', () => {
-    const spec = resolveSpec({ preset: 'ci', durability: { drills: ['restore', 'failover'], compression: 'zstd', archiveTimeoutSeconds: 7 } });
-    for (const kind of ['restore', 'failover'] as const) {
-      const backup = (kind === 'restore' ? resolveRestoreDrill : resolveFailoverDrill)(drillInputFor(kind, spec)).backup;
+    const spec = resolveSpec({ preset: 'ci', durability: { drills: ['restore', 'failover', 'partition'], compression: 'zstd', archiveTimeoutSeconds: 7 } });
+    for (const kind of ['restore', 'failover', 'partition'] as const) {
+      const backup = { restore: resolveRestoreDrill, failover: resolveFailoverDrill, partition: resolvePartitionDrill }[kind](drillInputFor(kind, spec)).backup;
       expect(backup).toMatchObject({ tool: 'wal-g', compression: 'zstd', archiveTimeoutSeconds: 7, store: { kind: 'folder' } });
     }
+  });
+
+  it('runs an experiment\'s partition drill on this machine only', () => {
+    expect(() => resolveSpec({ preset: 'ci', durability: { drills: ['partition'] } })).not.toThrow();
+    expect(problemsOf(resolveSpec, { preset: 'seed-full', durability: { drills: ['partition'], backupStore: { kind: 's3', bucket: 'lab-backups' } } })).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: 'durability.drills', message: expect.stringMatching(/provider "local" only/) })]),
+    );
   });
 
   it('rejects a non-object and an unknown preset, saying what to pass', () => {

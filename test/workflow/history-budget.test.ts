@@ -42,4 +42,13 @@ describe('history budget (unit-sized)', () => {
     expect(figures[1].events).toBeLessThan(figures[0].events / 2);
     expect(figures[0].events).toBeLessThan(HISTORY_EVENT_LIMIT / 5);
   });
+
+  it('the partition drill continues as new too, each execution holding at most ROUNDS_PER_EXECUTION rounds', async () => {
+    const rounds = ROUNDS_PER_EXECUTION + 2;
+    const input = { preset: 'ci', rounds, writer: { cutAfterSeconds: 0.5 }, partition: { detectionSeconds: 0 } };
+    const figures = await harness.run('partitionDrillWorkflow', input, CI_DURATIONS, uniqueId('budget-partition'));
+    expect(figures.map((f) => f.execution)).toEqual([1, 2]);
+    expect(figures[1].events).toBeLessThan(figures[0].events / 2);
+    expect(figures[0].events).toBeLessThan(HISTORY_EVENT_LIMIT / 5);
+  });
 });

@@ -29,6 +29,8 @@ const EXPECTED: Record<string, string> = {
   'restore-drill-ci-before-undo-in-reverse': WORKFLOW_TYPES.restoreDrill,
   'failover-drill-ci-1': WORKFLOW_TYPES.failoverDrill,
   'failover-drill-ci-2': WORKFLOW_TYPES.failoverDrill,
+  'partition-drill-ci-1': WORKFLOW_TYPES.partitionDrill,
+  'partition-drill-ci-2': WORKFLOW_TYPES.partitionDrill,
   'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
   sweeper: WORKFLOW_TYPES.sweeper,
   diagnose: WORKFLOW_TYPES.diagnose,
@@ -80,10 +82,12 @@ describe('recorded workflow histories replay against the current workflow code',
     Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level }, forward: {} } } });
   });
 
-  it('holds a history of every workflow the recorder runs, and a continued-as-new failover drill', () => {
+  it('holds a history of every workflow the recorder runs, and a continued-as-new failover and partition drill', () => {
     expect(Object.fromEntries(fixtures.map((f) => [f.name, f.type]))).toEqual(expect.objectContaining(EXPECTED));
-    const first = fixtures.find((f) => f.name === 'failover-drill-ci-1')!;
-    expect(first.history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    for (const name of ['failover-drill-ci-1', 'partition-drill-ci-1']) {
+      const first = fixtures.find((f) => f.name === name)!;
+      expect(first.history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    }
   });
 
   it('holds the restore drill on both sides of the undo-in-reverse patch', () => {

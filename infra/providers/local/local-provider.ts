@@ -13,7 +13,7 @@ import { closeSync, existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { describeClaimant, hostIndexOf, ownedBy, ownerRefusal, type OwnerRecord } from '../../../common/core/claims';
 import { FAILURE_TYPES } from '../../../common/core/errors';
-import { hostFolderName, safeSegment, segmentProblem } from '../../../common/core/ids';
+import { hostFolderName, runTag, safeSegment, segmentProblem } from '../../../common/core/ids';
 import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
@@ -36,7 +36,8 @@ import { backupsDirFor, ensureDir, hostsKeyFile, socketPathProblem } from '../..
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
-import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
+import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
 import type { HostProvider } from '../host-provider';
 import {
   createHostCgroup,
@@ -201,7 +202,7 @@ export class LocalProvider implements HostProvider {
       passwordFile,
       pgBinDir,
       ...(pgClientBinDir !== pgBinDir ? { pgClientBinDir } : {}),
-      cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir } : null,
+      cgroup: cgroup ? { kind: cgroup.kind, cpuDir: cgroup.cpuDir, memoryDir: cgroup.memoryDir, ioDir: cgroup.ioDir, netDir: cgroup.netDir } : null,
       ...(owner ? { owner } : {}),
       ...(volume ? { volume } : {}),
     };
@@ -220,6 +221,8 @@ export class LocalProvider implements HostProvider {
       // A run's undo of a host it never got: nothing of it is this run's, so nothing is removed.
       return `left ${hostId} alone: ${refusal}`;
     }
+    // The network first: a cut made around the host must not outlive it (nor its port, given to the next host).
+    await this.healNetwork(hostId);
     await this.killAndWait(hostId);
     await this.releaseVolume(hostDir);
     const cg = this.cgroupOf(hostId);
@@ -261,6 +264,69 @@ export class LocalProvider implements HostProvider {
     signal(postmasterPid, 'SIGKILL');
   }
 
+  /**
+   * Cuts the TCP traffic between two groups of hosts with nftables (lib/network-cut.ts): each host's sockets are
+   * told apart by its v2 cgroup, its server by its port. The table is named after the lab and the host the cut is
+   * made around; making it again replaces it.
+   */
+  async cutNetwork(cut: NetworkCutRequest): Promise<NetworkCutRecord> {
+    if (!cut.isolated.includes(cut.hostId)) throw new Error(`the cut is made around ${cut.hostId}, which must be one of the isolated hosts (${cut.isolated.join(', ')})`);
+    const ends = (ids: string[]): CutHost[] =>
+      ids.map((hostId) => {
+        const configFile = path.join(this.hostDir(hostId), 'host.json');
+        if (!existsSync(configFile)) throw new Error(`host ${hostId}: no host here to cut off (never made, or torn down)`);
+        const config = readConfig(configFile);
+        const netDir = config.cgroup?.netDir;
+        if (!netDir)
+          throw new Error(
+            `host ${hostId} has no cgroup v2 of its own, so its connections cannot be told from other hosts' on loopback (${config.cgroup ? 'made before network cuts existed, or no cgroup v2 tree below /sys/fs/cgroup' : `no cgroups: ${detectCgroups().reason ?? 'none'}`})`,
+          );
+        return { hostId, netDir, port: config.postgres.port };
+      });
+    const sides: [CutHost[], CutHost[]] = [ends(cut.isolated), ends(cut.others)];
+    const table = this.cutTable(cut.hostId);
+    const ruleset = cutRuleset(table, sides);
+    const requestedAt = new Date().toISOString();
+    const { seconds } = await applyCut(ruleset);
+    return {
+      table,
+      mechanism: 'nftables, table inet ' + table + ': socket cgroupv2 (the host a socket belongs to) and the server port, both directions',
+      rules: cutRuleCount(sides),
+      requestedAt,
+      appliedAt: new Date().toISOString(),
+      applySeconds: seconds,
+    };
+  }
+
+  async healNetwork(hostId: string): Promise<NetworkHealRecord> {
+    if (!(await this.canCut())) return { removed: false, droppedPackets: null, healedAt: new Date().toISOString(), removeSeconds: 0 };
+    const removed = await removeCut(this.cutTable(hostId));
+    return { removed: removed.removed, droppedPackets: removed.droppedPackets, healedAt: new Date().toISOString(), removeSeconds: removed.seconds };
+  }
+
+  /** The nftables table of a cut made around a host by this lab (several labs may share the machine). */
+  private cutTable(hostId: string): string {
+    return cutTableName(labCutTag(this.opts.hostsDir), hostId);
+  }
+
+  /**
+   * Whether this lab can have made a cut at all: nftables needs root, the nft tool, and a packet filter it may read (a
+   * container without CAP_NET_ADMIN has none). Asked once; where it cannot, teardown and the sweeper skip the cuts.
+   */
+  private canCut(): Promise<boolean> {
+    this.cutSupport ??= (async () => {
+      if (typeof process.getuid === 'function' && process.getuid() !== 0) return false;
+      if (!(process.env.PATH ?? '/usr/sbin:/sbin').split(':').some((dir) => dir && existsSync(path.join(dir, 'nft')))) return false;
+      return listCutTables().then(
+        () => true,
+        () => false,
+      );
+    })();
+    return this.cutSupport;
+  }
+
+  private cutSupport: Promise<boolean> | null = null;
+
   async list(): Promise<ManagedHost[]> {
     const hosts = new Map<string, ManagedHost>();
     for (const folder of listLabDir(this.opts.hostsDir) ?? []) {
@@ -290,6 +356,17 @@ export class LocalProvider implements HostProvider {
         // a process in it runs from this lab's hosts folder, so a sweep never kills another lab's hosts.
         else if (this.runsFromHere(hostCgroupPaths(support.kind, hostId)))
           hosts.set(hostId, { hostId, runId: '', expiresAt: null, resources: [`cgroup:${hostId}`] });
+      }
+    }
+    // Cuts made around this lab's hosts; one whose host is gone goes to the sweeper as a host without a run label.
+    if (await this.canCut()) {
+      const labTag = labCutTag(this.opts.hostsDir);
+      for (const table of await listCutTables(`${CUT_TABLE_PREFIX}${labTag}_`)) {
+        const hostId = hostOfCutTable(labTag, table);
+        if (!hostId) continue;
+        const entry = hosts.get(hostId);
+        if (entry) entry.resources.push(`nftables:inet ${table}`);
+        else hosts.set(hostId, { hostId, runId: '', expiresAt: null, resources: [`nftables:inet ${table}`] });
       }
     }
     return [...hosts.values()];
@@ -481,10 +558,11 @@ export class LocalProvider implements HostProvider {
       recorded?.memoryDir && recorded.ioDir && recorded.cpuDir
         ? {
             kind: recorded.kind,
-            dirs: [...new Set([recorded.memoryDir, recorded.ioDir, recorded.cpuDir])],
+            dirs: [...new Set([recorded.memoryDir, recorded.ioDir, recorded.cpuDir, ...(recorded.netDir ? [recorded.netDir] : [])])],
             memoryDir: recorded.memoryDir,
             ioDir: recorded.ioDir,
             cpuDir: recorded.cpuDir,
+            netDir: recorded.netDir ?? null,
           }
         : hostCgroupPaths(support.kind, hostId);
     return cg.dirs.some((d) => existsSync(d)) ? cg : null;
@@ -533,6 +611,11 @@ function loopImage(name: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** This lab's tag in its cut tables' names: 80 bits of its hosts folder's run tag (nftables names stay short). */
+function labCutTag(hostsDir: string): string {
+  return runTag(hostsDir).slice(0, 16);
 }
 
 /** The record workflows see: the config without the host-local paths. */
