@@ -156,8 +156,8 @@ describe('drill specs', () => {
 
   it.each(PRESET_NAMES)('an experiment (preset %s) derives valid drill inputs for its durability drills', (preset) => {
     const aws = preset === 'seed-full' ? { backupStore: { kind: 's3', bucket: 'lab-backups' } } : {};
-    // Local drills need Debian's 15 (its pg_basebackup, pg_rewind and pgBackRest); local-quick runs 17.
-    const postgres = preset === 'local-quick' ? { version: 15, directIo: 'off' } : {};
+    // Local drills need Debian's 15 (its pg_basebackup, pg_rewind and pgBackRest); local-quick and reference-scaled run 17.
+    const postgres = preset !== 'seed-full' && resolveSpec({ preset }).postgres.version !== 15 ? { version: 15, directIo: 'off' } : {};
     const spec = resolveSpec({ preset, postgres, durability: { drills: ['restore', 'failover'], ...aws } });
     const restore = resolveRestoreDrill(drillInputFor('restore', spec));
     expect(restore.data.scale).toBe(spec.data.scale);
