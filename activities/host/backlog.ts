@@ -14,7 +14,7 @@ import { clientTool } from '../../lib/postgres-binaries';
 import { makeLabDir, writeLabFile } from '../../lib/lab-fs';
 import { connectLocal, libpqEnv } from '../../lib/pg';
 import { ProcessError, runProcess } from '../../lib/process-runner';
-import { etaSeconds, every, progressReporter } from '../progress';
+import { every, progressReporter, StepProgress } from '../progress';
 import { asClientUser, asPostgresUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
 import { workloadAppName, workloadArgs } from '../../lib/pgbench-workload';
@@ -76,12 +76,14 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
 
       // Fill: the workload runs with no consumer until the slot holds the requested WAL back.
       const fillStarted = Date.now();
+      const fill = new StepProgress('writing backlog', 'bytes');
       await fillBacklog(deps, db, input, requested, (retained) => {
         // The fill's own ETA; the drain after it has none until it runs, so the phase has none yet.
-        const stepEta = etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000);
+        const { eta, measure } = fill.read(retained, requested);
         report({
           percent: Math.min(49, Math.round((50 * retained) / requested)),
-          detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+          measure,
+          detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(eta !== undefined ? { stepEtaSeconds: eta } : {}) },
         });
       });
       return { startLsn, fillSeconds: (Date.now() - fillStarted) / 1000 };
@@ -97,13 +99,16 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
     const counters = new HostCounters(deps.config);
     const window = counters.window();
     const drainStarted = Date.now();
+    const drain = new StepProgress('draining', 'bytes');
     const stopProgress = every(1_000, () => {
       void slotState(db)
         .then((s) => {
           const done = Math.max(0, backlogBytes - Math.max(0, s.lagToTarget(targetLsn)));
+          const { eta, measure } = drain.read(done, backlogBytes);
           report({
             percent: 50 + Math.min(49, Math.round((50 * done) / Math.max(1, backlogBytes))),
-            etaSeconds: etaSeconds(done, backlogBytes, (Date.now() - drainStarted) / 1000),
+            etaSeconds: eta,
+            measure,
             detail: { step: 'draining', drainedMB: Math.round(done / MB), backlogMB: Math.round(backlogBytes / MB) },
           });
         })

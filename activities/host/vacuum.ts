@@ -10,7 +10,7 @@ import type { Client } from 'pg';
 import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { connectLocal } from '../../lib/pg';
-import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';
+import { every, progressReporter, StepProgress, type ReportProgress } from '../progress';
 import { parseVacuumVerbose } from '../../lib/parsers/vacuum';
 import { assertHost, type HostDeps, type HostInput } from './deps';
 import { stopLeftovers } from './leftovers';
@@ -189,7 +189,7 @@ async function makeBloat(
     await holder.query('SELECT 1'); // Takes the snapshot.
     // Index scans over small aid ranges; a sequential scan would read the whole table for every batch.
     await writer.query('SET enable_seqscan = off');
-    const started = Date.now();
+    const progress = new StepProgress('making dead tuples', 'bytes');
     let rowsUpdated = 0;
     let rowsMeasured = 0;
     let nextAid = 1;
@@ -206,11 +206,12 @@ async function makeBloat(
         rows -= n;
         nextAid = nextAid + n > maxAid ? 1 : nextAid + n;
         const done = after.deadBytes - before.deadBytes + (rowsUpdated - rowsMeasured) * tupleBytes;
-        const stepEta = etaSeconds(done, requested, (Date.now() - started) / 1000);
+        const { eta, measure } = progress.read(Math.round(done), requested);
         report({
           percent: Math.min(99, Math.round((100 * done) / requested)),
+          measure,
           // The step's ETA only: the VACUUM after it has no estimate until it scans, so the phase has none.
-          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated, ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated, ...(eta !== undefined ? { stepEtaSeconds: eta } : {}) },
         });
       }
       after = await tupleStats(db, report);
@@ -245,6 +246,7 @@ async function vacuum(
   const cancel = () => void monitor.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
   ctx.cancellationSignal.addEventListener('abort', cancel);
   const started = Date.now();
+  const scanProgress = new StepProgress(`${step}: heap blocks scanned`, 'blocks');
   const stopProgress = every(PROGRESS_MS, () => {
     void monitor
       .query<{ phase: string; scanned: string; total: string; passes: string }>(
@@ -258,10 +260,13 @@ async function vacuum(
         const total = Number(p?.total ?? 0);
         const elapsed = (Date.now() - started) / 1000;
         const phase = p?.phase ?? 'starting';
-        // Pages scanned of pages to scan give the heap scan's ETA; the index and heap passes after it have none.
-        const scanEta = phase === 'scanning heap' ? etaSeconds(scanned, total, elapsed) : undefined;
+        // Pages scanned of pages to scan give the heap scan's ETA; the index and heap passes after it have none. The
+        // scan is read in every phase, so a pause for an index pass counts against the rate it resumes with.
+        const scan = total > 0 ? scanProgress.read(scanned, total) : undefined;
+        const scanEta = phase === 'scanning heap' ? scan?.eta : undefined;
         report({
           percent: total > 0 ? Math.min(99, Math.round((100 * scanned) / total)) : undefined,
+          ...(scan ? { measure: scan.measure } : {}),
           detail: { step, phase, scannedMB: Math.round((scanned * BLOCK_BYTES) / MB), elapsedSeconds: Math.round(elapsed), ...(scanEta !== undefined ? { scanEtaSeconds: scanEta } : {}) },
         });
       })

@@ -21,6 +21,7 @@ th { background: #f5f5f5; }
 code { background: #f3f3f3; padding: 0 0.2rem; }
 .charts { display: grid; grid-template-columns: 1fr; gap: 1rem; }
 .charts figure { margin: 0; border: 1px solid #eee; padding: 0.5rem; }
+.charts svg { max-width: 100%; height: auto; }
 .charts figcaption { font-size: 0.85rem; color: #555; }
 li.FAIL { color: #b00020; } li.WARN { color: #8a5a00; }
 `;

@@ -22,15 +22,30 @@ export interface PhaseProgress {
   phases?: PhaseEntry[];
   /** 0-100 within the phase, when known. */
   percent?: number;
-  /** Seconds left in the phase; only when the estimate covers every remaining step of it. */
+  /** Seconds left in the phase, by the ETA rule (common/results/eta.ts); only when it covers every remaining step. */
   etaSeconds?: number;
   /** Free-form figures: rows, MB, rows/s, latest TPS, ... */
   detail?: Record<string, number | string>;
   at: string;
 }
 
+/** A step's progress reading: `done` of `total` units, `seconds` since its measure began. */
+export interface StepMeasure {
+  step: string;
+  unit: 'bytes' | 'blocks' | 'chunks';
+  seconds: number;
+  done: number;
+  total: number;
+}
+
 /** What a host activity heartbeats: its phase's progress (the UI shows it on the pending activity). */
-export type ActivityProgress = Omit<PhaseProgress, 'phases'>;
+export type ActivityProgress = Omit<PhaseProgress, 'phases'> & {
+  /**
+   * The running step's progress as its ETA rule read it (common/results/eta.ts): exact where the details round it,
+   * so a series of heartbeats can be replayed through the rule.
+   */
+  measure?: StepMeasure;
+};
 
 /** A child workflow of a run (a cluster, a drill, a nightly's experiment), as its parent knows it. */
 export interface ChildProgress {

@@ -3,7 +3,7 @@ import { boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../
 import { gp3Window } from '../helpers/volume-window';
 import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../analysis/report/fidelity';
 import { markdownToHtml, renderHtml } from '../../analysis/report/html';
-import { barChart, escapeXml, lineChart, niceTicks } from '../../analysis/report/svg-charts';
+import { barChart, escapeXml, lineChart, niceTicks, textWidth } from '../../analysis/report/svg-charts';
 import { aggregate } from '../../analysis/aggregate';
 import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
 import type { Diagnostics } from '../../common/results/sampler-and-phases';
@@ -234,6 +234,31 @@ describe('SVG charts', () => {
     expect(stacked).toContain('>30<'); // The stack's total above it.
     expect(barChart({ title: 'none', categories: ['a'], series: [{ name: 'x', values: [null] }] })).toContain('no data measured');
     expect(escapeXml('"<&>"')).toBe('&quot;&lt;&amp;&gt;&quot;');
+  });
+
+  it('sizes a chart from its labels: whole legend names, level or turned category labels, values only where they fit', () => {
+    // DejaVu Sans at 12 px without kerning: no narrower than Chromium on Debian drew it (176 px), and close to it.
+    expect(textWidth('page reads (IO:DataFileRead)')).toBeGreaterThanOrEqual(176);
+    expect(textWidth('page reads (IO:DataFileRead)')).toBeLessThan(176 * 1.02);
+    expect(textWidth('Wait', 14, true)).toBeGreaterThan(textWidth('Wait', 14));
+    const size = (svg: string) => /width="(\d+)" height="(\d+)"/.exec(svg)!.slice(1).map(Number);
+    const short = barChart({ title: 't', categories: ['a', 'b'], series: [{ name: 'x', values: [1, 2] }] });
+    expect(size(short)).toEqual([760, 312]); // The default size, 12 px above the plot for the values over the bars.
+    const longName = 'WAL write/fsync at commit (and synchronous standbys)';
+    const long = barChart({ title: 't', categories: ['a', 'b'], series: [{ name: longName, values: [1, 2] }] });
+    expect(long).toContain(`>${longName}</text>`);
+    expect(size(long)[0]).toBe(Math.ceil(64 + 496 + 14 + 18 + textWidth(longName) + 8));
+    const wide = barChart({ title: 't', categories: ['gp3-3000-mem1536-x06', 'local-c64-xxxxxxxx03'], series: [{ name: 'x', values: [1, 2] }] });
+    expect(wide).not.toMatch(/rotate\(-35/);
+    const many = Array.from({ length: 8 }, (_, i) => `gp3-3000-mem1536-x0${i}`);
+    const turned = barChart({ title: 't', categories: many, series: [{ name: 'x', values: many.map((_, i) => i + 1) }] });
+    expect(turned.match(/rotate\(-35 /g)).toHaveLength(8);
+    expect(size(turned)[1]).toBeGreaterThan(312);
+    // Eight series of four categories: a bar's slot is 12 px, too narrow for "55.6"; its tooltip carries it.
+    const crowded = barChart({ title: 't', categories: ['mean', 'p50', 'p95', 'p99'], series: many.map((name) => ({ name, values: [55.6, 1, 7, 9] })) });
+    expect(crowded).toContain(': 55.6</title>');
+    expect(crowded).not.toContain('>55.6</text>');
+    expect(crowded).toContain('>7</text>');
   });
 
   it('turns the report Markdown into HTML tables and lists', () => {
