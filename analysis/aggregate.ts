@@ -13,7 +13,7 @@ import {
   type ExperimentResult,
   type TpsRun,
 } from '../common/results/result';
-import { classDiagnostics, classPhases, diagnosticChecks } from './bottlenecks';
+import { classReadings, classPhases, samplerChecks } from './bottlenecks';
 import { clientGapShare, LOAD_GENERATOR_GAP_SHARE } from './cross-checks';
 
 export interface EnvironmentInfo {
@@ -102,7 +102,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
       // Each phase's median counts the clusters that measured it.
       phases: classPhases(clusters),
     };
-    Object.assign(classes[name], classDiagnostics(ok, classes[name].limits));
+    Object.assign(classes[name], classReadings(ok, classes[name].limits));
   }
   const compare = spec.compare ?? null;
   const base = compare ? classes[compare.baseline] : undefined;
@@ -173,7 +173,7 @@ export function runChecks(classes: Record<string, ClassResult>): Check[] {
         detail: `${run.failedTransactions} failed of ${run.transactions + run.failedTransactions}`,
       });
       const memoryRatio = c.load ? c.load.heapBytes / (cls.limits.memoryLimitMiB * 1024 * 1024) : 0;
-      checks.push(...diagnosticChecks(c, cls, memoryRatio >= 1));
+      checks.push(...samplerChecks(c, cls, memoryRatio >= 1));
       if (c.load) {
         checks.push({
           name: 'data set larger than memory',

@@ -1,11 +1,11 @@
 /**
- * What the diagnostics and the measured phases say about a run: medians per class, the resource that bound each
+ * What the sampler's readings and the measured phases say about a run: medians per class, the resource that bound each
  * cluster, and the self-checks on the breakdown, the sampler, the throttle and the phases. Pure; aggregate.ts
  * calls it, and unit tests call it directly.
  */
 import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../common/results/breakdown';
 import { crossChecks } from './cross-checks';
-import type { VacuumVerboseReport } from '../common/results/sampler-and-phases';
+import type { VacuumVerboseReport } from '../common/results/sampler-readings';
 import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../common/results/result';
 import { median } from '../common/core/stats';
 
@@ -57,7 +57,7 @@ export function classPhases(clusters: ClusterResult[]): ClassPhases {
 }
 
 /** Medians per class of the breakdown, latency figures and wait shares. */
-export function classDiagnostics(
+export function classReadings(
   clusters: ClusterResult[],
   limits: { iops: number | null; throughputMiBps: number | null },
 ): Pick<ClassResult, 'breakdownMs' | 'latencyMs' | 'waitClassShares' | 'waitEventShares' | 'boundBy'> {
@@ -125,7 +125,7 @@ export function throttleUse(
   };
 }
 
-/** The resource that bound a cluster's throughput, from its wait shares, CPU and device, or null without diagnostics. */
+/** The resource that bound a cluster's throughput, from its wait shares, CPU and device, or null without sampler readings. */
 export function boundBy(
   c: ClusterResult,
   limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' } = { iops: null, throughputMiBps: null },
@@ -160,8 +160,8 @@ export function boundBy(
   return { resource: 'no single bound', detail };
 }
 
-/** Self-checks of one cluster's diagnostics and phases. `dataExceedsMemory` decides whether a cold throttle is an error. */
-export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceedsMemory: boolean): Check[] {
+/** Self-checks of one cluster's sampler readings and phases. `dataExceedsMemory` decides whether a cold throttle is an error. */
+export function samplerChecks(c: ClusterResult, cls: ClassResult, dataExceedsMemory: boolean): Check[] {
   const checks: Check[] = [];
   const scope = c.hostId;
   const run = c.tpsRun;
@@ -206,7 +206,7 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
           : `reads and writes within ${Math.round((ABOVE_CAP - 1) * 100)} % of their caps (${held.detail})`,
       });
   } else if (run) {
-    checks.push({ name: 'diagnostics sampled', scope, ok: false, severity: 'warning', detail: 'the TPS run has no diagnostics (sampler disabled?)' });
+    checks.push({ name: 'sampler readings taken', scope, ok: false, severity: 'warning', detail: 'the TPS run has no sampler readings (sampler disabled?)' });
   }
   const v = c.phases.vacuum;
   if (v) {

@@ -135,8 +135,8 @@ async function histories(client: Client, workflowId: string, firstRunId: string,
 }
 
 /** A fake host step standing for `seconds`: as many progress reports as the real activity makes in that time. */
-async function take(seconds: number, hostId: string, phase: string): Promise<void> {
-  const report = progressReporter(hostId, phase);
+async function take(seconds: number, hostId: string, step: string): Promise<void> {
+  const report = progressReporter(hostId, step);
   for (let done = 0; done < seconds; done += REPORT_EVERY_SECONDS) {
     report({ percent: Math.round((100 * done) / seconds), etaSeconds: Math.round(seconds - done), detail: { second: done } });
     if (done % (500 * REPORT_EVERY_SECONDS) === 0) await new Promise((r) => setImmediate(r));
@@ -162,7 +162,7 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
     },
     async teardownHost() {},
     async killHost() {},
-    async diagnoseHost() {
+    async inspectHost() {
       return { oomKills: 0, text: 'fake host', lastPollAt: null };
     },
     async saveClusterResult() {},

@@ -1,5 +1,5 @@
 /**
- * The diagnostics sampler's cost: pgbench TPS with and without the sampler on its own connection, on the same
+ * The sampler's cost: pgbench TPS with and without the sampler on its own connection, on the same
  * local Postgres, in one run, in alternating pairs of short rounds so noise (a neighbour, a checkpoint) hurts both
  * alike. Both sides run the lab's own runPgbench activity; only `sampler` differs. Prints each pair, the median of
  * the paired TPS ratios, and the sampler backend's own CPU share (target: overhead at most 3 %).

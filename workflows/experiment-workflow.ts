@@ -12,7 +12,7 @@ import type { DrillSummary } from '../common/results/drill-result';
 import { forEachBounded, runChild, showChildren } from './children';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
-import { runExperimentDrills } from './experiment-drills';
+import { runExperimentDrills } from './drill-children';
 import { resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
@@ -42,7 +42,7 @@ export function validateOrFail(input: unknown): ExperimentSpec {
 export async function experimentWorkflow(input: ExperimentInput = {}): Promise<ExperimentSummary> {
   const runId = checkedWorkflowId();
   const board = new ProgressBoard(`Experiment ${runId}`, runId);
-  board.setPhase('validating');
+  board.setStage('validating');
   const spec = acceptInput(resolveSpec, input, (s) => ({
     experiment: s.name,
     preset: s.preset ?? 'custom',
@@ -60,14 +60,14 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
   const outcome = await runCompensated(
     board,
     async () => {
-      board.setPhase('running clusters');
+      board.setStage('running clusters');
       // A cluster that fails is recorded (it saved its own result); the others still run.
       await forEachBounded(clusters, spec.maxParallelClusters, async (child) => {
         await runChild(board, child, clusterWorkflow, { ...child.cluster, spec });
       });
       // The durability drills the spec asks for, as child workflows; a cancellation stops them like the clusters.
       if (spec.durability.drills.length) {
-        board.setPhase('running drills');
+        board.setStage('running drills');
         drills = await runExperimentDrills(spec, runId, board);
       }
     },
@@ -75,14 +75,14 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
       failed: (_err, status) => (cancelled = status === 'cancelled'),
       // Results are written even when cancelled: nothing measured is lost. Each cluster undid its own host.
       async save() {
-        board.setPhase('writing results');
+        board.setStage('writing results');
         summary = await resultCalls.writeResults({ runId, spec, startedAt, cancelled, drills });
         return summary.location;
       },
     },
   );
   upsertSearchAttributes(searchAttributes({ status: summary?.status ?? outcome.status }));
-  board.setPhase(summary?.status ?? outcome.status);
+  board.setStage(summary?.status ?? outcome.status);
   if (outcome.failure || !summary) throw outcome.failure;
   if (summary.status !== 'completed')
     throw ApplicationFailure.nonRetryable(

@@ -21,7 +21,7 @@ import { continueAsNew } from '@temporalio/workflow';
 import { resolveFailoverDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill } from './drill-skeleton';
 import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
 import { failoverRound } from './failover-round';
 import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigures, setUpCluster } from './failover-steps';
@@ -54,7 +54,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
       result.status = 'passed';
     },
     conclude: concludeFailoverDrill,
-    step: (name) => board.setPhase(name),
+    step: (name) => board.setStage(name),
     figures: failoverDrillFigures,
   });
 }

@@ -16,7 +16,7 @@ import { drillLabSettings, type FailoverDrillSpec } from '../common/input/drill-
 import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
 import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverDrillResult } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
-import { drillHostShape } from './drills';
+import { drillHostShape } from './drill-skeleton';
 import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
@@ -46,7 +46,7 @@ export interface FailoverDrill {
   settings: { server: LabServerSettings; user: Record<string, string> };
   timeouts: HostTimeouts;
   state: Pick<FailoverContinuation, 'records' | 'peers' | 'primary' | 'standbys' | 'archiving'>;
-  progress: (phase: string, done: number, hostId?: string) => void;
+  progress: (step: string, done: number, hostId?: string) => void;
 }
 
 /** The standbys a primary's commits wait for (any one of them): its standbys in sync mode, none in async mode. */
@@ -96,8 +96,8 @@ export function failoverDrill(runId: string, spec: FailoverDrillSpec, board: Pro
     state: continued
       ? { ...resumedState(spec, continued), records: continued.records, primary: continued.primary, standbys: continued.standbys }
       : { records: {} as Record<Node, HostRecord>, peers: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
-    progress: (phase, done, hostId = client) => {
-      board.step(hostId, phase);
+    progress: (step, done, hostId = client) => {
+      board.step(hostId, step);
       board.setPercent((100 * done) / totalSteps);
     },
   };

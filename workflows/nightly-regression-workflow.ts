@@ -75,6 +75,6 @@ export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = 
 }
 
 /** The UI's "current details" of the nightly run. */
-function details(phase: string, text: string): void {
-  setCurrentDetails(`### Nightly regression\n**${phase}**\n\n${text}`);
+function details(stage: string, text: string): void {
+  setCurrentDetails(`### Nightly regression\n**${stage}**\n\n${text}`);
 }

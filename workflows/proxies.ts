@@ -92,7 +92,7 @@ export const HOST_CALL_GROUPS = {
     'waitForStandbys',
     'checkRepository',
   ],
-  phase: ['runVacuumPhase', 'runBacklogPhase', 'restoreBackup'],
+  bulk: ['runVacuumPhase', 'runBacklogPhase', 'restoreBackup'],
 } as const satisfies Record<string, readonly (keyof HostActivities)[]>;
 
 type HostCallGroupName = keyof typeof HOST_CALL_GROUPS;
@@ -112,7 +112,7 @@ export interface HostCalls {
   setup: HostCallGroup<'setup'>;
   load: HostCallGroup<'load'>;
   measure: HostCallGroup<'measure'>;
-  phase: HostCallGroup<'phase'>;
+  bulk: HostCallGroup<'bulk'>;
 }
 
 /**
@@ -136,14 +136,14 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts): HostCalls {
     setup: hostCallGroup('setup', {
       taskQueue,
       scheduleToStartTimeout,
-      // Base backups copy the data set: as long as a phase that moves it, and never under 2 hours.
-      startToCloseTimeout: Math.max(2 * 3600, timeouts.phaseSeconds) * 1000,
+      // Base backups copy the data set: as long as a bulk step that moves it, and never under 2 hours.
+      startToCloseTimeout: Math.max(2 * 3600, timeouts.bulkSeconds) * 1000,
       heartbeatTimeout: silence(120),
       retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * The checkpointed load: a missed heartbeat means the agent died; the retry resumes from the database's own
+     * The resumable load: a missed heartbeat means the agent died; the retry resumes from the database's own
      * record of finished chunks, so retries are cheap and many are allowed.
      */
     load: hostCallGroup('load', {
@@ -167,13 +167,13 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts): HostCalls {
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * Measured phases (VACUUM over bloat, backlog drain, a restore's fetch): one attempt each like the measurements,
+     * Bulk steps (VACUUM over bloat, backlog drain, a restore's fetch): one attempt each like the measurements,
      * recorded and retried by the workflow; their bound grows with the bytes they make and move.
      */
-    phase: hostCallGroup('phase', {
+    bulk: hostCallGroup('bulk', {
       taskQueue,
       scheduleToStartTimeout,
-      startToCloseTimeout: `${timeouts.phaseSeconds} seconds`,
+      startToCloseTimeout: `${timeouts.bulkSeconds} seconds`,
       heartbeatTimeout: silence(60),
       retry: { maximumAttempts: 1 },
       cancellationType: ActivityCancellationType.TRY_CANCEL,

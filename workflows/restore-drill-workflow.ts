@@ -11,7 +11,7 @@
 import { resolveRestoreDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill } from './drill-skeleton';
 import { ProgressBoard } from './progress';
 import { preflightCalls } from './proxies';
 import { RESTORE_DRILL_STEPS, concludeRestoreDrill, restoreDrill, restoreDrillFigures, showStep } from './restore-drill-steps';

@@ -7,7 +7,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import path from 'node:path';
 import type { Client } from 'pg';
-import type { BacklogPhaseResult } from '../../common/results/sampler-and-phases';
+import type { BacklogPhaseResult } from '../../common/results/sampler-readings';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { LAB_DATABASE } from '../../common/core/names';
 import { clientTool } from '../../lib/postgres-binaries';

@@ -107,7 +107,7 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
   let lastAliveCheck = 0;
   for (;;) {
     const log = parseRecoveryLog(existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
-    ctx.heartbeat({ phase: 'recovery', restoredSegments: log.restoredSegments.length });
+    ctx.heartbeat({ step: 'recovery', restoredSegments: log.restoredSegments.length });
     const base = {
       stoppedAt: log.stopped?.at ?? null,
       lastTransactionAt: log.lastTransactionAt,

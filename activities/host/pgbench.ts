@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
-import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import type { TpsRun } from '../../common/results/result';
 import {
   ClientGaps,
@@ -37,12 +37,12 @@ export interface PgbenchInput extends HostInput {
   threads: number;
   durationSeconds: number;
   script: string;
-  /** Run the diagnostics sampler next to pgbench, on its own connection. */
+  /** Run the sampler next to pgbench, on its own connection. */
   sampler?: { intervalMs: number };
 }
 
 /** A TPS run and, when the sampler ran, what it saw. */
-export type PgbenchRun = TpsRun & { diagnostics?: Diagnostics };
+export type PgbenchRun = TpsRun & { diagnostics?: SamplerReadings };
 
 /** Seconds pgbench may overrun its -T before we call it hung (connection set-up, log flush). */
 const OVERRUN_SECONDS = 120;

@@ -7,7 +7,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from 'pg';
-import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import type { VacuumPhaseResult } from '../../common/results/sampler-readings';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { connectLocal } from '../../lib/pg';
 import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';

@@ -7,7 +7,7 @@ import { BREAKDOWN_KEYS, BREAKDOWN_LABELS } from '../../common/results/breakdown
 import { REFERENCE } from '../../common/results/reference';
 import type { ExperimentResult } from '../../common/results/result';
 import type { RunPredictions } from '../../common/model/run-predictions';
-import { topEvents } from './diagnostics-markdown';
+import { topEvents } from './sampler-markdown';
 import { renderMarkdown } from './markdown';
 import { referenceBreakdown } from './summary';
 import { barChart, escapeXml, lineChart, type BarSeries } from './svg-charts';

@@ -3,7 +3,7 @@ import type { ExperimentResult } from '../../common/results/result';
 import { costMarkdown, type RunCost } from '../../common/input/cost';
 import type { Verdict } from '../regression-verdict';
 import { verdictMarkdown } from './verdict-markdown';
-import { diagnosticsMarkdown } from './diagnostics-markdown';
+import { samplerMarkdown } from './sampler-markdown';
 import type { RunPredictions } from '../../common/model/run-predictions';
 import { predictionsMarkdown } from './predictions-markdown';
 import { fidelityMarkdown } from './fidelity';
@@ -73,7 +73,7 @@ export function renderMarkdown(result: ExperimentResult): string {
   const uncapped = uncappedPreparationLine(result);
   if (uncapped) lines.push(uncapped, '');
 
-  lines.push(...diagnosticsMarkdown(result));
+  lines.push(...samplerMarkdown(result));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
   if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
   if (result.predictions) lines.push(...predictionsMarkdown(result.predictions as RunPredictions));

@@ -35,8 +35,8 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
   console.log(`  ${plan.hosts.length} hosts, ${plan.parallel} at a time:`);
   for (const h of plan.hosts)
     console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
-  console.log('  phases per host:');
-  for (const p of plan.phases) console.log(`    ${p}`);
+  console.log('  steps per host:');
+  for (const s of plan.steps) console.log(`    ${s}`);
   if (plan.drills.length) console.log(`  then the durability drills:\n${plan.drills.map((d) => `    ${d}`).join('\n')}`);
 }
 

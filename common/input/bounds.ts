@@ -20,8 +20,8 @@ export interface HostTimeouts {
   loadHours: number;
   /** Upper bound of one measured run or step (pgbench duration plus overrun). */
   measureSeconds: number;
-  /** Upper bound of one measured phase (bloat + VACUUM, backlog + drain), from the sizes it works on. */
-  phaseSeconds: number;
+  /** Upper bound of one bulk step (bloat + VACUUM, backlog + drain, a base backup, a restore's fetch), from the bytes it moves. */
+  bulkSeconds: number;
 }
 
 /** Bytes pgbench_accounts takes per row on disk at fillfactor 100 (482 GiB for 3.3 billion rows). */
@@ -84,7 +84,7 @@ export function clusterBounds(spec: ExperimentSpec): HostTimeouts {
     deadAfterSeconds: hostDeadAfterSeconds(spec),
     loadHours: loadBoundHours(accountRows(spec.data.scale), spec.data.loadWriters, classes),
     measureSeconds: Math.max(spec.workload.durationSeconds, spec.workload.warmupSeconds) + 600,
-    phaseSeconds: phaseBoundSeconds(Math.max(spec.phases.vacuum.bloatMB, spec.phases.backlog.backlogMB), classes),
+    bulkSeconds: phaseBoundSeconds(Math.max(spec.phases.vacuum.bloatMB, spec.phases.backlog.backlogMB), classes),
   };
 }
 
@@ -100,7 +100,7 @@ function drillBounds(spec: RestoreDrillSpec | FailoverDrillSpec, measureSeconds:
     deadAfterSeconds: hostDeadAfterSeconds(spec),
     loadHours: loadBoundHours(accountRows(data.scale), data.loadWriters, [spec.storageClass]),
     measureSeconds: Math.ceil(measureSeconds) + 600,
-    phaseSeconds: Math.max(Math.ceil(measureSeconds) + 600, phaseBoundSeconds(dataMB, [spec.storageClass])),
+    bulkSeconds: Math.max(Math.ceil(measureSeconds) + 600, phaseBoundSeconds(dataMB, [spec.storageClass])),
   };
 }
 

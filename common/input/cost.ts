@@ -18,7 +18,7 @@ export const COST_ASSUMPTIONS = {
   /** Instance start plus the bootstrap's installs (apt, PGDG, Node, npm ci) and file system creation. */
   bootMinutes: 10,
   teardownMinutes: 3,
-  /** The checkpointed loader's rate per parallel writer when the CPU, not the device, limits it. */
+  /** The resumable loader's rate per parallel writer when the CPU, not the device, limits it. */
   loadRowsPerSecondPerWriter: 25_000,
   /** Bytes moved per byte of data during the load: heap and WAL written, heap read back for the indexes. */
   loadIoFactor: 2.5,

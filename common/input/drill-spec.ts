@@ -80,7 +80,7 @@ const drillBase = {
 export const RestoreDrillSpecSchema = z
   .object({
     ...drillBase,
-    /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in checkpointed chunks. */
+    /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in recorded, resumable chunks. */
     data: z
       .object({
         scale: int(1, 100_000, 'pgbench scale'),

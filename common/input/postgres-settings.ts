@@ -68,7 +68,7 @@ export function labPostgresSettings(spec: ExperimentSpec, stage: 'load' | 'measu
     max_connections: String(spec.workload.clients + SPARE_CONNECTIONS),
     // Logical decoding for the backlog phase; it also serves physical replicas and archiving.
     wal_level: spec.phases.backlog.enabled || spec.durability.enabled ? 'logical' : 'replica',
-    // ms per block read (blk_read_time / blks_read) needs it; the reference's diagnostics turn it on.
+    // ms per block read (blk_read_time / blks_read) needs it; the reference's measurements turn it on.
     track_io_timing: 'on',
     // WAL write and sync time (pg_stat_wal): the server's side of the WAL cross-check of the sampled wait events.
     track_wal_io_timing: 'on',

@@ -2,7 +2,7 @@
  * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
  * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
  */
-import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from './sampler-and-phases';
+import type { BacklogPhaseResult, SamplerReadings, VacuumPhaseResult } from './sampler-readings';
 import type { ExperimentSpec, StorageKind } from '../input/spec';
 
 export const RESULT_SCHEMA_VERSION = 1;
@@ -92,7 +92,7 @@ export interface ClusterResult {
   /** Later phases (vacuum, backlog, diagnostics) add their own keys. */
   phases: ClusterPhases;
   /** What the sampler saw next to the TPS run. */
-  diagnostics?: Diagnostics;
+  diagnostics?: SamplerReadings;
   /** Mean latency of the TPS run apportioned by wait shares (common/results/breakdown.ts). */
   breakdownMs?: Record<string, number>;
 }

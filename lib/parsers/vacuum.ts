@@ -3,7 +3,7 @@
  * (test/fixtures/postgres-15). The input is the INFO messages as psql prints them ("INFO:  ..." lines); the vacuum
  * activity joins the notices it receives over its connection into the same text.
  */
-import type { VacuumVerboseReport } from '../../common/results/sampler-and-phases';
+import type { VacuumVerboseReport } from '../../common/results/sampler-readings';
 
 const FINISHED_RE = /^(?:INFO:\s+)?finished vacuuming "(?<rel>[^"]+)": index scans: (?<scans>\d+)\s*$/;
 

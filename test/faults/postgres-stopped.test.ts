@@ -1,7 +1,7 @@
 /**
  * Every PostgreSQL process of a host stopped (SIGSTOP) once the TPS run's pgbench runs, and never continued (issue
  * 21), with real processes: the run fails within the host's silence bound with a failure that names the host, the
- * phase and that PostgreSQL stopped answering, for how long, and that its processes are stopped; not measured again;
+ * step and that PostgreSQL stopped answering, for how long, and that its processes are stopped; not measured again;
  * and nothing is left: host folder, mount, loop device, cgroup, and every stopped process gone (SIGKILL ends a
  * stopped process; SIGTERM would wait until it is continued). Twice: with the host's cgroups (teardown kills the
  * cgroup), and without (teardown finds the postmaster's stopped children itself).
@@ -135,7 +135,7 @@ async function stoppedMidTps(name: string): Promise<void> {
     expect(elapsedMs).toBeLessThan(END_WITHIN_MS);
 
     const text = new RegExp(
-      `^host ${hostId}: PostgreSQL stopped answering \\(no reply for (\\d+) s\\) during phase tps; ${stopped.size} of its ${stopped.size} processes stopped \\(state T: SIGSTOP or a debugger\\); not retried: `,
+      `^host ${hostId}: PostgreSQL stopped answering \\(no reply for (\\d+) s\\) during step tps; ${stopped.size} of its ${stopped.size} processes stopped \\(state T: SIGSTOP or a debugger\\); not retried: `,
     );
     const c = readResult(lab, runId).classes['local-disk'].clusters[0];
     console.log(`${name}: ${c.error}`);
@@ -147,7 +147,7 @@ async function stoppedMidTps(name: string): Promise<void> {
     // Final: not measured again on a host whose server does not answer.
     expect(c.failedAttempts).toEqual([]);
     // The run's failure says it too, and the cluster's failure carries the type.
-    expect(messages(err)).toContain(`failed: host ${hostId}: PostgreSQL stopped answering (no reply for ${silent} s) during phase tps`);
+    expect(messages(err)).toContain(`failed: host ${hostId}: PostgreSQL stopped answering (no reply for ${silent} s) during step tps`);
     const clusterErr = await lab.client.workflow.getHandle(cluster).result().then(() => null, (e: unknown) => e);
     // Its innermost message is the activity's own: "Workflow execution failed", "Activity task failed" wrap it.
     expect(messages(clusterErr).split('\n').pop()).toMatch(text);
@@ -164,7 +164,7 @@ async function stoppedMidTps(name: string): Promise<void> {
 }
 
 describe('PostgreSQL stopped mid-TPS and never continued (faults)', () => {
-  it('fails within the host bound naming the host, the phase and the silent server; nothing is left (cgroups)', async () => {
+  it('fails within the host bound naming the host, the step and the silent server; nothing is left (cgroups)', async () => {
     await stoppedMidTps('pg-stopped');
   });
 

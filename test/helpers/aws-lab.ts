@@ -7,7 +7,7 @@
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/input/spec';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
-import type { HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
+import type { HostInspection, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
 import { PROJECT_ROOT, type LabPaths } from '../../lib/lab-paths';
@@ -159,8 +159,8 @@ export class Ec2WithLocalHosts implements HostProvider {
     return this.ec2.list();
   }
 
-  async diagnose(hostId: string): Promise<HostDiagnosis> {
-    const [ec2, local] = [await this.ec2.diagnose(hostId), await this.local.diagnose(hostId)];
+  async inspect(hostId: string): Promise<HostInspection> {
+    const [ec2, local] = [await this.ec2.inspect(hostId), await this.local.inspect(hostId)];
     return { oomKills: local.oomKills, text: `${ec2.text}\n${local.text}` };
   }
 

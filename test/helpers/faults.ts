@@ -20,8 +20,8 @@ export interface PendingActivity {
   type: string;
   attempt: number;
   state: string;
-  /** The last heartbeat's details, decoded (host activities heartbeat their phase progress). */
-  details: { phase?: string; percent?: number; detail?: Record<string, unknown> } | null;
+  /** The last heartbeat's details, decoded (host activities heartbeat their step's progress). */
+  details: { step?: string; percent?: number; detail?: Record<string, unknown> } | null;
 }
 
 /** The activities a workflow is waiting for, as the server describes them. */
@@ -40,24 +40,24 @@ export async function pendingActivities(client: Client, workflowId: string): Pro
 }
 
 /**
- * Waits until a workflow has `type` pending (and, if given, heartbeating `phase`); returns it. Polls the server,
+ * Waits until a workflow has `type` pending (and, if given, heartbeating step `hostStep`); returns it. Polls the server,
  * so it works while no worker runs.
  */
 export async function waitForActivity(
   client: Client,
   workflowId: string,
   type: string,
-  phase?: string,
+  hostStep?: string,
   timeoutMs = 120_000,
   step?: (detail: Record<string, unknown>) => boolean,
 ): Promise<PendingActivity> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const found = (await pendingActivities(client, workflowId).catch(() => [])).find(
-      (a) => a.type === type && (!phase || a.details?.phase === phase) && (!step || step(a.details?.detail ?? {})),
+      (a) => a.type === type && (!hostStep || a.details?.step === hostStep) && (!step || step(a.details?.detail ?? {})),
     );
     if (found) return found;
-    if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${phase ? ` (${phase})` : ''} within ${timeoutMs / 1000} s`);
+    if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${hostStep ? ` (${hostStep})` : ''} within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

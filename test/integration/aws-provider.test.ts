@@ -241,7 +241,7 @@ describe('Ec2Provider and S3 on moto', () => {
     const runId = newRun();
     const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
     const record = await provider.provision(req);
-    const { text, oomKills } = await provider.diagnose(req.hostId);
+    const { text, oomKills } = await provider.inspect(req.hostId);
     expect(oomKills).toBeNull();
     expect(text).toContain(`instance ${record.instanceId} (m6id.4xlarge, ${bed.network.zone}) is running`);
     // moto's canned console text: a Linux boot log.
@@ -253,7 +253,7 @@ describe('Ec2Provider and S3 on moto', () => {
     await expect(provider.provision(req)).rejects.toThrow(/is (stopping|stopped)/);
     await provider.teardown(req.hostId);
     expect(await bed.moto.leftovers(runId)).toEqual([]);
-    expect((await provider.diagnose('no-such-host')).text).toContain('no EC2 instance tagged');
+    expect((await provider.inspect('no-such-host')).text).toContain('no EC2 instance tagged');
   });
 
   it('refuses hosts that must share a database password without an SSM parameter for it, before launching', async () => {

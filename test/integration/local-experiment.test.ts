@@ -15,16 +15,16 @@ function readResult(lab: TestLab, runId: string): ExperimentResult {
   return JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(runId), 'result.json'), 'utf8'));
 }
 
-/** Polls the run's progress as the CLI reads it until a cluster is in `phase` with at least `percent` done. */
-async function waitForPhase(lab: TestLab, handle: WorkflowHandle, phase: string, percent = 0, timeoutMs = 120_000): Promise<string> {
+/** Polls the run's progress as the CLI reads it until a cluster is in `step` with at least `percent` done. */
+async function waitForStep(lab: TestLab, handle: WorkflowHandle, step: string, percent = 0, timeoutMs = 120_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const progress = await readProgress(lab.client, handle.workflowId).catch(() => null);
-    const hit = progress && Object.values(progress.clusters).find((c) => c.phase === phase && (c.percent ?? 0) >= percent);
+    const hit = progress && Object.values(progress.clusters).find((c) => c.step === step && (c.percent ?? 0) >= percent);
     if (hit) return hit.hostId;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`no cluster reached ${phase} ${percent}% within ${timeoutMs / 1000} s`);
+  throw new Error(`no cluster reached ${step} ${percent}% within ${timeoutMs / 1000} s`);
 }
 
 describe('local experiment (integration)', () => {
@@ -90,7 +90,7 @@ describe('local experiment (integration)', () => {
       phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
     };
     const handle = await lab.startExperiment(input);
-    const hostId = await waitForPhase(lab, handle, 'load', 10);
+    const hostId = await waitForStep(lab, handle, 'load', 10);
     const pids = agentPids(lab.paths, hostId);
     expect(pids.length).toBe(1);
     process.kill(pids[0], 'SIGKILL');
@@ -105,7 +105,7 @@ describe('local experiment (integration)', () => {
   it('leaves no processes, mounts, loop devices or cgroups when cancelled mid-run', async () => {
     const input = { preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, data: { scale: 10, chunkRows: 20_000 } };
     const handle = await lab.startExperiment(input);
-    const hostId = await waitForPhase(lab, handle, 'load', 5);
+    const hostId = await waitForStep(lab, handle, 'load', 5);
     await handle.cancel();
     await expect(handle.result()).rejects.toThrow();
     const description = await handle.describe();

@@ -1,5 +1,5 @@
 /**
- * The VACUUM and backlog phases and the diagnostics sampler against a real Postgres at tiny sizes: a bare host in a
+ * The VACUUM and backlog phases and the sampler against a real Postgres at tiny sizes: a bare host in a
  * temporary folder, the host activities run in a mock activity context (no Temporal server needed).
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -7,7 +7,7 @@ import { runBacklogPhase } from '../../activities/host/backlog';
 import { loadData } from '../../activities/host/load';
 import { runPgbench } from '../../activities/host/pgbench';
 import { runVacuumPhase } from '../../activities/host/vacuum';
-import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import type { VacuumPhaseResult } from '../../common/results/sampler-readings';
 import { withConnection } from '../../lib/pg';
 import { latencyBreakdown } from '../../common/results/breakdown';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';

@@ -1,15 +1,15 @@
 /** The latency breakdown, the diagnosis checks and the SVG charts: pure functions on made-up but plausible figures. */
-import { ABOVE_CAP, boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../analysis/bottlenecks';
+import { ABOVE_CAP, boundBy, classReadings, samplerChecks, throttleUse } from '../../analysis/bottlenecks';
 import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../analysis/report/fidelity';
 import { markdownToHtml, renderHtml } from '../../analysis/report/html';
 import { barChart, escapeXml, lineChart, niceTicks } from '../../analysis/report/svg-charts';
 import { aggregate } from '../../analysis/aggregate';
 import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
-import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import type { ClassResult, ClusterResult } from '../../common/results/result';
 import { resolveSpec } from '../../common/input/spec';
 
-function diagnostics(waitEvents: Record<string, number>, over: Partial<Diagnostics> = {}): Diagnostics {
+function diagnostics(waitEvents: Record<string, number>, over: Partial<SamplerReadings> = {}): SamplerReadings {
   const samples = 100;
   return {
     serverVersionNum: 150018,
@@ -34,7 +34,7 @@ function diagnostics(waitEvents: Record<string, number>, over: Partial<Diagnosti
   };
 }
 
-function cluster(className: string, tps: number, meanMs: number, d?: Diagnostics): ClusterResult {
+function cluster(className: string, tps: number, meanMs: number, d?: SamplerReadings): ClusterResult {
   return {
     hostId: `h-${className}`,
     className,
@@ -111,44 +111,44 @@ describe('diagnosis', () => {
     expect(boundBy(cluster('gp3', 1, 1, d), limits)?.resource).toBe('IO-bound (read IOPS at the cap)');
     const cold = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => second(300)) });
     const cls = { emulated: true, limits: { ...limits, memoryLimitMiB: 384 } } as ClassResult;
-    const checks = diagnosticChecks(cluster('gp3', 100, 640, cold), cls, false);
+    const checks = samplerChecks(cluster('gp3', 100, 640, cold), cls, false);
     const throttle = checks.find((c) => c.name === 'throttle engaged')!;
     expect(throttle.ok).toBe(false);
     expect(throttle.severity).toBe('warning'); // The data fits in memory: a caveat, not an error.
-    expect(diagnosticChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'throttle engaged')!.severity).toBe('error');
+    expect(samplerChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'throttle engaged')!.severity).toBe('error');
     // Writes far above the cap escaped the throttle (v1 writeback): the reads at the cap still count as engaged.
     const leaky = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 10_000 })) });
-    const leakyChecks = diagnosticChecks(cluster('gp3', 1, 1, leaky), cls, true);
+    const leakyChecks = samplerChecks(cluster('gp3', 1, 1, leaky), cls, true);
     expect(leakyChecks.find((c) => c.name === 'throttle engaged')!.ok).toBe(true);
     expect(leakyChecks.find((c) => c.name === 'throttle held')).toMatchObject({ ok: false, severity: 'warning' });
     expect(leakyChecks.find((c) => c.name === 'throttle held')!.detail).toMatch(/write IOPS 10000 \(cap 3000\)/);
     // Writes held at the cap (O_DIRECT data files): the check passes, with the figures it judged.
     const held = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 2990 })) });
-    const heldCheck = diagnosticChecks(cluster('gp3', 1, 1, held), cls, true).find((c) => c.name === 'throttle held')!;
+    const heldCheck = samplerChecks(cluster('gp3', 1, 1, held), cls, true).find((c) => c.name === 'throttle held')!;
     expect(heldCheck.ok).toBe(true);
     expect(heldCheck.detail).toMatch(/write IOPS 2990/);
     // Just past the margin is an escape: a throttle that leaks a little is caught too.
     const slightly = diagnostics({ 'IO:DataFileRead': 10 }, { series: Array.from({ length: 10 }, () => ({ ...second(2950), writeIops: 3000 * ABOVE_CAP + 30 })) });
-    expect(diagnosticChecks(cluster('gp3', 1, 1, slightly), cls, true).find((c) => c.name === 'throttle held')!.ok).toBe(false);
+    expect(samplerChecks(cluster('gp3', 1, 1, slightly), cls, true).find((c) => c.name === 'throttle held')!.ok).toBe(false);
     // A class without emulated limits has nothing to hold.
     const free = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
-    expect(diagnosticChecks(cluster('local-disk', 1, 1, leaky), free, true).find((c) => c.name === 'throttle held')).toBeUndefined();
+    expect(samplerChecks(cluster('local-disk', 1, 1, leaky), free, true).find((c) => c.name === 'throttle held')).toBeUndefined();
   });
 
   it('checks the sampler rate and the server-side time per transaction; the breakdown is not a check (it sums by construction)', () => {
     const cls = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
     // 64 clients at 2500 TPS: 25.6 ms mean; 60 active backends / 2500 TPS = 24 ms in the server.
     const d = diagnostics({ CPU: 5000, 'IO:DataFileRead': 1000 }, { avgActiveSessions: 60, samplesPerSecond: 9 });
-    const checks = diagnosticChecks(cluster('local-disk', 2500, 25.6, d), cls, true);
+    const checks = samplerChecks(cluster('local-disk', 2500, 25.6, d), cls, true);
     const by = (name: string) => checks.find((c) => c.name === name)!;
     expect(by('sampler rate').ok).toBe(false);
     expect(by('server occupancy matches the latency').ok).toBe(true);
     expect(by('sampler cost').ok).toBe(true); // 0.1 CPU s of the host's 19.6
     expect(checks.find((c) => c.name === 'latency breakdown sums to the mean latency')).toBeUndefined();
     const costly = diagnostics({ CPU: 10 }, { samplerCpuSeconds: 1 });
-    expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, costly), cls, true).find((c) => c.name === 'sampler cost')!.ok).toBe(false);
+    expect(samplerChecks(cluster('local-disk', 2500, 25.6, costly), cls, true).find((c) => c.name === 'sampler cost')!.ok).toBe(false);
     const slowClient = diagnostics({ CPU: 10 }, { avgActiveSessions: 30 });
-    expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, slowClient), cls, true).find((c) => c.name === 'server occupancy matches the latency')!.ok).toBe(false);
+    expect(samplerChecks(cluster('local-disk', 2500, 25.6, slowClient), cls, true).find((c) => c.name === 'server occupancy matches the latency')!.ok).toBe(false);
   });
 
   it('takes medians per class and ratios of VACUUM and drain seconds', () => {
@@ -166,7 +166,7 @@ describe('diagnosis', () => {
     expect(result.classes.gp3.breakdownMs!.pageReads).toBeCloseTo(37.6 / 2, 6);
     expect(result.classes.gp3.latencyMs!.p99).toBeCloseTo(37.6 * 3, 6);
     expect(result.status).toBe('completed');
-    expect(classDiagnostics([a], { iops: null, throughputMiBps: null }).waitEventShares).toEqual({ CPU: 0.9, 'IO:DataFileRead': 0.1 });
+    expect(classReadings([a], { iops: null, throughputMiBps: null }).waitEventShares).toEqual({ CPU: 0.9, 'IO:DataFileRead': 0.1 });
     // A class without its VACUUM figure did not measure everything the spec asked for.
     b.phases = {};
     expect(aggregate({ runId: 'r', spec, clusters: [a, b], startedAt: 's', finishedAt: 'f', environment: { cpus: 2, memoryMiB: 1, kernel: 'k', provider: 'local' }, cancelled: false }).status).toBe('failed');

@@ -1,7 +1,7 @@
 /** The one rule for ids that become path segments (common/core/ids.ts): every refusal, and the mapping of the lab's own ids. */
 import { CHILD_ID_ROOM, MAX_ID_LENGTH, UnsafeIdError, hostIdFor, runFolderName, safeSegment, segmentProblem, workflowIdProblem } from '../../common/core/ids';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
-import { drillWorkflowId } from '../../workflows/experiment-drills';
+import { drillWorkflowId } from '../../workflows/drill-children';
 import { comparedDrillId } from '../../common/input/tool-comparison';
 
 describe('path segments', () => {

@@ -10,7 +10,7 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
 import type { PgbenchInput } from '../../activities/host/pgbench';
-import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import type { BacklogPhaseResult, SamplerReadings, VacuumPhaseResult } from '../../common/results/sampler-readings';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import type { ClusterResult } from '../../common/results/result';
@@ -37,7 +37,7 @@ async function executeCluster(client: Client, taskQueue: string, runId: string, 
   return client.workflow.getHandle(clusterWorkflowId(runId, 'local-disk', 0)).result();
 }
 
-const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as Diagnostics;
+const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as SamplerReadings;
 
 describe('clusterWorkflow measured phases (mocked activities)', () => {
   let connection: NativeConnection;
@@ -69,7 +69,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         calls.push('teardown');
       },
       // A failed attempt asks whether the host's memory limit killed something during it: here it did not.
-      async diagnoseHost() {
+      async inspectHost() {
         calls.push('diagnose');
         return { oomKills: 0, text: 'host h: agent running', lastPollAt: null };
       },
@@ -238,7 +238,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const { outcome, saved, calls } = await runCluster(
       {},
       {
-        async diagnoseHost({ hostId }) {
+        async inspectHost({ hostId }) {
           return { oomKills: 0, text: `host ${hostId}: supervisor not running, agent not running, postgres running (pid 4242)`, lastPollAt: '2026-12-01T00:00:00.000Z' };
         },
       },
@@ -266,7 +266,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         },
       },
       {
-        async diagnoseHost({ hostId }) {
+        async inspectHost({ hostId }) {
           return { oomKills: 2, text: `host ${hostId}: memory cgroup: limit 384 MiB, peak 384 MiB, 2 processes killed for memory (OOM)`, lastPollAt: null };
         },
       },

@@ -35,7 +35,7 @@ function fakeControl(calls: Calls): Partial<ControlActivities> {
     async teardownHost({ hostId }) {
       calls.push(`teardown ${hostId}`);
     },
-    async diagnoseHost() {
+    async inspectHost() {
       return { oomKills: 0, text: 'no agent log', lastPollAt: null };
     },
     async writeResults({ cancelled }) {

@@ -41,7 +41,7 @@ import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type Experimen
 import { AMI_ID } from '../../../common/input/fields';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
-import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import type { HostProvider } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
 import { awsErrorCode, callAws, type AwsClients } from '../../../lib/aws-clients';
@@ -164,7 +164,7 @@ export class Ec2Provider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string): Promise<HostDiagnosis> {
+  async inspect(hostId: string): Promise<HostInspection> {
     // The instance's memory is not partitioned by cgroups on AWS: OOM kills are in its console output, if anywhere.
     return { oomKills: null, text: await this.describeForPeople(hostId) };
   }

@@ -17,7 +17,7 @@ import { backupsDirFor, ensureDir, hostsKeyFile } from '../../../lib/lab-paths';
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
-import type { HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import type { HostProvider } from '../host-provider';
 import {
   createHostCgroup,
@@ -213,7 +213,7 @@ export class LocalProvider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string): Promise<HostDiagnosis> {
+  async inspect(hostId: string): Promise<HostInspection> {
     const hostDir = this.hostDir(hostId);
     const configFile = path.join(hostDir, 'host.json');
     if (!existsSync(configFile)) return { oomKills: null, text: `host ${hostId}: no host folder at ${hostDir} (never made, or torn down)` };

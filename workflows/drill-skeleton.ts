@@ -60,7 +60,7 @@ export async function runDrill<R extends DrillResult>(drill: DrillRun<R>): Promi
   });
   board.setPercent(100);
   upsertSearchAttributes(searchAttributes({ status: result.status }));
-  board.setPhase(result.status);
+  board.setStage(result.status);
   if (outcome.failure) throw outcome.failure;
   if (result.status !== 'passed')
     throw ApplicationFailure.nonRetryable(`${result.kind.replace('-', ' ')} ${result.runId} failed: ${result.verdict}\nresults: ${outcome.location}`, FAILURE_TYPES.verification);

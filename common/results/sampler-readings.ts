@@ -1,5 +1,5 @@
 /**
- * What the diagnostics sampler and the VACUUM and backlog phases measure, as stored in result.json.
+ * What the sampler and the VACUUM and backlog phases measure, as stored in result.json.
  * Types only (plus nothing that needs Node), so workflows, activities and the report share them.
  */
 import type { LeftoverCleanup } from './result';
@@ -33,7 +33,7 @@ export interface CpuUsage {
 }
 
 /** One second of the sampled window. */
-export interface DiagnosticsSecond {
+export interface SamplerSecond {
   second: number;
   /** Mean number of active workload backends over the second's samples. */
   activeSessions: number;
@@ -83,7 +83,7 @@ export interface IoDeltas {
 }
 
 /** Everything the sampler saw next to one TPS run. */
-export interface Diagnostics {
+export interface SamplerReadings {
   serverVersionNum: number;
   startedAt: string;
   /** Wall seconds of the sampled window. */
@@ -112,7 +112,7 @@ export interface Diagnostics {
   samplerCpuSeconds: number | null;
   /** The host's data device over the window; null when the host's device is not known. */
   device: (DeviceRates & { name: string }) | null;
-  series: DiagnosticsSecond[];
+  series: SamplerSecond[];
   /** What could not be measured, and why. */
   notes: string[];
   /** Transactions the sampler's own connection ran in the window (read-only), to leave out of the server's counts. */

@@ -12,7 +12,7 @@ export function topEvents(shares: Record<string, number> | undefined, count: num
     .slice(0, count);
 }
 
-export function diagnosticsMarkdown(result: ExperimentResult): string[] {
+export function samplerMarkdown(result: ExperimentResult): string[] {
   const lines: string[] = [];
   const rows = breakdownRows(result);
   if (rows.length && result.compare) {
@@ -62,7 +62,7 @@ export function diagnosticsMarkdown(result: ExperimentResult): string[] {
 
   const diagnosed = clusters.filter((c) => c.diagnostics);
   if (diagnosed.length) {
-    lines.push('## Diagnostics of the TPS runs', '');
+    lines.push('## Sampler readings of the TPS runs', '');
     lines.push(
       '| host | samples/s | active backends | CPU s (cores busy) | device r / w IOPS | device r / w MiB/s | read latency (ms) | ms per block read | checkpoints | WAL MiB |',
       '|---|---|---|---|---|---|---|---|---|---|',
