@@ -10,7 +10,8 @@
 import path from 'node:path';
 import { runTag } from '../common/core/ids';
 import type { ExperimentResult } from '../common/results/result';
-import type { VerdictKind, TpsUnit } from './regression-verdict';
+import type { VerdictKind } from '../common/results/verdict';
+import type { TpsUnit } from './regression-verdict';
 import { runFolderName, type ReservedRun, type ResultsStore } from '../lib/results-store';
 
 /** The pseudo run under which the index lives in a results store: reserved, so no workflow id can name it. */

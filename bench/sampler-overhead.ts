@@ -9,7 +9,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadData } from '../activities/host/load';
 import { runPgbench } from '../activities/host/pgbench';
-import { resolveSpec } from '../common/input/spec';
+import { resolveSpec } from '../common/input/resolve';
 import { median, startBenchHost } from './bench-host';
 
 const preset = resolveSpec({ preset: 'local-quick' });

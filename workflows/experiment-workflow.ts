@@ -4,11 +4,12 @@
  * One object argument with defaults, so the Temporal UI's Start Workflow form can start it: {"preset":"local-quick"}.
  */
 import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ResultsSummary } from '../activities/control';
 import { hostIdFor } from '../common/core/ids';
-import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
+import { type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
+import { resolveSpec } from '../common/input/resolve';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/results/drill-result';
+import type { ExperimentSummary, ResultsSummary } from '../common/results/result';
 import { forEachBounded, runChild, showChildren } from './children';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
@@ -17,10 +18,6 @@ import { resolveOrFail } from './failures';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { acceptInput, preflightOrFail, searchAttributes } from './search-attributes';
-
-export interface ExperimentSummary extends ResultsSummary {
-  runId: string;
-}
 
 /** The clusters of a spec, in the order they run: class by class, index by index. */
 export function planClusters(spec: ExperimentSpec, runId: string): Omit<ClusterInput, 'spec'>[] {

@@ -11,12 +11,13 @@ import {
   setCurrentDetails,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { Verdict } from '../analysis/regression-verdict';
+import type { Verdict } from '../common/results/verdict';
 import { FAILURE_TYPES, formatSpecProblems } from '../common/core/errors';
 import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/input/regression-options';
 import type { ExperimentInput } from '../common/input/spec';
 import { checkedWorkflowId } from './doors';
-import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
+import type { ExperimentSummary } from '../common/results/result';
+import { experimentWorkflow, validateOrFail } from './experiment-workflow';
 import { preflightCalls, resultCalls } from './proxies';
 import { preflightOrFail, searchAttributes } from './search-attributes';
 

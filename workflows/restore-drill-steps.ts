@@ -2,14 +2,13 @@
  * The restore drill's steps, in the order they run (RESTORE_DRILL_STEPS: the drill's plan and its progress are the
  * same list), each a named function of the drill's shared state.
  */
-import type { RecoveryTarget } from '../lib/backup-tool';
+import type { RecoveryTarget } from '../common/input/backup-store';
 import { hostIdFor } from '../common/core/ids';
 import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/core/lsn';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
 import { restoreDrillBounds, type HostTimeouts } from '../common/input/bounds';
-import { drillLabSettings, type RestoreDrillSpec } from '../common/input/drill-spec';
+import { drillLabSettings, drillVolumeBytes, type RestoreDrillSpec } from '../common/input/drill-spec';
 import { userPostgresSettings } from '../common/input/postgres-settings';
-import { drillVolumeBytes } from '../common/input/rules';
 import { drillResultHead, repositoryVerification, type DrillSummary, type RestoreDrillResult, type RestoreTarget } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
 import { drillHostShape } from './drill-skeleton';

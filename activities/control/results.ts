@@ -14,7 +14,8 @@ import { runPredictions } from '../../analysis/predictions';
 import { writeReports } from '../../analysis/report';
 import { renderDrillMarkdown, renderToolComparisonMarkdown } from '../../analysis/report/drills-markdown';
 import { claimRunExecution } from '../../lib/results-store';
-import type { ControlDeps, ResultsSummary } from './types';
+import type { ResultsSummary } from '../../common/results/result';
+import type { ControlDeps } from './types';
 
 export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
   return {

@@ -1,7 +1,6 @@
 /** What the control activities are built from, and the shapes they take and return that workflows name. */
 import type { Client } from '@temporalio/client';
 import type { HostRequest, ProviderName } from '../../common/core/hosts';
-import type { ExperimentResult } from '../../common/results/result';
 import type { ResultsStore } from '../../lib/results-store';
 import type { HostProvider } from '../../infra/providers/host-provider';
 
@@ -25,13 +24,4 @@ export interface ProvisionInput {
 export interface HostRef {
   provider: ProviderName;
   hostId: string;
-}
-
-/** What an experiment's results say in brief, with where they are. */
-export interface ResultsSummary {
-  location: string;
-  status: ExperimentResult['status'];
-  medianTps: Record<string, number | null>;
-  ratios: ExperimentResult['ratios'];
-  failedChecks: string[];
 }

@@ -5,7 +5,7 @@
  * stopped.
  */
 import { readFileSync, readdirSync } from 'node:fs';
-import type { LeftoverCleanup } from '../../common/results/result';
+import type { LeftoverCleanup } from '../../common/results/leftovers';
 import { withConnection } from '../../lib/pg';
 import type { HostDeps } from './deps';
 

@@ -1,7 +1,7 @@
 /** report.md: this run and the published reference side by side, then per-cluster figures and the self-checks. */
 import type { ExperimentResult } from '../../common/results/result';
 import { costMarkdown, type RunCost } from '../../common/input/cost';
-import type { Verdict } from '../regression-verdict';
+import type { Verdict } from '../../common/results/verdict';
 import { verdictMarkdown } from './verdict-markdown';
 import { samplerMarkdown } from './sampler-markdown';
 import type { RunPredictions } from '../../common/model/run-predictions';

@@ -1,12 +1,10 @@
 /**
- * Rules for sizes that cannot fit and workloads that cannot do what a phase needs, shared by the experiment and
- * drill specs (their zod superRefine calls these). Pure and workflow-safe: the CLI and every workflow refuse such a
- * spec before any host exists, naming the field and the fix.
+ * Rules for sizes that cannot fit and workloads that cannot do what a phase needs: the experiment's, and the pieces
+ * the drill specs' rules share (drill-spec.ts), applied as a spec is resolved. Pure and workflow-safe: the CLI and
+ * every workflow refuse such a spec before any host exists, naming the field and the fix.
  */
-import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
 import type { SpecProblem } from '../core/errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
-import { dataSetBytes } from './data-size';
 import type { ExperimentSpec } from './spec';
 import { scriptProblems, scriptSql, scriptWrites } from './workload-script';
 
@@ -204,15 +202,6 @@ export function pgbenchLogBytes(workload: { warmupSeconds: number; durationSecon
   return (workload.warmupSeconds + workload.durationSeconds) * cpus * MAX_TPS_PER_CPU * PGBENCH_LOG_BYTES_PER_TRANSACTION;
 }
 
-/** A line of the failover drill's ledger of acknowledged ids: a decimal id up to 11 digits and its newline. */
-const LEDGER_BYTES_PER_COMMIT = 12;
-
-/** Worst-case bytes of the failover drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
-export function failoverLedgerBytes(spec: FailoverDrillSpec, cpus: number): number {
-  const writeSeconds = spec.writer.killAfterSeconds + spec.writer.afterFailoverSeconds;
-  return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
-}
-
 /** An explicit volume size against what the host will write to it. */
 export function volumeSizeProblems(sizeGiB: number | undefined, neededBytes: number, path: string, what: string): SpecProblem[] {
   if (sizeGiB === undefined || sizeGiB * 2 ** 30 >= neededBytes) return [];
@@ -264,48 +253,4 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
   for (const [name, cls] of Object.entries(spec.storageClasses))
     problems.push(...volumeSizeProblems(cls.sizeGiB, volumeBytes, `storageClasses.${name}.sizeGiB`, what));
   return problems;
-}
-
-/** max_connections of every drill host unless its spec sets one (common/input/drill-spec.ts drillPostgresSettings). */
-export const DRILL_MAX_CONNECTIONS = 100;
-
-/** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
-export function drillVolumeBytes(spec: RestoreDrillSpec | FailoverDrillSpec): number {
-  const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
-  return data + 2 * 2 ** 30;
-}
-
-/** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
-export function drillSpecRules(spec: RestoreDrillSpec | FailoverDrillSpec): SpecProblem[] {
-  // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
-  const restore = 'workload' in spec;
-  const clients = restore ? spec.workload.clients : spec.writer.connections;
-  const clientsPath = restore ? 'workload.clients' : 'writer.connections';
-  // The agent's own connection and a verification; the restore drill's marker writer besides.
-  const labConnections = restore ? 3 : 2;
-  return [
-    ...memoryProblems({
-      limitMiB: spec.host.memoryLimitMiB,
-      sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
-      clients,
-      labConnections,
-      limitPath: 'host.memoryLimitMiB',
-      clientsPath,
-    }),
-    ...connectionProblems({
-      clients,
-      clientsPath,
-      labConnections,
-      defaultMaxConnections: DRILL_MAX_CONNECTIONS,
-      settings: spec.postgres.settings,
-      settingsPath: 'postgres.settings',
-    }),
-    ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
-    ...volumeSizeProblems(
-      spec.storageClass.sizeGiB,
-      drillVolumeBytes(spec),
-      'storageClass.sizeGiB',
-      restore ? `the data at scale ${spec.data.scale} with its indexes and 2 GiB of WAL` : '2 GiB of WAL and ledger',
-    ),
-  ];
 }

@@ -1,14 +1,14 @@
 /**
- * The experiment spec: one zod schema with defaults, named presets and semantic rules.
- * Pure and deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
+ * The experiment spec: one zod schema with defaults and the rules that read one section at a time; the rules that
+ * read the whole spec (sizes, the workload, the cost) are applied as it is resolved (resolve.ts). Pure and
+ * deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
  */
 import { z } from 'zod';
 import { dataSetBytes } from './data-size';
 import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
-import { costCeilingProblems } from './cost';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../core/errors';
 import { DIRECT_IO_MODES, versionProblems } from './postgres-versions';
-import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
+import { PRESET_NAMES } from './presets';
 import { ServerSettingsSchema } from './server-settings';
 import {
   AmiIdField,
@@ -27,7 +27,6 @@ import {
   SubnetIdField,
   TemporalNamespaceField,
 } from './fields';
-import { experimentSpecRules } from './rules';
 
 export const SPEC_VERSION = 1;
 
@@ -385,8 +384,6 @@ export const ExperimentSpecSchema = z
       if (cls.iopsBudget !== undefined && cls.kind !== 'emulated-ebs')
         add(['storageClasses', name, 'iopsBudget'], `only an emulated-ebs class has an emulated IOPS budget (a real volume has its own); remove it`);
     }
-    // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
-    for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path.split('.'), p.message);
     for (const [name, cls] of Object.entries(spec.storageClasses))
       if (cls.clients !== undefined && cls.clients > spec.workload.clients)
         add(
@@ -400,9 +397,6 @@ export const ExperimentSpecSchema = z
       );
     if (spec.provider === 'aws' && !spec.aws)
       add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
-    // The run's own ceiling, at its own prices; the control worker's preflight applies its ceiling and prices too.
-    if (spec.provider === 'aws' && spec.aws?.maxCostUsd !== undefined)
-      for (const p of costCeilingProblems(spec, { usd: spec.aws.maxCostUsd, field: 'aws.maxCostUsd', source: 'aws.maxCostUsd' })) add(p.path.split('.'), p.message);
     // The failover drill archives too (its own store, the same tool), so every drill backs up.
     const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
     for (const p of versionProblems({
@@ -508,57 +502,15 @@ export function mergeSpec(base: unknown, override: unknown): unknown {
   return out;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+/** A JSON object (not an array, not null). */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * Resolves an input (a preset name plus overrides) into a validated spec.
- * Parse → normalise → semantic rules; every problem is reported at once with its dotted path.
- */
-export function resolveSpec(input: unknown): ExperimentSpec {
-  if (!isPlainObject(input))
-    throw new InvalidSpecError([{ path: '', message: 'must be a JSON object, for example {"preset":"local-quick"}' }]);
-  const presetName = input.preset ?? 'local-quick';
-  if (typeof presetName !== 'string' || !(PRESET_NAMES as readonly string[]).includes(presetName))
-    throw new InvalidSpecError([
-      { path: 'preset', message: `unknown preset ${JSON.stringify(presetName)}; use one of: ${PRESET_NAMES.join(', ')}` },
-    ]);
-  const merged = mergeSpec(PRESETS[presetName as PresetName], { ...input, preset: presetName });
-  const parsed = ExperimentSpecSchema.safeParse(merged, { reportInput: true });
-  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
-  const spec = parsed.data;
-  for (const cls of Object.values(spec.storageClasses)) withBudgetDefault(cls);
-  if (!spec.compare) {
-    const names = Object.keys(spec.storageClasses);
-    if (names.length >= 2) spec.compare = { baseline: names[1], candidate: names[0] };
-  }
-  return spec;
 }
 
 /** A key of a path as the message shows it: quoted (JSON) when it holds a control character, so it stays on one line. */
 function pathSegment(key: PropertyKey): string {
   const text = String(key);
   return CONTROL_CHARACTER.test(text) ? JSON.stringify(text) : text;
-}
-
-/**
- * A spec that claims to be resolved already (a child run's input): it must pass the same schema and rules again
- * and come out unchanged, so a run below the experiment works on exactly what was validated, whoever started it.
- */
-export function revalidateSpec(spec: unknown): ExperimentSpec {
-  const parsed = ExperimentSpecSchema.safeParse(spec, { reportInput: true });
-  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
-  if (canonicalJson(parsed.data) !== canonicalJson(spec))
-    throw new InvalidSpecError([{ path: '', message: 'is not a resolved spec (parsing it again changes it); pass the output of resolveSpec unchanged' }]);
-  return parsed.data;
-}
-
-/** JSON with object keys sorted, so two values compare equal whatever order their keys came in. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    isPlainObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
-  );
 }
 
 /** A zod issue as a spec problem: the dotted path and a message that says how to fix it. */

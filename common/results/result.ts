@@ -2,6 +2,7 @@
  * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
  * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
  */
+import type { LeftoverCleanup } from './leftovers';
 import type { BacklogPhaseResult, SamplerReadings, VacuumPhaseResult } from './sampler-readings';
 import type { ExperimentSpec, StorageKind } from '../input/spec';
 
@@ -29,17 +30,6 @@ export interface TpsRun {
   pgbenchVersion: string;
   /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
   cleanup?: LeftoverCleanup;
-}
-
-/**
- * What a measured attempt found still running from an earlier attempt on its host (whose agent died), and stopped
- * before it began: it measures alone, never against a ghost of itself.
- */
-export interface LeftoverCleanup {
-  /** Processes stopped, as "pgbench (pid 1234)". */
-  processes: string[];
-  /** Database backends of the lab's earlier connections that were terminated. */
-  backends: number;
 }
 
 /** A failed attempt of a phase, kept so it is visible and never averaged in. */
@@ -158,4 +148,18 @@ export interface ExperimentResult {
   checks: Check[];
   /** Sections later features add (verdict, cost, drills) live under their own keys. */
   [section: string]: unknown;
+}
+
+/** What an experiment's results say in brief, with where they are. */
+export interface ResultsSummary {
+  location: string;
+  status: ExperimentResult['status'];
+  medianTps: Record<string, number | null>;
+  ratios: ExperimentResult['ratios'];
+  failedChecks: string[];
+}
+
+/** What an experiment returns: its results in brief, and its run. */
+export interface ExperimentSummary extends ResultsSummary {
+  runId: string;
 }

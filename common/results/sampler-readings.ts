@@ -2,7 +2,7 @@
  * What the sampler and the VACUUM and backlog phases measure, as stored in result.json.
  * Types only (plus nothing that needs Node), so workflows, activities and the report share them.
  */
-import type { LeftoverCleanup } from './result';
+import type { LeftoverCleanup } from './leftovers';
 
 /** A device's activity over an interval, from /proc/diskstats. MB is 2^20 bytes, as Postgres counts it. */
 export interface DeviceRates {

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunHistory } from '../../analysis/history';
 import { DirResultsStore, runFolderName } from '../../lib/results-store';
-import type { Verdict } from '../../analysis/regression-verdict';
+import type { Verdict } from '../../common/results/verdict';
 import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { DEFAULT_VERDICT_OPTIONS } from '../../common/input/regression-options';

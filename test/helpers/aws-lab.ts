@@ -5,7 +5,8 @@
  * itself is a local one (moto boots no machine), so the whole path but the VM runs.
  */
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
-import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/input/spec';
+import { volumeBytes, type ExperimentSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
 import type { HostInspection, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
 import type { HostProvider } from '../../infra/providers/host-provider';

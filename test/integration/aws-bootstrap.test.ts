@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { findWalg } from '../../lib/walg';
 import { awsRunProblems } from '../../common/input/aws';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { completeHostConfig } from '../../infra/aws/host-config';
 import { readUserDataTemplate, renderUserData, shellQuote, USER_DATA_LIMIT_BYTES, type UserDataValues } from '../../infra/aws/user-data';
 import { hostAgentRoots, PROJECT_ROOT } from '../../lib/lab-paths';

@@ -6,7 +6,7 @@ import { aggregate } from '../../analysis/aggregate';
 import { historyEntry, RunHistory } from '../../analysis/history';
 import { S3ResultsStore } from '../../lib/s3-results-store';
 import type { ClusterResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { startMoto, type Moto } from '../helpers/moto';
 
 const BUCKET = 'history-test';

@@ -11,7 +11,7 @@ import { DirResultsStore, RUN_CLAIM_KEY, type ResultsStore } from '../../lib/res
 import { S3ResultsStore } from '../../lib/s3-results-store';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createResultsActivities } from '../../activities/control/results';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { startMoto, type Moto } from '../helpers/moto';
 
 /** What each store must do with a run, an impostor mapping to its folder, and a reserved run. */

@@ -1,6 +1,6 @@
 import { aggregate, median, pgbenchConsistencyChecks, speedup } from '../../analysis/aggregate';
 import type { ClusterResult, TpsRun } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
 const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };
 

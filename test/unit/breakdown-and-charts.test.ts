@@ -7,7 +7,7 @@ import { aggregate } from '../../analysis/aggregate';
 import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
 import type { SamplerReadings } from '../../common/results/sampler-readings';
 import type { ClassResult, ClusterResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
 function diagnostics(waitEvents: Record<string, number>, over: Partial<SamplerReadings> = {}): SamplerReadings {
   const samples = 100;

@@ -7,7 +7,7 @@ import { boundBy } from '../../analysis/bottlenecks';
 import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
 import type { SamplerReadings, SamplerSecond } from '../../common/results/sampler-readings';
 import type { Check, ClusterResult, ExperimentResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
 const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
 const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { hostIdFor } from '../../common/core/ids';
 import { resolveFailoverDrill } from '../../common/input/drill-spec';
-import { resolveSpec, revalidateSpec } from '../../common/input/spec';
+import { resolveSpec, revalidateSpec } from '../../common/input/resolve';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { clusterInputAtDoor, clusterWorkflowId } from '../../workflows/cluster-door';
 import { checkedWorkflowId, continuationProblem, type DoorInfo } from '../../workflows/doors';

@@ -5,7 +5,8 @@ import { aggregate } from '../../analysis/aggregate';
 import { environmentKey, historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
 import { DirResultsStore } from '../../lib/results-store';
 import type { ClusterResult } from '../../common/results/result';
-import { resolveSpec, type ExperimentInput } from '../../common/input/spec';
+import { type ExperimentInput } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
 const machine = { cpus: 2, memoryMiB: 24106, kernel: 'test', provider: 'local' };
 const gp3Only: ExperimentInput = {
