@@ -11,7 +11,8 @@
  * - server occupancy (Little's law on the server): average active workload backends / TPS vs pgbench's mean latency.
  */
 import type { SamplerReadings } from '../common/results/sampler-readings';
-import type { Check, TpsRun } from '../common/results/result';
+import type { Check } from '../common/results/check';
+import type { TpsRun } from '../common/results/result';
 
 /** Two estimates of a per-transaction time agree when within this share of the larger one... */
 export const CROSS_CHECK_TOLERANCE = 0.25;

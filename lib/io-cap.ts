@@ -1,7 +1,7 @@
 /**
  * The one owner of a host's emulated I/O cap (a loop device under cgroup limits, docs/storage-emulation.md): the
- * provider sets it at provisioning; the host agent lifts it for preparation that nothing measures (the load, making
- * dead tuples, writing a replication backlog) and applies it again before the measured part. Every cgroup write goes
+ * provider sets it at provisioning; the host agent lifts it for preparation that nothing measures (the load, what a
+ * phase prepares before its timed part) and applies it again before the measured part. Every cgroup write goes
  * through lib/cgroups.ts.
  *
  * An emulated EBS class's IOPS are one budget for reads and writes (`iopsBudget: shared`, lib/io-budget.ts): where

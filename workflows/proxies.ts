@@ -4,6 +4,7 @@
 import { ActivityCancellationType, proxyActivities, type ActivityInterfaceFor, type ActivityOptions } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
+import type { PhaseStep } from '../common/phases/kit';
 import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
 import type { HostTimeouts } from '../common/input/bounds';
 import { hostTaskQueue } from '../common/core/names';
@@ -92,7 +93,7 @@ export const HOST_CALL_GROUPS = {
     'waitForStandbys',
     'checkRepository',
   ],
-  bulk: ['runVacuumPhase', 'runBacklogPhase', 'restoreBackup'],
+  bulk: ['restoreBackup'],
 } as const satisfies Record<string, readonly (keyof HostActivities)[]>;
 
 type HostCallGroupName = keyof typeof HOST_CALL_GROUPS;
@@ -113,6 +114,24 @@ export interface HostCalls {
   load: HostCallGroup<'load'>;
   measure: HostCallGroup<'measure'>;
   bulk: HostCallGroup<'bulk'>;
+}
+
+/**
+ * A phase's host activity on its host (common/phases/): one attempt, like a measurement, recorded and retried by the
+ * workflow; bounded by the host's silence and by the phase's own bound, which its module derives from its inputs.
+ */
+export function phaseCall(hostId: string, step: PhaseStep, timeouts: HostTimeouts): Promise<unknown> {
+  // Untyped: the step names its activity as its module declares it, and activities/host/phases/index.ts is typed to
+  // provide every registered phase's activity with that name, input and result.
+  const proxy = proxyActivities({
+    taskQueue: hostTaskQueue(hostId),
+    scheduleToStartTimeout: timeouts.deadAfterSeconds * 1000,
+    startToCloseTimeout: step.boundSeconds * 1000,
+    heartbeatTimeout: Math.min(60, timeouts.deadAfterSeconds) * 1000,
+    retry: { maximumAttempts: 1 },
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+  });
+  return proxy[step.activity].executeWithOptions({ summary: step.summary }, [step.input]);
 }
 
 /**
@@ -167,8 +186,8 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts): HostCalls {
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * Bulk steps (VACUUM over bloat, backlog drain, a restore's fetch): one attempt each like the measurements,
-     * recorded and retried by the workflow; their bound grows with the bytes they make and move.
+     * Bulk steps (a restore's fetch): one attempt each like the measurements, recorded and retried by the workflow;
+     * their bound grows with the bytes they move.
      */
     bulk: hostCallGroup('bulk', {
       taskQueue,

@@ -1,6 +1,6 @@
 /**
  * The watchdog beside every host activity: while the activity works on its host's Postgres (a load, a TPS run, a
- * VACUUM, a backlog, a drill's step), a probe that cannot hang it (lib/postgres-probe.ts) asks the server whether it
+ * phase, a drill's step), a probe that cannot hang it (lib/postgres-probe.ts) asks the server whether it
  * answers. A server that takes connections and queries and answers none of them (every process SIGSTOPped, a wedged
  * server) blocks whatever the activity awaits on it: a sampler's closing query, a retry's cleanup, the load's
  * progress. Without the watchdog the activity then only stopped heartbeating, and its failure read "activity
@@ -9,6 +9,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FAILURE_TYPES } from '../../common/core/errors';
+import { PHASES } from '../../common/phases/registry';
 import { describeProcesses, notAnsweringMessage, silenceVerdict, silenceWatch, SilenceClock } from '../../common/core/postgres-silence';
 import { PostgresProbe, postgresProcesses } from '../../lib/postgres-probe';
 import type { ProgressUpdate } from '../progress';
@@ -22,8 +23,8 @@ const STEPS: Record<string, string> = {
   configurePostgres: 'configure',
   loadData: 'load',
   verifyAccounts: 'verify',
-  runVacuumPhase: 'vacuum',
-  runBacklogPhase: 'backlog',
+  // Each phase's activity works in the phase's own step.
+  ...Object.fromEntries(PHASES.map((p) => [p.activity, p.name])),
 };
 
 export function stepOf(activity: string, input: unknown): string {

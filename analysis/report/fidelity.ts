@@ -6,7 +6,7 @@
 import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
 import type { ClassResult, ExperimentResult } from '../../common/results/result';
 import { throttleUse } from '../bottlenecks';
-import { fmt } from './summary';
+import { fmt } from '../../common/core/format';
 
 /** The wait event whose share the reference publishes per class. */
 const DATA_FILE_READ = 'IO:DataFileRead';

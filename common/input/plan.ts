@@ -3,7 +3,8 @@ import { dataVolumeGiB } from './aws';
 import { clusterBounds, failoverDrillBounds, formatBound, restoreDrillBounds } from './bounds';
 import { drillInputFor, resolveFailoverDrill, resolveRestoreDrill } from './drill-spec';
 import { hostIdFor } from '../core/ids';
-import { classLimits, volumeBytes, type ExperimentSpec } from './spec';
+import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec } from './spec';
+import { PHASES } from '../phases/registry';
 
 export interface PlannedHost {
   hostId: string;
@@ -55,8 +56,11 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
   steps.push(
     `TPS run: ${spec.workload.clients} clients${ownClients.length ? ` (${ownClients.join(', ')})` : ''}, ${spec.workload.threads} threads, ${spec.workload.durationSeconds} s${bound(b.measureSeconds)}`,
   );
-  if (spec.phases.vacuum.enabled) steps.push(`bloat ${spec.phases.vacuum.bloatMB} MB + VACUUM${bound(b.bulkSeconds)}`);
-  if (spec.phases.backlog.enabled) steps.push(`logical-replication backlog ${spec.phases.backlog.backlogMB} MB + drain${bound(b.bulkSeconds)}`);
+  const slowest = slowestPhaseContext(spec);
+  for (const p of PHASES) {
+    const line = p.planLine(spec.phases, slowest, bound);
+    if (line) steps.push(line);
+  }
   steps.push('save results', 'teardown');
   steps.push(`a host silent for ${formatBound(b.deadAfterSeconds)} is dead (host.deadAfterSeconds)`);
   return { hosts, steps, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length) };

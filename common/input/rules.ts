@@ -5,8 +5,9 @@
  */
 import type { SpecProblem } from '../core/errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
-import type { ExperimentSpec } from './spec';
-import { scriptProblems, scriptSql, scriptWrites } from './workload-script';
+import { slowestPhaseContext, type ExperimentSpec } from './spec';
+import { phaseSpecProblems } from '../phases/registry';
+import { scriptProblems, scriptSql } from './workload-script';
 
 /**
  * Memory of a host's processes besides the page cache (which the kernel reclaims), measured with
@@ -111,18 +112,6 @@ export function connectionProblems(n: ConnectionNeeds): SpecProblem[] {
 /** The script's problems, under its field. */
 export function workloadScriptProblems(script: string, path: string): SpecProblem[] {
   return scriptProblems(script).map((message) => ({ path, message }));
-}
-
-/** A backlog is WAL the workload writes: a script that writes nothing cannot fill one. */
-export function backlogWorkloadProblems(script: string, backlogEnabled: boolean): SpecProblem[] {
-  if (!backlogEnabled || scriptWrites(script)) return [];
-  return [
-    {
-      path: 'workload.script',
-      message:
-        'writes nothing (no INSERT, UPDATE, DELETE, MERGE, COPY or DDL), so it cannot fill the backlog phase with WAL; add a data-modifying statement or set phases.backlog.enabled to false',
-    },
-  ];
 }
 
 /**
@@ -246,10 +235,11 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
     }),
     ...workloadScriptProblems(script, 'workload.script'),
     ...scriptSqlProblems(script),
-    ...backlogWorkloadProblems(script, spec.phases.backlog.enabled),
+    // What the phases the spec runs need of the rest of it (a workload that writes WAL, ...).
+    ...phaseSpecProblems(spec.phases, slowestPhaseContext(spec)),
     ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
   ];
-  const what = `the data at scale ${spec.data.scale} with its indexes, WAL up to twice postgres.maxWalSizeMiB and the phases' bloat and backlog`;
+  const what = `the data at scale ${spec.data.scale} with its indexes, WAL up to twice postgres.maxWalSizeMiB and what the phases write`;
   for (const [name, cls] of Object.entries(spec.storageClasses))
     problems.push(...volumeSizeProblems(cls.sizeGiB, volumeBytes, `storageClasses.${name}.sizeGiB`, what));
   return problems;

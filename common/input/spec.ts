@@ -9,6 +9,8 @@ import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../core/errors';
 import { DIRECT_IO_MODES, versionProblems } from './postgres-versions';
 import { PRESET_NAMES } from './presets';
+import type { PhaseContext } from '../phases/kit';
+import { PhasesSchema, phasesVolumeBytes } from '../phases/registry';
 import { ServerSettingsSchema } from './server-settings';
 import {
   AmiIdField,
@@ -51,8 +53,6 @@ export const SPEC_LIMITS = {
   volumeGiB: 16_384,
   /** A pgbench script: the reference's is 120 bytes; 64 KiB holds any hand-written benchmark. */
   scriptBytes: 64 * 1024,
-  /** Dead tuples made for VACUUM and WAL retained for the backlog drain: 1 TB each (the reference used 10 GB). */
-  phaseMB: 1_000_000,
   /** Storage classes of one run (predict-check has 5). */
   storageClasses: 8,
   /** Clusters of one run, all classes together (seed-full has 8). */
@@ -81,13 +81,6 @@ export const int = (min: number, max: number, what: string) =>
     .min(min, { error: `must be at least ${min} (${what})` })
     .max(max, { error: `must be at most ${max} (${what})` });
 
-/** Megabytes a phase makes (dead tuples, retained WAL): positive, at most SPEC_LIMITS.phaseMB. */
-const phaseMB = (what: string) =>
-  z
-    .number({ error: `must be a number (${what})` })
-    .positive({ error: `must be positive (${what})` })
-    .max(SPEC_LIMITS.phaseMB, { error: `must be at most ${SPEC_LIMITS.phaseMB} (${what}, 1 TB)` });
-
 /** Where a storage class's data lives. Local kinds run on this machine; the others on AWS. */
 export const STORAGE_KINDS = ['local-disk', 'emulated-ebs', 'instance-store', 'ebs'] as const;
 export type StorageKind = (typeof STORAGE_KINDS)[number];
@@ -101,7 +94,7 @@ export const StorageClassSchema = z
     iops: int(100, 256_000, 'IOPS').optional(),
     /** Provisioned throughput in MiB/s; gp3's baseline is 125. */
     throughputMiBps: int(1, 4_000, 'MiB/s').optional(),
-    /** Volume size; by default large enough for the data set, its WAL and the phases' bloat. */
+    /** Volume size; by default large enough for the data set, its WAL and what the phases write. */
     sizeGiB: z
       .number({ error: 'must be a number (GiB)' })
       .positive({ error: 'must be positive (GiB)' })
@@ -317,12 +310,8 @@ export const ExperimentSpecSchema = z
           .max(SPEC_LIMITS.scriptBytes, { error: `must be at most ${SPEC_LIMITS.scriptBytes} characters (64 KiB)` }),
       })
       .strict(),
-    phases: z
-      .object({
-        vacuum: z.object({ enabled: z.boolean(), bloatMB: phaseMB('MB of dead tuples') }).strict(),
-        backlog: z.object({ enabled: z.boolean(), backlogMB: phaseMB('MB of WAL retained') }).strict(),
-      })
-      .strict(),
+    /** The measurements after the TPS run, each under its name (common/phases/registry.ts). */
+    phases: PhasesSchema,
     sampler: z.object({ enabled: z.boolean(), intervalMs: int(10, 1_000, 'ms between samples') }).strict(),
     durability: z
       .object({
@@ -469,12 +458,30 @@ export function classLimits(cls: StorageClassSpec): { iops: number; throughputMi
   };
 }
 
-/** Bytes one host's volume needs for a spec: heap, indexes, WAL, and the phases' bloat and backlog. */
+/** MiB/s a class's storage sustains for the estimate: its provisioned throughput, or a conservative figure. */
+export function storageMiBps(cls: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>): number {
+  if (cls.kind === 'ebs' || cls.kind === 'emulated-ebs') return cls.throughputMiBps ?? 125;
+  // Instance-store NVMe writes GB/s; the machine's own disk is unknown: assume a modest SSD.
+  return cls.kind === 'instance-store' ? 1000 : 200;
+}
+
+/** What a phase reads of one class's run beside its own fragment (common/phases/kit.ts). */
+export function phaseContext(spec: ExperimentSpec, className: string): PhaseContext {
+  const { clients, threads, script } = classWorkload(spec, className);
+  return { scale: spec.data.scale, workload: { clients, threads, script }, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, storageMiBps: storageMiBps(spec.storageClasses[className]) };
+}
+
+/** The phase context of the class with the slowest storage: what a plan's bounds are stated for. */
+export function slowestPhaseContext(spec: ExperimentSpec): PhaseContext {
+  const [first, ...rest] = Object.keys(spec.storageClasses).map((name) => phaseContext(spec, name));
+  return rest.reduce((slowest, c) => (c.storageMiBps < slowest.storageMiBps ? c : slowest), first);
+}
+
+/** Bytes one host's volume needs for a spec: heap, indexes, WAL, and what the phases write. */
 export function volumeBytes(spec: ExperimentSpec): number {
   const heap = dataSetBytes(spec.data.scale);
   const wal = spec.postgres.maxWalSizeMiB * 2 * 1024 * 1024;
-  const phases = (spec.phases.vacuum.bloatMB * 2 + spec.phases.backlog.backlogMB * 2) * 1e6;
-  return Math.ceil(heap + wal + phases);
+  return Math.ceil(heap + wal + phasesVolumeBytes(spec.phases));
 }
 
 

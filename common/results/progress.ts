@@ -1,5 +1,6 @@
 /** How far a cluster is, from its step and the step's own percentage. Pure; workflows and the CLI share it. */
 import type { ChildProgress, HostProgress, RunProgress } from '../core/messages';
+import { PHASES } from '../phases/registry';
 
 /** A cluster's steps in order, weighted by their usual share of the wall time. */
 export const CLUSTER_STEPS: { name: string; weight: number }[] = [
@@ -10,8 +11,7 @@ export const CLUSTER_STEPS: { name: string; weight: number }[] = [
   { name: 'restart', weight: 1 },
   { name: 'warmup', weight: 5 },
   { name: 'tps', weight: 20 },
-  { name: 'vacuum', weight: 8 },
-  { name: 'backlog', weight: 8 },
+  ...PHASES.map((p) => ({ name: p.name, weight: p.progressWeight })),
   { name: 'save results', weight: 1 },
   { name: 'teardown', weight: 4 },
   { name: 'done', weight: 0 },

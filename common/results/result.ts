@@ -2,8 +2,10 @@
  * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
  * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
  */
+import type { Check } from './check';
 import type { LeftoverCleanup } from './leftovers';
-import type { BacklogPhaseResult, SamplerReadings, VacuumPhaseResult } from './sampler-readings';
+import type { SamplerReadings } from './sampler-readings';
+import type { PhaseMedians, PhaseResults } from '../phases/registry';
 import type { ExperimentSpec, StorageKind } from '../input/spec';
 
 export const RESULT_SCHEMA_VERSION = 1;
@@ -79,7 +81,7 @@ export interface ClusterResult {
   latencyMs?: LatencyMs;
   tpsSeries?: number[];
   failedAttempts: FailedAttempt[];
-  /** Later phases (vacuum, backlog, diagnostics) add their own keys. */
+  /** Each phase's result under its name (common/phases/). */
   phases: ClusterPhases;
   /** What the sampler saw next to the TPS run. */
   diagnostics?: SamplerReadings;
@@ -87,19 +89,14 @@ export interface ClusterResult {
   breakdownMs?: Record<string, number>;
 }
 
-/** A cluster's measured phases by name. */
-export interface ClusterPhases {
-  vacuum?: VacuumPhaseResult;
-  backlog?: BacklogPhaseResult;
-  [phase: string]: unknown;
-}
+/**
+ * A cluster's measured phases by name (common/phases/registry.ts); `durability` holds the backup step's figures, a
+ * key older than the word "phase" meant what it means now (result.json never renames a key).
+ */
+export type ClusterPhases = PhaseResults & { durability?: unknown };
 
 /** Medians per class of the measured phases. */
-export interface ClassPhases {
-  vacuum?: { vacuumSeconds: number; deadBytes: number; requestedBytes: number; readMBps: number; writeMBps: number; clusters: number };
-  backlog?: { drainSeconds: number; backlogBytes: number; requestedBytes: number; drainMBps: number; clusters: number };
-  [phase: string]: unknown;
-}
+export type ClassPhases = PhaseMedians;
 
 export interface ClassResult {
   kind: StorageKind;
@@ -119,15 +116,6 @@ export interface ClassResult {
   waitEventShares?: Record<string, number>;
   /** The resource that bound the class's throughput, in words ("CPU-bound at 2 cores"). */
   boundBy?: string;
-}
-
-export interface Check {
-  name: string;
-  scope: string;
-  ok: boolean;
-  detail: string;
-  /** A failed "warning" flags a caveat (a tiny preset's data fits in RAM) rather than a wrong result; default "error". */
-  severity?: 'error' | 'warning';
 }
 
 export interface ExperimentResult {

@@ -3,11 +3,11 @@
  * temporary folder, the host activities run in a mock activity context (no Temporal server needed).
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { runBacklogPhase } from '../../activities/host/backlog';
+import { runBacklogPhase } from '../../activities/host/phases/backlog';
 import { loadData } from '../../activities/host/load';
 import { runPgbench } from '../../activities/host/pgbench';
-import { runVacuumPhase } from '../../activities/host/vacuum';
-import type { VacuumPhaseResult } from '../../common/results/sampler-readings';
+import { runVacuumPhase } from '../../activities/host/phases/vacuum';
+import type { VacuumPhaseResult } from '../../common/phases/vacuum';
 import { withConnection } from '../../lib/pg';
 import { latencyBreakdown } from '../../common/results/breakdown';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';

@@ -6,7 +6,8 @@ import { aggregate, drillChecks } from '../../analysis/aggregate';
 import { boundBy } from '../../analysis/bottlenecks';
 import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
 import type { SamplerReadings, SamplerSecond } from '../../common/results/sampler-readings';
-import type { Check, ClusterResult, ExperimentResult } from '../../common/results/result';
+import type { Check } from '../../common/results/check';
+import type { ClusterResult, ExperimentResult } from '../../common/results/result';
 import { resolveSpec } from '../../common/input/resolve';
 
 const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });

@@ -1,5 +1,5 @@
 /**
- * The logical-replication backlog phase: a publication and a pgoutput slot; the spec's workload (pgbench) writes
+ * The backlog phase, host half (its workflow-safe half is common/phases/backlog.ts): a publication and a pgoutput slot; the spec's workload (pgbench) writes
  * while no consumer is connected, until the slot holds the requested WAL back (pg_wal_lsn_diff); then a real
  * consumer (pg_recvlogical) drains the slot up to that LSN, and the phase times it: seconds and MB/s.
  * The slot and publication are dropped afterwards, on failure too, and a retry first drops what an earlier attempt left.
@@ -7,29 +7,20 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import path from 'node:path';
 import type { Client } from 'pg';
-import type { BacklogPhaseResult } from '../../common/results/sampler-readings';
-import { FAILURE_TYPES } from '../../common/core/errors';
-import { LAB_DATABASE } from '../../common/core/names';
-import { clientTool } from '../../lib/postgres-binaries';
-import { makeLabDir, writeLabFile } from '../../lib/lab-fs';
-import { connectLocal, libpqEnv } from '../../lib/pg';
-import { ProcessError, runProcess } from '../../lib/process-runner';
-import { etaSeconds, every, progressReporter } from '../progress';
-import { asClientUser, asPostgresUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
-import { stopLeftovers } from './leftovers';
-import { workloadAppName, workloadArgs } from '../../lib/pgbench-workload';
-import { refuseScript, workloadEnv } from './pgbench';
-import { HostCounters } from '../../lib/sampler';
-
-export interface BacklogPhaseInput extends HostInput {
-  /** WAL the slot must hold back before the consumer starts, in MB of 2^20 bytes. */
-  backlogMB: number;
-  /** The spec's workload, which writes the backlog. */
-  scale: number;
-  clients: number;
-  threads: number;
-  script: string;
-}
+import type { BacklogPhaseInput, BacklogPhaseResult } from '../../../common/phases/backlog';
+import { FAILURE_TYPES } from '../../../common/core/errors';
+import { lsnDiff } from '../../../common/core/lsn';
+import { LAB_DATABASE } from '../../../common/core/names';
+import { clientTool } from '../../../lib/postgres-binaries';
+import { makeLabDir, writeLabFile } from '../../../lib/lab-fs';
+import { connectLocal, libpqEnv } from '../../../lib/pg';
+import { ProcessError, runProcess } from '../../../lib/process-runner';
+import { etaSeconds, every, progressReporter } from '../../progress';
+import { asClientUser, asPostgresUser, assertHost, ownByClient, type HostDeps } from '../deps';
+import { stopLeftovers } from '../leftovers';
+import { workloadAppName, workloadArgs } from '../../../lib/pgbench-workload';
+import { refuseScript, workloadEnv } from '../pgbench';
+import { HostCounters } from '../../../lib/sampler';
 
 const SLOT = 'storage_lab_backlog';
 const PUBLICATION = 'storage_lab_backlog';
@@ -187,14 +178,8 @@ async function slotState(db: Client): Promise<SlotState> {
     confirmedFlushLsn: confirmed,
     currentLsn: row.current,
     retainedBytes: Number(row.retained),
-    lagToTarget: (targetLsn) => lsnBytes(targetLsn) - lsnBytes(confirmed),
+    lagToTarget: (targetLsn) => lsnDiff(targetLsn, confirmed),
   };
-}
-
-/** An LSN ("16/B374D848") as a byte position. */
-export function lsnBytes(lsn: string): number {
-  const [hi, lo] = lsn.split('/');
-  return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
 }
 
 /** Runs the workload until the slot retains `requested` bytes, then stops it and waits for its backends to go. */
