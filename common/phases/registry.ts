@@ -9,10 +9,11 @@ import type { SpecProblem } from '../core/errors';
 import type { Check } from '../results/check';
 import type { Phase, PhaseComparisonRow, PhaseContext, ReferenceDevice } from './kit';
 import { backlogPhase } from './backlog';
+import { checkpointPhase } from './checkpoint';
 import { vacuumPhase } from './vacuum';
 
 /** The phases in plan order. */
-export const PHASES = [vacuumPhase, backlogPhase] as const;
+export const PHASES = [checkpointPhase, vacuumPhase, backlogPhase] as const;
 
 type Registered = (typeof PHASES)[number];
 export type PhaseName = Registered['name'];

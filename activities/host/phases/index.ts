@@ -6,10 +6,12 @@
 import type { PhaseActivities } from '../../../common/phases/registry';
 import type { HostDeps } from '../deps';
 import { runBacklogPhase } from './backlog';
+import { runCheckpointPhase } from './checkpoint';
 import { runVacuumPhase } from './vacuum';
 
 export function createPhaseActivities(deps: HostDeps): PhaseActivities {
   return {
+    runCheckpointPhase: (input) => runCheckpointPhase(deps, input),
     runVacuumPhase: (input) => runVacuumPhase(deps, input),
     runBacklogPhase: (input) => runBacklogPhase(deps, input),
   };
