@@ -15,6 +15,7 @@ import { FAILURE_TYPES } from '../../common/core/errors';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, waitForActivity } from '../helpers/faults';
 import { startTestLab, type TestLab } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
 
 /** The host's silence bound in this test: the TPS run's heartbeat timeout, and so the watchdog's limit, is 20 s. */
 const DEAD_AFTER_SECONDS = 20;
@@ -25,7 +26,7 @@ const INPUT = {
   host: { deadAfterSeconds: DEAD_AFTER_SECONDS },
   // Long enough that pgbench still runs when the bound is up: the failure is the watchdog's, not pgbench's own.
   workload: { warmupSeconds: 0, durationSeconds: 120 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 /**
  * From the stop to the run's end: the limit, the probe's period (2 s at a 20 s limit), the result's save and the

@@ -5,15 +5,16 @@ import path from 'node:path';
 import { runFolderName } from '../../lib/results-store';
 import type { ExperimentResult } from '../../common/results/result';
 import type { TestLab } from './lab';
+import { NO_PHASES } from './phases';
 
-/** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no VACUUM/backlog phases. */
+/** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no phases. */
 export const SMALL_GP3 = {
   preset: 'ci',
   storageClasses: { 'local-disk': null },
   compare: null,
   data: { scale: 10, chunkRows: 50_000 },
   workload: { warmupSeconds: 3, durationSeconds: 5 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 export interface PendingActivity {

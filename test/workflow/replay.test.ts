@@ -23,8 +23,10 @@ const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 const EXPECTED: Record<string, string> = {
   'experiment-ci': WORKFLOW_TYPES.experiment,
   'cluster-ci': WORKFLOW_TYPES.cluster,
+  'cluster-ci-before-checkpoint': WORKFLOW_TYPES.cluster,
   'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
   'restore-drill-ci-before-undo-in-reverse': WORKFLOW_TYPES.restoreDrill,
+  'restore-tool-comparison-ci': WORKFLOW_TYPES.restoreToolComparison,
   'failover-drill-ci-1': WORKFLOW_TYPES.failoverDrill,
   'failover-drill-ci-2': WORKFLOW_TYPES.failoverDrill,
   'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
@@ -78,10 +80,18 @@ describe('recorded workflow histories replay against the current workflow code',
     Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level }, forward: {} } } });
   });
 
-  it('holds a history of every workflow the recorder runs, and a continued-as-new failover drill', () => {
+  it('holds a history of every workflow the recorder runs, of every workflow type, and a continued-as-new failover drill', () => {
     expect(Object.fromEntries(fixtures.map((f) => [f.name, f.type]))).toEqual(expect.objectContaining(EXPECTED));
+    expect(new Set(fixtures.map((f) => f.type))).toEqual(new Set(Object.values(WORKFLOW_TYPES)));
     const first = fixtures.find((f) => f.name === 'failover-drill-ci-1')!;
     expect(first.history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+  });
+
+  it('holds the cluster with the checkpoint phase, and from before it existed (its spec has no fragment for it)', () => {
+    const activities = (name: string) =>
+      (fixtures.find((f) => f.name === name)!.history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities('cluster-ci')).toContain('runCheckpointPhase');
+    expect(activities('cluster-ci-before-checkpoint')).not.toContain('runCheckpointPhase');
   });
 
   it('holds the restore drill on both sides of the undo-in-reverse patch', () => {
