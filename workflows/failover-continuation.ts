@@ -111,7 +111,8 @@ function hostRecordSchema(runId: string, n: Node) {
       taskQueue: z.literal(hostTaskQueue(nodeHostId(runId, n))),
       emulated: z.boolean(),
       emulationNote: Text.optional(),
-      limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit }).strict(),
+      // iopsBudget: records made since the choice existed carry it (null where no budget is emulated).
+      limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit, iopsBudget: z.enum(['shared', 'separate']).nullable().optional() }).strict(),
       postgres: z.object({ host: z.string().regex(IPV4, { error: 'must be an IPv4 address' }), port: z.number().int().min(1).max(65_535) }).strict(),
       instanceId: z.string().regex(/^i-[0-9a-f]{8,32}$/).optional(),
     })
