@@ -4,6 +4,7 @@
  * One object argument with defaults, so the Temporal UI's Start Workflow form can start it: {"preset":"local-quick"}.
  */
 import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { FAILURE_TYPES } from '../common/core/errors';
 import { hostIdFor } from '../common/core/ids';
 import { type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
 import { resolveSpec } from '../common/input/resolve';
@@ -84,7 +85,7 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
   if (summary.status !== 'completed')
     throw ApplicationFailure.nonRetryable(
       `experiment ${runId} did not measure every storage class; see ${summary.location}/report.md\n${summary.failedChecks.join('\n')}`,
-      'ExperimentFailedError',
+      FAILURE_TYPES.experimentFailed,
     );
   return { runId, ...summary };
 }

@@ -21,7 +21,7 @@ import { continueAsNew } from '@temporalio/workflow';
 import { resolveFailoverDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drill-skeleton';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
 import { failoverRound } from './failover-round';
 import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigures, setUpCluster } from './failover-steps';
@@ -33,8 +33,12 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
   const runId = checkedWorkflowId();
   const continued = continuedAtDoor(runId, input, rawContinued);
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
-  // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
-  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+  // Settings by the real server, sizes against this environment, then the spec saved: before any host exists (once,
+  // not per continuation).
+  if (!continued) {
+    await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+    await saveDrillSpec(runId, spec);
+  }
   const board = new ProgressBoard(`Failover drill ${runId}`, runId);
   const drill = failoverDrill(runId, spec, board, continued);
   const { result } = drill;

@@ -65,6 +65,21 @@ export const preflightCalls = proxyActivities<ControlActivities>({
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
 });
 
+/** What a diagnose capture may take beyond its sampled window: connecting, the closing readings, pg_test_fsync (about 16 s, bounded at 2 min), storing. */
+const DIAGNOSE_OVERHEAD_SECONDS = 300;
+
+/**
+ * Diagnose's read-only capture of a server that may be a production replica: bounded by its window, and a server that
+ * is down or restarting may come back, so a few attempts, spaced out; bad input is final.
+ */
+export function diagnoseCalls(seconds: number) {
+  return proxyActivities<ControlActivities>({
+    startToCloseTimeout: `${seconds + DIAGNOSE_OVERHEAD_SECONDS} seconds`,
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+  });
+}
+
 export type { HostTimeouts };
 
 /**

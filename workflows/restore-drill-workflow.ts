@@ -11,7 +11,7 @@
 import { resolveRestoreDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drill-skeleton';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ProgressBoard } from './progress';
 import { preflightCalls } from './proxies';
 import { RESTORE_DRILL_STEPS, concludeRestoreDrill, restoreDrill, restoreDrillFigures, showStep } from './restore-drill-steps';
@@ -22,6 +22,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists.
   await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
+  await saveDrillSpec(runId, spec);
   const board = new ProgressBoard(`Restore drill ${runId}`, runId);
   const drill = restoreDrill(runId, spec, board);
   return runDrill({

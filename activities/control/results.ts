@@ -5,6 +5,7 @@
 import { Context } from '@temporalio/activity';
 import os from 'node:os';
 import { runCost } from '../../common/input/cost';
+import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
 import type { ClusterResult } from '../../common/results/result';
@@ -21,10 +22,11 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
   return {
     /**
      * Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create; it
-     * claims the run's folder for this execution, so a run under a finished run's id fails here, before any host.
+     * claims the run's folder for this execution (`execution`: the first of a chain that continues as new), so a run
+     * under a finished run's id fails here, before any host.
      */
-    async saveSpec(input: { runId: string; spec: ExperimentSpec }): Promise<string> {
-      await claimRunExecution(deps.results, input.runId, callingExecution());
+    async saveSpec(input: { runId: string; spec: ExperimentSpec | RestoreDrillSpec | FailoverDrillSpec; execution?: string }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, input.execution ?? callingExecution());
       await deps.results.put(input.runId, 'spec.json', JSON.stringify(input.spec, null, 2));
       return deps.results.location(input.runId);
     },
@@ -85,9 +87,9 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
       return deps.results.location(input.runId);
     },
 
-    /** The drill's result.json and report.md; returns where they are. */
-    async saveDrillResult(input: { runId: string; result: DrillResult }): Promise<string> {
-      await claimRunExecution(deps.results, input.runId, callingExecution());
+    /** The drill's result.json and report.md; returns where they are (`execution` as for saveSpec). */
+    async saveDrillResult(input: { runId: string; result: DrillResult; execution?: string }): Promise<string> {
+      await claimRunExecution(deps.results, input.runId, input.execution ?? callingExecution());
       await deps.results.put(input.runId, 'result.json', JSON.stringify(input.result, null, 2));
       await deps.results.put(input.runId, 'report.md', renderDrillMarkdown(input.result));
       return deps.results.location(input.runId);

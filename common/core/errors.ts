@@ -9,6 +9,8 @@ export const FAILURE_TYPES = {
   agentUnreachable: 'AgentUnreachableError',
   verification: 'VerificationError',
   regression: 'RegressionError',
+  /** An experiment that did not measure every storage class (its own failure, or the nightly's of it). */
+  experimentFailed: 'ExperimentFailedError',
   hostGone: 'HostGoneError',
   /** The host's memory limit killed a process of the workload: the same workload would be killed again. */
   outOfMemory: 'HostOutOfMemoryError',

@@ -71,7 +71,8 @@ describe('arguments only continue-as-new passes', () => {
 });
 
 describe('the failover drill\'s continuation', () => {
-  const recorded = recordedArgs('failover-drill-ci-2');
+  // The continuation of a run recorded before `tool` and `peers` replaced the settings and pg_hba lines it carried.
+  const recorded = recordedArgs('failover-drill-ci-before-saves-spec-2');
   const runId = recorded.workflowId;
   const spec = resolveFailoverDrill(recorded.args[0]);
   const continuation = recorded.args[1] as Record<string, unknown> & { records: Record<string, { postgres: { host: string } }>; archiving: { settings: Record<string, Record<string, string>>; store: { path: string } } };
@@ -88,6 +89,12 @@ describe('the failover drill\'s continuation', () => {
 
   it('accepts what the recorded run carried across its continue-as-new', () => {
     expect(problems(continuation)).toEqual([]);
+  });
+
+  it("accepts what today's run carries: the tool, its peers, hosts' records with their IOPS budget", () => {
+    const today = recordedArgs('failover-drill-ci-2');
+    expect(failoverContinuationSchema(today.workflowId, resolveFailoverDrill(today.args[0])).safeParse(today.args[1]).error?.issues ?? []).toEqual([]);
+    expect(JSON.stringify(today.args[1])).toContain('"iopsBudget":null');
   });
 
   it('refuses a program in archive_command, pg_hba lines for the world, a host off loopback, a store elsewhere', () => {

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
+import { DRILL_SAVES_SPEC_PATCH } from '../../workflows/drill-skeleton';
 import { patchesOf } from '../helpers/patches';
 import { workflowBundle } from '../helpers/temporal';
 
@@ -25,10 +26,13 @@ const EXPECTED: Record<string, string> = {
   'cluster-ci': WORKFLOW_TYPES.cluster,
   'cluster-ci-before-checkpoint': WORKFLOW_TYPES.cluster,
   'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
+  'restore-drill-ci-before-saves-spec': WORKFLOW_TYPES.restoreDrill,
   'restore-drill-ci-before-undo-in-reverse': WORKFLOW_TYPES.restoreDrill,
   'restore-tool-comparison-ci': WORKFLOW_TYPES.restoreToolComparison,
   'failover-drill-ci-1': WORKFLOW_TYPES.failoverDrill,
   'failover-drill-ci-2': WORKFLOW_TYPES.failoverDrill,
+  'failover-drill-ci-before-saves-spec-1': WORKFLOW_TYPES.failoverDrill,
+  'failover-drill-ci-before-saves-spec-2': WORKFLOW_TYPES.failoverDrill,
   'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
   sweeper: WORKFLOW_TYPES.sweeper,
   diagnose: WORKFLOW_TYPES.diagnose,
@@ -94,10 +98,13 @@ describe('recorded workflow histories replay against the current workflow code',
     expect(activities('cluster-ci-before-checkpoint')).not.toContain('runCheckpointPhase');
   });
 
-  it('holds the restore drill on both sides of the undo-in-reverse patch', () => {
+  it('holds the drills on both sides of their patches (drill-saves-spec, undo-in-reverse)', () => {
     const patches = (name: string) => patchesOf(fixtures.find((f) => f.name === name)!.history);
-    expect(patches('restore-drill-ci')).toEqual([UNDO_IN_REVERSE_PATCH]);
+    expect(patches('restore-drill-ci')).toEqual([DRILL_SAVES_SPEC_PATCH, UNDO_IN_REVERSE_PATCH]);
+    expect(patches('restore-drill-ci-before-saves-spec')).toEqual([UNDO_IN_REVERSE_PATCH]);
     expect(patches('restore-drill-ci-before-undo-in-reverse')).toEqual([]);
+    expect(patches('failover-drill-ci-1')).toEqual([DRILL_SAVES_SPEC_PATCH]);
+    expect(patches('failover-drill-ci-before-saves-spec-1')).toEqual([]);
   });
 
   it('replays every recorded history without a determinism violation or any other replay error', async () => {
