@@ -112,7 +112,7 @@ export function aggregate(input: AggregateInput): ExperimentResult {
     tps: speedup(cand?.medianTps ?? null, base?.medianTps ?? null),
     // Latency: lower is better, so the speedup is baseline over candidate.
     latency: speedup(base?.medianLatencyMs ?? null, cand?.medianLatencyMs ?? null),
-    // A phase's seconds: lower is better, so baseline over candidate (the reference's VACUUM 2.6x, drain 1.7x).
+    // A phase's seconds: lower is better, so baseline over candidate, as the reference's ratios are.
     ...Object.fromEntries(comparedPhases().map((p) => [p.ratioKey, speedup(p.seconds(base?.phases ?? {}), p.seconds(cand?.phases ?? {}))])),
   };
   const postgresVersion = input.clusters.find((c) => c.postgresVersion)?.postgresVersion ?? null;

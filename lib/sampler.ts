@@ -277,7 +277,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   const byApplication = 'applicationName' in opts.sessions ? opts.sessions.applicationName : null;
 
   // Samples on a fixed grid (start + k × interval), so the rate does not drift; a sample that comes late (a slow
-  // query on a saturated host) is caught up at once, and only a backlog of more than one tick is dropped.
+  // query on a saturated host) is caught up at once, and only a lag of more than one tick is dropped.
   let nextTick = started;
   let timer: NodeJS.Timeout | undefined;
   const sample = async () => {

@@ -1,10 +1,9 @@
 /**
- * What a phase is: one measurement after a cluster's TPS run (a timed CHECKPOINT, VACUUM over bloat, a backlog
- * drain), declared in one module. Its workflow-safe half (common/phases/<name>.ts, built with definePhase) holds its
- * spec fragment, its step (the host activity's input, summary and bound), its result, medians, self-checks, report
- * section and progress weight; its host half (activities/host/phases/<name>.ts) is the activity. The registry
- * (registry.ts) lists the phases in plan order; the cluster workflow, the spec, the aggregation and the report
- * iterate it and never name a phase. Pure and workflow-safe.
+ * What a phase is: one measurement after a cluster's TPS run, declared in one module. Its workflow-safe half
+ * (common/phases/<name>.ts, built with definePhase) holds its spec fragment, its step (the host activity's input,
+ * summary and bound), its result, medians, self-checks, report section and progress weight; its host half
+ * (activities/host/phases/<name>.ts) is the activity. The registry (registry.ts) lists the phases in plan order; the
+ * cluster workflow, the spec, the aggregation and the report iterate it and never name a phase. Pure and workflow-safe.
  */
 import { z } from 'zod';
 import type { SpecProblem } from '../core/errors';
