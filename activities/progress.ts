@@ -7,24 +7,24 @@ import { Context } from '@temporalio/activity';
 import type { ActivityProgress, StepMeasure } from '../common/core/messages';
 import { EtaTracker } from '../common/results/eta';
 
-export type ProgressUpdate = Omit<ActivityProgress, 'hostId' | 'phase' | 'at'>;
+export type ProgressUpdate = Omit<ActivityProgress, 'hostId' | 'step' | 'at'>;
 export type ReportProgress = (update: ProgressUpdate) => void;
 
-/** A reporter for one phase of one host. */
-export function progressReporter(hostId: string, phase: string): ReportProgress {
+/** A reporter for one step of one host. */
+export function progressReporter(hostId: string, step: string): ReportProgress {
   return (update) => {
-    const progress: ActivityProgress = { hostId, phase, ...update, at: new Date().toISOString() };
+    const progress: ActivityProgress = { hostId, step, ...update, at: new Date().toISOString() };
     Context.current().heartbeat(progress);
   };
 }
 
 /**
- * Runs fn while heartbeating `{ phase }` every few seconds, for steps that report nothing themselves (a backup, a
+ * Runs fn while heartbeating `{ step }` every few seconds, for steps that report nothing themselves (a backup, a
  * restore, pg_amcheck): a dead agent is still noticed by the heartbeat timeout. fn gets the cancellation signal.
  */
-export async function heartbeatWhile<T>(phase: string, fn: (signal: AbortSignal) => Promise<T>, ms = 5_000): Promise<T> {
+export async function heartbeatWhile<T>(step: string, fn: (signal: AbortSignal) => Promise<T>, ms = 5_000): Promise<T> {
   const ctx = Context.current();
-  const stop = every(ms, () => ctx.heartbeat({ phase }));
+  const stop = every(ms, () => ctx.heartbeat({ step }));
   try {
     return await fn(ctx.cancellationSignal);
   } finally {

@@ -21,7 +21,7 @@ import { continueAsNew } from '@temporalio/workflow';
 import { resolveFailoverDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
 import { failoverRound } from './failover-round';
 import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigures, setUpCluster } from './failover-steps';
@@ -36,8 +36,12 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
   const runId = checkedWorkflowId();
   const continued = continuedAtDoor(runId, input, rawContinued);
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
-  // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
-  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+  // Settings by the real server, sizes against this environment, then the spec saved: before any host exists (once,
+  // not per continuation).
+  if (!continued) {
+    await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+    await saveDrillSpec(runId, spec);
+  }
   const board = new ProgressBoard(`Failover drill ${runId}`, runId);
   // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
   // its results folder at its start, as an experiment does.
@@ -61,7 +65,7 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
       result.status = 'passed';
     },
     conclude: concludeFailoverDrill,
-    step: (name) => board.setPhase(name),
+    step: (name) => board.setStage(name),
     figures: failoverDrillFigures,
   });
 }

@@ -17,7 +17,7 @@ import { drillLabSettings, type FailoverDrillSpec, type ReplicaDrillSpec } from 
 import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
 import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverArchive, type FailoverDrillResult } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
-import { drillHostShape } from './drills';
+import { drillHostShape } from './drill-skeleton';
 import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
@@ -61,7 +61,7 @@ export interface ReplicaDrill<S extends ReplicaDrillSpec = ReplicaDrillSpec, R e
   settings: { server: LabServerSettings; user: Record<string, string> };
   timeouts: HostTimeouts;
   state: Pick<FailoverContinuation, 'records' | 'peers' | 'primary' | 'standbys' | 'archiving'>;
-  progress: (phase: string, done: number, hostId?: string) => void;
+  progress: (step: string, done: number, hostId?: string) => void;
 }
 
 /** The failover drill's state and steps. */
@@ -135,8 +135,8 @@ export function replicaDrill<S extends ReplicaDrillSpec, R extends ReplicaDrillR
     state: continued
       ? { ...resumedState(spec, continued), records: continued.records, primary: continued.primary, standbys: continued.standbys }
       : { records: {} as Record<Node, HostRecord>, peers: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
-    progress: (phase, done, hostId = client) => {
-      board.step(hostId, phase);
+    progress: (step, done, hostId = client) => {
+      board.step(hostId, step);
       board.setPercent((100 * done) / totalSteps);
     },
   };

@@ -17,7 +17,7 @@ import { nameSchemeOf } from '../common/core/ids';
 import { resolvePartitionDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary, PartitionRound } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
 import { checkArchive, setUpCluster } from './failover-steps';
 import { partitionRound } from './partition-round';
@@ -32,8 +32,12 @@ export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinue
   const runId = checkedWorkflowId();
   const continued = continuedAtDoor<PartitionRound>(runId, input, rawContinued, resolvePartitionDrill);
   const spec = acceptInput(resolvePartitionDrill, input, drillSearchAttributes);
-  // Settings by the real server, this machine's packet filter and cgroups: before any host exists (once).
-  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'partition', spec }));
+  // Settings by the real server, this machine's packet filter and cgroups, then the spec saved: before any host exists
+  // (once, not per continuation).
+  if (!continued) {
+    await preflightOrFail(preflightCalls.preflightDrill({ kind: 'partition', spec }));
+    await saveDrillSpec(runId, spec);
+  }
   const board = new ProgressBoard(`Partition drill ${runId}`, runId);
   // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
   // its results folder at its start, as an experiment does.
@@ -57,7 +61,7 @@ export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinue
       result.status = 'passed';
     },
     conclude: concludePartitionDrill,
-    step: (name) => board.setPhase(name),
+    step: (name) => board.setStage(name),
     figures: partitionDrillFigures,
   });
 }

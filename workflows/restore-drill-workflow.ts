@@ -11,7 +11,7 @@
 import { resolveRestoreDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ProgressBoard } from './progress';
 import { nameScheme } from './names';
 import { currentClaimant } from './owner';
@@ -24,6 +24,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists.
   await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
+  await saveDrillSpec(runId, spec);
   const board = new ProgressBoard(`Restore drill ${runId}`, runId);
   const scheme = nameScheme();
   // The results folder is the drill's from its start, as an experiment's (a run under another's id stops here).

@@ -1,5 +1,5 @@
 /**
- * The checkpointed data load: pgbench's tables, pgbench_accounts filled in fixed chunks of the aid range.
+ * The resumable data load: pgbench's tables, pgbench_accounts filled in fixed chunks of the aid range.
  * Each chunk claims its id in storage_lab.load_chunks and inserts its rows in the same transaction, so a chunk
  * is done exactly once and any retry (new attempt, new agent, restarted server) resumes from the database itself.
  * Primary keys and VACUUM ANALYZE come after the load, as `pgbench -i` does them.

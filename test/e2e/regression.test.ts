@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunHistory } from '../../analysis/history';
 import { DirResultsStore, runFolderName } from '../../lib/results-store';
-import type { Verdict } from '../../analysis/regression-verdict';
+import type { Verdict } from '../../common/results/verdict';
 import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { DEFAULT_VERDICT_OPTIONS } from '../../common/input/regression-options';
@@ -21,14 +21,15 @@ import { historyCommand } from '../../client/commands/history';
 import type { NightlyRegressionSummary } from '../../workflows/nightly-regression-workflow';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
+import { NO_PHASES } from '../helpers/phases';
 
-/** gp3 only, no VACUUM/backlog phases, 2 s warm-up and 8 per-second samples: enough for a verdict. */
+/** gp3 only, no phases, 2 s warm-up and 8 per-second samples: enough for a verdict. */
 const NORMAL = {
   preset: 'ci',
   storageClasses: { 'local-disk': null },
   compare: null,
   workload: { durationSeconds: 8, warmupSeconds: 2 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 const HALF_IOPS = { ...NORMAL, storageClasses: { 'local-disk': null, gp3: { iops: 1500 } } };
 

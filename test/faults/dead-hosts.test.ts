@@ -24,8 +24,9 @@ import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, supervisorPid, waitForActivity } from '../helpers/faults';
 import { agentPids, startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
 
-const LOCAL_DISK = { preset: 'ci', storageClasses: { gp3: null }, compare: null, phases: { vacuum: { enabled: false }, backlog: { enabled: false } } };
+const LOCAL_DISK = { preset: 'ci', storageClasses: { gp3: null }, compare: null, phases: NO_PHASES };
 const kill = (pid: number | null, signal: NodeJS.Signals = 'SIGKILL') => pid && process.kill(pid, signal);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** What a scenario that completes may take on a busy 2-core machine. */

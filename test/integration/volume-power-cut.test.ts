@@ -8,7 +8,7 @@
  */
 import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync, chmodSync } from 'node:fs';
 import path from 'node:path';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import type { HostRequest } from '../../common/core/hosts';
 import type { LocalProvider } from '../../infra/providers/local/local-provider';
 import { labPaths, type LabPaths } from '../../lib/lab-paths';

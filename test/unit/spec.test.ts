@@ -1,5 +1,6 @@
 import { PRESET_NAMES } from '../../common/input/presets';
-import { classLimits, classWorkload, InvalidSpecError, mergeSpec, resolveSpec, revalidateSpec } from '../../common/input/spec';
+import { classLimits, classWorkload, InvalidSpecError, mergeSpec } from '../../common/input/spec';
+import { resolveSpec, revalidateSpec } from '../../common/input/resolve';
 
 function problemsOf(input: unknown): { path: string; message: string }[] {
   try {

@@ -1,7 +1,8 @@
 /**
  * The cluster workflow's measured phases on the real dev server with mocked activities: the sampler runs with the
- * TPS run only, VACUUM and backlog follow in that order, a failed phase attempt is recorded and retried, and the
- * result carries diagnostics, the breakdown and both phases before teardown. Each cluster runs as the lab runs it,
+ * TPS run only, the phases follow in the registry's order (the checkpoint, VACUUM, the backlog), a failed phase
+ * attempt is recorded and retried, and the result carries the sampler's readings, the breakdown and every phase
+ * before teardown. Each cluster runs as the lab runs it,
  * the child of an experiment of one storage class (a cluster started directly is refused at its door).
  */
 import { ApplicationFailure } from '@temporalio/activity';
@@ -10,7 +11,11 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
 import type { PgbenchInput } from '../../activities/host/pgbench';
-import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import type { BacklogPhaseResult } from '../../common/phases/backlog';
+import { checkpointPhase } from '../../common/phases/checkpoint';
+import { PHASES } from '../../common/phases/registry';
+import type { VacuumPhaseResult } from '../../common/phases/vacuum';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import type { ClusterResult } from '../../common/results/result';
@@ -37,7 +42,7 @@ async function executeCluster(client: Client, taskQueue: string, runId: string, 
   return client.workflow.getHandle(clusterWorkflowId(runId, 'local-disk', 0)).result();
 }
 
-const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as Diagnostics;
+const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as SamplerReadings;
 
 describe('clusterWorkflow measured phases (mocked activities)', () => {
   let connection: NativeConnection;
@@ -49,7 +54,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     await connection.close();
   });
 
-  it('runs the sampler with the TPS run, then VACUUM and backlog, recording a failed attempt', async () => {
+  it('runs the sampler with the TPS run, then the checkpoint, VACUUM and backlog, recording a failed attempt', async () => {
     const calls: string[] = [];
     const runId = uniqueId('exp-phases');
     const hostId = hostIdFor(runId, 'local-disk', 0);
@@ -69,7 +74,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         calls.push('teardown');
       },
       // A failed attempt asks whether the host's memory limit killed something during it: here it did not.
-      async diagnoseHost() {
+      async inspectHost() {
         calls.push('diagnose');
         return { oomKills: 0, text: 'host h: agent running', lastPollAt: null };
       },
@@ -101,6 +106,10 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         calls.push(`backlog ${input.backlogMB} ${input.clients}`);
         return { drainSeconds: 0.5, reachedBeforeDrain: true } as BacklogPhaseResult;
       },
+      async runCheckpointPhase(input) {
+        calls.push(`checkpoint workload=${input.workload}`);
+        return checkpointPhase.selfTest.healthy;
+      },
     };
     const workers = [
       await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities: control }),
@@ -113,13 +122,14 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       for (const w of workers) w.shutdown();
       await Promise.all(running);
     }
-    expect(calls).toEqual(['pgbench warmup sampler=off', 'pgbench tps sampler=50', 'vacuum 8', 'diagnose', 'vacuum 8', 'backlog 16 8', 'save', 'teardown']);
+    expect(calls).toEqual(['pgbench warmup sampler=off', 'pgbench tps sampler=50', 'checkpoint workload=true', 'vacuum 8', 'diagnose', 'vacuum 8', 'backlog 16 8', 'save', 'teardown']);
     expect(saved!.status).toBe('ok');
     expect(saved!.diagnostics).toEqual(diagnostics);
     expect(saved!.tpsRun).not.toHaveProperty('diagnostics');
     expect(saved!.breakdownMs).toEqual({ pageReads: 60, walFsync: 0, lockAndScheduler: 0, cpu: 20, other: 0 });
     expect(saved!.phases.vacuum?.vacuumSeconds).toBe(1.5);
     expect(saved!.phases.backlog?.drainSeconds).toBe(0.5);
+    expect(saved!.phases.checkpoint).toEqual(checkpointPhase.selfTest.healthy);
     expect(saved!.failedAttempts).toEqual([expect.objectContaining({ phase: 'vacuum', attempt: 1 })]);
   });
 
@@ -178,7 +188,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const running = [agent.run(), controlWorker.run()];
     let outcome: unknown;
     try {
-      const input = { phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0 }, ...overrides };
+      const input = { phases: Object.fromEntries(PHASES.map((p) => [p.name, { enabled: false }])), workload: { warmupSeconds: 0 }, ...overrides };
       outcome = await executeCluster(client, taskQueue, runId, input).catch((err: unknown) => err);
     } finally {
       if (agent.getState() === 'RUNNING') agent.shutdown();
@@ -238,7 +248,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const { outcome, saved, calls } = await runCluster(
       {},
       {
-        async diagnoseHost({ hostId }) {
+        async inspectHost({ hostId }) {
           return { oomKills: 0, text: `host ${hostId}: supervisor not running, agent not running, postgres running (pid 4242)`, lastPollAt: '2026-12-01T00:00:00.000Z' };
         },
       },
@@ -266,7 +276,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         },
       },
       {
-        async diagnoseHost({ hostId }) {
+        async inspectHost({ hostId }) {
           return { oomKills: 2, text: `host ${hostId}: memory cgroup: limit 384 MiB, peak 384 MiB, 2 processes killed for memory (OOM)`, lastPollAt: null };
         },
       },

@@ -36,7 +36,7 @@ import { backupsDirFor, ensureDir, hostsKeyFile, socketPathProblem } from '../..
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
-import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
+import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
 import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
 import type { HostProvider } from '../host-provider';
 import {
@@ -372,7 +372,7 @@ export class LocalProvider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
+  async inspect(hostId: string, actor?: HostActor): Promise<HostInspection> {
     const hostDir = this.hostDir(hostId);
     // Another run's host: only whose it is, nothing of what runs there or its log.
     const refusal = this.refusal(hostId, hostDir, actor, 'diagnose');
