@@ -28,8 +28,7 @@ import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigure
 import { ProgressBoard } from './progress';
 import { nameSchemeOf } from '../common/core/ids';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation): Promise<DrillSummary> {
@@ -43,10 +42,9 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
     await saveDrillSpec(runId, spec);
   }
   const board = new ProgressBoard(`Failover drill ${runId}`, runId);
-  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
-  // its results folder at its start, as an experiment does.
+  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses. Its results
+  // folder was claimed when its spec was saved, before any host (saveDrillSpec).
   const scheme = continued ? nameSchemeOf(continued.records.n1.hostId) : nameScheme();
-  if (!continued && scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
   const drill = failoverDrill(runId, spec, board, continued, scheme);
   const { result } = drill;
   return runDrill({

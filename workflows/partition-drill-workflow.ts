@@ -24,8 +24,7 @@ import { partitionRound } from './partition-round';
 import { concludePartitionDrill, partitionDrill, partitionDrillFigures } from './partition-steps';
 import { ProgressBoard } from './progress';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation<PartitionRound>): Promise<DrillSummary> {
@@ -39,10 +38,9 @@ export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinue
     await saveDrillSpec(runId, spec);
   }
   const board = new ProgressBoard(`Partition drill ${runId}`, runId);
-  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
-  // its results folder at its start, as an experiment does.
+  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses. Its results
+  // folder was claimed when its spec was saved, before any host (saveDrillSpec).
   const scheme = continued ? nameSchemeOf(continued.records.n1.hostId) : nameScheme();
-  if (!continued && scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
   const drill = partitionDrill(runId, spec, board, continued, scheme);
   const { result } = drill;
   return runDrill({

@@ -14,8 +14,7 @@ import { checkedWorkflowId } from './doors';
 import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ProgressBoard } from './progress';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { RESTORE_DRILL_STEPS, concludeRestoreDrill, restoreDrill, restoreDrillFigures, showStep } from './restore-drill-steps';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
@@ -27,8 +26,7 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   await saveDrillSpec(runId, spec);
   const board = new ProgressBoard(`Restore drill ${runId}`, runId);
   const scheme = nameScheme();
-  // The results folder is the drill's from its start, as an experiment's (a run under another's id stops here).
-  if (scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
+  // The results folder is the drill's from its start (claimed by saveDrillSpec): a run under another's id stopped there.
   const drill = restoreDrill(runId, spec, board, scheme);
   return runDrill({
     board,
