@@ -161,7 +161,8 @@ export function phaseCall(hostId: string, step: PhaseStep, timeouts: HostTimeout
     retry: { maximumAttempts: 1 },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
   });
-  return proxy[step.activity].executeWithOptions({ summary: step.summary }, [step.input]);
+  // Owned like every host call (hostCallGroup): the agent refuses a phase's activity that names no owner.
+  return proxy[step.activity].executeWithOptions({ summary: step.summary }, [{ ...step.input, owner: currentClaimant() }]);
 }
 
 /**

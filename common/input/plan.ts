@@ -3,7 +3,8 @@ import { dataVolumeGiB } from './aws';
 import { clusterBounds, failoverDrillBounds, formatBound, restoreDrillBounds } from './bounds';
 import { drillInputFor, resolveFailoverDrill, resolveRestoreDrill } from './drill-spec';
 import { hostIdFor } from '../core/ids';
-import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec } from './spec';
+import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec, type StorageClassSpec } from './spec';
+import { describeBudget, deviceModelOf } from '../model/devices';
 import { PHASES } from '../phases/registry';
 
 export interface PlannedHost {
@@ -34,12 +35,7 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
         className,
         kind: cls.kind,
         instanceType: spec.provider === 'aws' ? spec.host.instanceType : null,
-        volume:
-          cls.kind === 'instance-store'
-            ? 'instance-store NVMe (comes with the instance)'
-            : cls.kind === 'local-disk'
-              ? "this machine's disk"
-              : `${gib} GiB ${cls.kind === 'ebs' ? 'gp3 EBS' : 'emulated gp3 (loop device + cgroup limits)'} at ${limits?.iops} IOPS / ${limits?.throughputMiBps} MiB/s`,
+        volume: volumeLine(cls, gib, limits),
       });
     }
   }
@@ -64,6 +60,15 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
   steps.push('save results', 'teardown');
   steps.push(`a host silent for ${formatBound(b.deadAfterSeconds)} is dead (host.deadAfterSeconds)`);
   return { hosts, steps, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length) };
+}
+
+/** What a host's volume is, in words: a modelled class by its model's name and budget (common/model/devices.ts). */
+function volumeLine(cls: StorageClassSpec, gib: number, limits: ReturnType<typeof classLimits>): string {
+  if (cls.kind === 'instance-store') return 'instance-store NVMe (comes with the instance)';
+  if (cls.kind === 'local-disk') return "this machine's disk";
+  if (cls.kind === 'ebs') return `${gib} GiB gp3 EBS at ${limits?.iops} IOPS / ${limits?.throughputMiBps} MiB/s`;
+  const model = deviceModelOf(cls);
+  return model ? `${gib} GiB modelled volume: ${model.name} (${model.standsFor}), ${describeBudget(model)}` : `${gib} GiB ${cls.kind}`;
 }
 
 /** The drills an experiment runs after its clusters, each step with its bound. */

@@ -61,6 +61,9 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const taskQueue = uniqueId('cluster-phases');
     let saved: ClusterResult | undefined;
     let vacuumAttempts = 0;
+    // The owner each host activity named: the agent refuses one that names none (activities/host/deps.ts assertOwner).
+    const owners: Record<string, unknown> = {};
+    const owned = (activity: string, input: unknown) => (owners[activity] = (input as { owner?: unknown }).owner);
     const control: Partial<ControlActivities> = {
       ...experimentSteps,
       async provisionHost({ request }) {
@@ -86,7 +89,8 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       async configurePostgres() {
         return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
       },
-      async loadData() {
+      async loadData(input) {
+        owned('loadData', input);
         return { rows: 200000, chunks: 10, chunksResumed: 0, loadSeconds: 1, indexSeconds: 0, vacuumSeconds: 0, heapBytes: 1, rowsPerSecond: 1 };
       },
       async verifyAccounts() {
@@ -98,15 +102,18 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         return input.sampler ? { ...run, diagnostics } : run;
       },
       async runVacuumPhase(input) {
+        owned('runVacuumPhase', input);
         calls.push(`vacuum ${input.bloatMB}`);
         if (++vacuumAttempts === 1) throw ApplicationFailure.retryable('server closed the connection unexpectedly');
         return { vacuumSeconds: 1.5, deadBytes: 8 << 20 } as VacuumPhaseResult;
       },
       async runBacklogPhase(input) {
+        owned('runBacklogPhase', input);
         calls.push(`backlog ${input.backlogMB} ${input.clients}`);
         return { drainSeconds: 0.5, reachedBeforeDrain: true } as BacklogPhaseResult;
       },
       async runCheckpointPhase(input) {
+        owned('runCheckpointPhase', input);
         calls.push(`checkpoint workload=${input.workload}`);
         return checkpointPhase.selfTest.healthy;
       },
@@ -131,6 +138,9 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     expect(saved!.phases.backlog?.drainSeconds).toBe(0.5);
     expect(saved!.phases.checkpoint).toEqual(checkpointPhase.selfTest.healthy);
     expect(saved!.failedAttempts).toEqual([expect.objectContaining({ phase: 'vacuum', attempt: 1 })]);
+    // Every phase's activity names the cluster's workflow as its owner, as the load's does.
+    expect(owners.loadData).toMatchObject({ workflowId: clusterWorkflowId(runId, 'local-disk', 0) });
+    expect(owners).toEqual({ loadData: owners.loadData, runCheckpointPhase: owners.loadData, runVacuumPhase: owners.loadData, runBacklogPhase: owners.loadData });
   });
 
   /** Runs a ci cluster against fake activities; `host` overrides what the host's agent does; `calls` logs the steps. */
