@@ -6,13 +6,13 @@
  * The contrast must come from the device, whatever else runs on the machine. At the ci preset's 8 clients and
  * gp3's 3,000 IOPS the volume is not what binds: its 2 ms write latency caps WAL flushes near 500 a second, group
  * commit packs the clients into each, and the rest of the budget goes unused unless the CPU drives thousands of
- * TPS. With both cores busy (a CPU hog) the runs made about 1,200 TPS at 3,000 IOPS and as many at 1,500: the
- * budget never bound, and half the IOPS passed (docs/benchmarks.md). So these runs take one client: every commit
- * waits for its own WAL flush (one write I/O, no group commit), and the model starts each I/O no sooner than the
- * budget's spacing allows (infra/volume/model.go), so a transaction takes max(1 / IOPS, 2 ms + the CPU's share).
- * At 200 IOPS (5 ms) and 100 (10 ms, half; 100 is the spec's least) the budget sets TPS while the CPU's share stays
- * under 3 and 8 ms; on a machine so loaded that it does not (load average 20 on 2 cores: 2.4-7.2 ms), the
- * half-IOPS run is still held at 100 TPS and the baseline only gets slower toward it.
+ * TPS. With both cores busy (other suites, load average 13-20) the runs made about 1,200 TPS at 3,000 IOPS and as
+ * many at 1,500: the budget never bound, and half the IOPS passed (docs/benchmarks.md). So these runs take one
+ * client: every commit waits for its own WAL flush (one write I/O, no group commit), and the model starts each I/O
+ * no sooner than the budget's spacing allows (infra/volume/model.go), so a transaction takes max(1 / IOPS, 2 ms +
+ * the CPU's share). At 200 IOPS (5 ms) and 100 (10 ms, half; 100 is the spec's least) the budget sets TPS while the
+ * CPU's share stays under 3 and 8 ms; on a machine so loaded that it does not (load average 20 on 2 cores: 2.4-7.2
+ * ms), the half-IOPS run is still held at 100 TPS and the baseline only gets slower toward it.
  */
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
