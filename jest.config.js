@@ -7,7 +7,11 @@ module.exports = {
   globalSetup: '<rootDir>/dist/test/helpers/global-setup.js',
   globalTeardown: '<rootDir>/dist/test/helpers/global-teardown.js',
   testTimeout: 10 * 60 * 1000,
-  maxWorkers: 1,
+  // Two files at a time: most of a file's time is waiting (Temporal timers, pgbench windows of fixed seconds, hosts
+  // starting), so two overlap on 2 cores. Safe because every file is isolated: its own lab home and task queue,
+  // unique workflow ids, leftover checks scoped to its own lab, no fixed port or schedule name (docs/benchmarks.md,
+  // "Test suite"). STORAGE_LAB_TEST_WORKERS=1 runs one at a time.
+  maxWorkers: Number(process.env.STORAGE_LAB_TEST_WORKERS ?? 2),
   // Layers run cheapest first so a broken parser fails in seconds, not after the end-to-end runs.
   testSequencer: '<rootDir>/dist/test/helpers/layer-sequencer.js',
   verbose: true,
