@@ -22,9 +22,9 @@ import { resolveFailoverDrill, type DrillInput } from '../common/input/drill-spe
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
 import { runDrill, saveDrillSpec } from './drill-skeleton';
-import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
+import { continuedAtDoor, type FailoverContinuation } from './failover-continuation';
 import { failoverRound } from './failover-round';
-import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigures, setUpCluster } from './failover-steps';
+import { concludeFailoverDrill, failoverDrill, failoverDrillFigures, playReplicaDrill } from './failover-steps';
 import { ProgressBoard } from './progress';
 import { nameSchemeOf } from '../common/core/ids';
 import { nameScheme } from './names';
@@ -52,14 +52,12 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
     result,
     undo: drill.undo,
     async plan() {
-      const first = continued?.nextRound ?? 1;
-      if (!continued) await setUpCluster(drill);
-      for (let round = first; round <= spec.rounds; round++) {
-        if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
-          await continueAsNew<typeof failoverDrillWorkflow>(input, continuation(drill.state, result, round));
-        await failoverRound(drill, round);
-      }
-      if (spec.backup.enabled) await checkArchive(drill);
+      await playReplicaDrill(
+        drill,
+        continued,
+        (round) => failoverRound(drill, round),
+        (next) => continueAsNew<typeof failoverDrillWorkflow>(input, next),
+      );
       result.status = 'passed';
     },
     conclude: concludeFailoverDrill,

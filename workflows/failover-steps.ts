@@ -18,7 +18,7 @@ import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings }
 import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverArchive, type FailoverDrillResult } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
 import { drillHostShape } from './drill-skeleton';
-import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
+import { continuation, NODES, resumedState, ROUNDS_PER_EXECUTION, type FailoverContinuation, type Node } from './failover-continuation';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
 import { currentClaimant } from './owner';
@@ -222,6 +222,27 @@ async function startReplication(d: ReplicaDrill): Promise<void> {
       [{ hostId: hostOf[primary], store, tool, kind: 'full' }],
     );
   }
+}
+
+/**
+ * A replica drill's plan: set-up (a fresh execution only), the rounds from where a continuation left off, continuing
+ * as new every ROUNDS_PER_EXECUTION rounds (`continueWith` calls continueAsNew with the workflow's own type), then the
+ * archive check.
+ */
+export async function playReplicaDrill<Round>(
+  d: ReplicaDrill<ReplicaDrillSpec, ReplicaDrillResult & Pick<FailoverContinuation<Round>, 'startedAt' | 'rounds'>>,
+  continued: FailoverContinuation<Round> | undefined,
+  playRound: (round: number) => Promise<void>,
+  continueWith: (next: FailoverContinuation<Round>) => Promise<never>,
+): Promise<void> {
+  const first = continued?.nextRound ?? 1;
+  if (!continued) await setUpCluster(d);
+  for (let round = first; round <= d.spec.rounds; round++) {
+    if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
+      await continueWith(continuation(d.state, d.result, round));
+    await playRound(round);
+  }
+  if (d.spec.backup.enabled) await checkArchive(d);
 }
 
 /**

@@ -18,8 +18,8 @@ import { resolvePartitionDrill, type DrillInput } from '../common/input/drill-sp
 import type { DrillSummary, PartitionRound } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
 import { runDrill, saveDrillSpec } from './drill-skeleton';
-import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
-import { checkArchive, setUpCluster } from './failover-steps';
+import { continuedAtDoor, type FailoverContinuation } from './failover-continuation';
+import { playReplicaDrill } from './failover-steps';
 import { partitionRound } from './partition-round';
 import { concludePartitionDrill, partitionDrill, partitionDrillFigures } from './partition-steps';
 import { ProgressBoard } from './progress';
@@ -48,14 +48,12 @@ export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinue
     result,
     undo: drill.undo,
     async plan() {
-      const first = continued?.nextRound ?? 1;
-      if (!continued) await setUpCluster(drill);
-      for (let round = first; round <= spec.rounds; round++) {
-        if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
-          await continueAsNew<typeof partitionDrillWorkflow>(input, continuation(drill.state, result, round));
-        await partitionRound(drill, round);
-      }
-      if (spec.backup.enabled) await checkArchive(drill);
+      await playReplicaDrill(
+        drill,
+        continued,
+        (round) => partitionRound(drill, round),
+        (next) => continueAsNew<typeof partitionDrillWorkflow>(input, next),
+      );
       result.status = 'passed';
     },
     conclude: concludePartitionDrill,
