@@ -6,15 +6,14 @@
  * The contrast must come from the device, whatever else runs on the machine. At the ci preset's 8 clients and
  * gp3's 3,000 IOPS the volume is not what binds: its 2 ms write latency caps WAL flushes near 500 a second, group
  * commit packs the clients into each, and the rest of the budget goes unused unless the CPU drives thousands of
- * TPS. With both cores busy (other suites, load average 13-20) the runs made about 1,200 TPS at 3,000 IOPS and as
- * many at 1,500: the budget never bound, and half the IOPS passed (docs/benchmarks.md). So these runs take one
- * client: every commit waits for its own WAL flush (one write I/O, no group commit), and the model starts each I/O
- * no sooner than the budget's spacing allows (infra/volume/model.go), so a transaction takes max(1 / IOPS, 2 ms +
- * the CPU's share). At 200 IOPS (5 ms) and 100 (10 ms, half; 100 is the spec's least) the budget sets TPS while the
- * CPU's share stays under 3 and 8 ms; on a machine so loaded that it does not (load average 20 on 2 cores: 2.4-7.2
- * ms), the half-IOPS run is still held at 100 TPS and the baseline only gets slower toward it. Not enough yet: with
- * a CPU hog on top (load average 21-39) the baseline ran 100-147 TPS and a normal rerun 160, +27.5 %, which the
- * verdict calls inconclusive (docs/benchmarks.md, "The regression test under a CPU hog").
+ * TPS (docs/benchmarks.md). So these runs take one client: every commit waits for its own WAL flush (one write I/O,
+ * no group commit), and the model starts each I/O no sooner than the budget's spacing allows (infra/volume/model.go),
+ * so a transaction takes max(1 / IOPS, 2 ms + the CPU's share). The budget must be the larger whatever the load:
+ * at 200 IOPS (5 ms) it was not, on CI's idle machine either (baseline 160-190 TPS, a normal rerun at 199 called
+ * inconclusive, +16 %), and with a CPU hog the CPU's share passed 3 ms and then 8 ms. At 40 IOPS (25 ms) with a
+ * 2-core hog and a second test file beside it (load average 8-12) the baseline still ran 35-40 TPS: the share passed
+ * 23 ms at times. At 20 IOPS (50 ms) and 10 (100 ms) it would have to pass 48 ms; a modelled volume may be that slow
+ * (the spec's least IOPS is 10 for one; a real EBS volume's is 100).
  */
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
@@ -32,8 +31,8 @@ import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
 import { NO_PHASES } from '../helpers/phases';
 
-/** The budget of the normal runs: well below the 500 writes a second gp3's 2 ms write latency allows one client. */
-const GP3_IOPS = 200;
+/** The budget of the normal runs: a 25th of the 500 writes a second gp3's 2 ms write latency allows one client. */
+const GP3_IOPS = 20;
 /** gp3 only, one client, no phases, 2 s warm-up and 8 per-second samples: enough for a verdict. */
 const NORMAL = {
   preset: 'ci',
@@ -106,7 +105,8 @@ describe('nightly regression verdict (e2e)', () => {
     expect(gp3Half.ci![1]).toBeLessThan(0);
     expect(gp3Half.pValue).toBeLessThan(halfVerdict.options.alpha);
     expect(gp3Half.baseline.runs).toBe(5);
-    expect(gp3Half.baseline.spread!.cv).toBeGreaterThan(0);
+    // Runs held at their budget may have identical medians: a spread of 0 is a spread, and the verdict handles it.
+    expect(gp3Half.baseline.spread!.cv).toBeGreaterThanOrEqual(0);
     const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(halfRun), 'report.md'), 'utf8');
     expect(report).toContain('## Regression verdict: **regressed**');
     expect(report).toMatch(/\| baseline run-to-run CV \|/);

@@ -64,7 +64,7 @@ const CASES: Case[] = [
   { name: 'tiny load chunks', input: ci({ data: { chunkRows: 10 } }), field: 'data.chunkRows', fix: 'at least 1000' },
   { name: 'EBS class on the local provider', input: ci({ storageClasses: { gp3: { kind: 'ebs' } } }), field: 'storageClasses.gp3.kind', fix: 'use local-disk or emulated-ebs' },
   { name: 'IOPS on a local disk', input: ci({ storageClasses: { 'local-disk': { iops: 3000 } } }), field: 'storageClasses.local-disk.iops', fix: 'remove them' },
-  { name: 'IOPS below gp3 range', input: ci({ storageClasses: { gp3: { iops: 50 } } }), field: 'storageClasses.gp3.iops', fix: 'at least 100' },
+  { name: 'IOPS below any modelled volume', input: ci({ storageClasses: { gp3: { iops: 5 } } }), field: 'storageClasses.gp3.iops', fix: 'at least 10' },
   { name: 'storage class name with capitals', input: ci({ storageClasses: { Fast_Disk: { kind: 'local-disk' } } }), field: 'storageClasses.Fast_Disk', fix: 'lower-case' },
   { name: 'compare names a missing class', input: ci({ compare: { baseline: 'nvme', candidate: 'gp3' } }), field: 'compare.baseline', fix: 'use one of' },
   { name: 'memory limit below the minimum', input: ci({ host: { memoryLimitMiB: 32 } }), field: 'host.memoryLimitMiB', fix: 'at least 64' },

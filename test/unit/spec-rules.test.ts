@@ -7,6 +7,26 @@ import { problemsOf } from '../helpers/spec-problems';
 
 const ci = (over: Record<string, unknown>) => ({ preset: 'ci', ...over });
 
+describe('IOPS floors', () => {
+  const awsEbs = (iops: number) => ({
+    preset: 'ci',
+    provider: 'aws',
+    aws: { region: 'us-east-1', subnetId: 'subnet-0abc1234', temporalAddress: 'temporal:7233' },
+    storageClasses: { 'local-disk': null, gp3: null, ebs: { kind: 'ebs', iops } },
+    compare: null,
+  });
+  it('a modelled volume goes down to 10 IOPS, a real EBS volume to AWS\'s least (100), each refusal naming the field', () => {
+    expect(problemsOf(resolveSpec, ci({ storageClasses: { gp3: { iops: 10 } } }))).toEqual([]);
+    expect(problemsOf(resolveSpec, ci({ storageClasses: { gp3: { iops: 9 } } }))).toEqual([
+      { path: 'storageClasses.gp3.iops', message: expect.stringContaining('at least 10') },
+    ]);
+    expect(problemsOf(resolveSpec, awsEbs(100))).toEqual([]);
+    expect(problemsOf(resolveSpec, awsEbs(99))).toEqual([
+      { path: 'storageClasses.ebs.iops', message: 'must be at least 100 (IOPS): no EBS volume is provisioned below it' },
+    ]);
+  });
+});
+
 describe('sizes that cannot fit', () => {
   it('every preset fits its own hosts', () => {
     for (const preset of PRESET_NAMES) expect(problemsOf(resolveSpec, { preset })).toEqual([]);
