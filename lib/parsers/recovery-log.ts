@@ -23,6 +23,13 @@ export interface RecoveryLog {
   restoredSegments: string[];
 }
 
+/**
+ * A client turned away while the server is not yet open (SQLSTATE 57P03, cannot_connect_now): the FATAL of that
+ * client's connection, logged by its backend, not the recovery's. Seen in a drill on a loaded machine ("the database
+ * system is not yet accepting connections", before consistency), which was read as the recovery failing.
+ */
+const CLIENT_TURNED_AWAY = /^the database system is (starting up|not yet accepting connections|not accepting connections|in recovery mode|shutting down)\b/;
+
 const LINE = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?) (UTC|GMT) \[\d+\] (\w+):\s+(.*)$/;
 
 /** Parses one recovery's log; lines before the first server start and after the first "ready" are ignored. */
@@ -46,6 +53,7 @@ export function parseRecoveryLog(text: string): RecoveryLog {
     if (!m) continue;
     const at = new Date(`${m[1]}T${m[2]}Z`).toISOString();
     const [level, message] = [m[4], m[5]];
+    if (level === 'FATAL' && CLIENT_TURNED_AWAY.test(message)) continue;
     if (level === 'FATAL' || level === 'PANIC') {
       if (!out.fatal) {
         const more: string[] = [];

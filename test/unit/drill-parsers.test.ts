@@ -105,6 +105,25 @@ describe('recovery log parser', () => {
     expect(log.restoredSegments).toEqual(['3', '4', '5', '6', '7', '6'].map((i) => `00000001000000000000000${i}`));
   });
 
+  it("does not take a client turned away during recovery for the recovery's FATAL", () => {
+    // The time-target recovery with the refusals a loaded machine's drill logged (CI, 2026-12-03: the message and
+    // its DETAIL as PostgreSQL wrote them) put in before consistency and before promotion.
+    const lines = fixture('postgres-15', 'recovery-time-target.txt').split('\n');
+    const at = (i: number) => lines.findIndex((l) => l.includes(i === 0 ? 'redo starts at' : 'selected new timeline ID'));
+    const refusal = (ts: string, pid: number, text: string, detail?: string) =>
+      [`2026-11-30 07:39:${ts} UTC [${pid}] FATAL:  the database system is ${text}`, ...(detail ? [`2026-11-30 07:39:${ts} UTC [${pid}] DETAIL:  ${detail}`] : [])];
+    lines.splice(at(0), 0, ...refusal('11.170', 31601, 'not yet accepting connections', 'Consistent recovery state has not been yet reached.'), ...refusal('11.171', 31602, 'starting up'));
+    lines.splice(at(1), 0, ...refusal('11.500', 31603, 'in recovery mode'));
+    const log = parseRecoveryLog(lines.join('\n'));
+    expect(log.fatal).toBeNull();
+    expect(log.readyAt).toBe('2026-11-30T07:39:11.718Z');
+    expect(log.redoDoneLsn).toBe('0/6000398');
+    // The recovery's own FATAL is still the recovery's, after a refusal too.
+    const failed = fixture('postgres-15', 'recovery-missing-segment.txt').split('\n');
+    failed.splice(2, 0, ...refusal('20.000', 31604, 'starting up'));
+    expect(parseRecoveryLog(failed.join('\n')).fatal).toEqual({ at: '2026-11-30T07:39:20.031Z', message: 'recovery ended before configured recovery target was reached' });
+  });
+
   it('reports the FATAL of a recovery that ran out of WAL before its target', () => {
     const log = parseRecoveryLog(fixture('postgres-15', 'recovery-missing-segment.txt'));
     expect(log.fatal).toEqual({ at: '2026-11-30T07:39:20.031Z', message: 'recovery ended before configured recovery target was reached' });
