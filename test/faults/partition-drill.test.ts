@@ -107,7 +107,10 @@ describe('partition drill under ANY 1 (faults)', () => {
     const [r] = result.rounds;
     // Twelve rules: the writer's host is a client of the old primary too.
     expect(r.cut).toMatchObject({ cutWriter: true, rules: 12 });
-    expect(r).toMatchObject({ ok: true, acknowledgedAfterCut: 0, splitBrainCommits: 0, lostCommits: 0, oldPrimary: { fence: { outcome: 'hung' }, action: 'rewound', streaming: true } });
+    expect(r).toMatchObject({ ok: true, splitBrainCommits: 0, lostCommits: 0, oldPrimary: { fence: { outcome: 'hung' }, action: 'rewound', streaming: true } });
+    // As in the rounds above: at most one commit per connection confirmed before the rules landed and acknowledged
+    // (by the writer's clock) after; a loaded machine's CI run saw 2 here, none of them split-brain.
+    expect(r.acknowledgedAfterCut).toBeLessThanOrEqual(result.spec.writer.connections);
     expect(r.writer.newPrimaryNode).toBe(r.promotedNode);
     await nothingLeft(lab, workflowId);
   });
