@@ -19,7 +19,7 @@ export function providerNamed(deps: Pick<ControlDeps, 'providers'>) {
     const p = deps.providers[name];
     if (!p)
       throw ApplicationFailure.nonRetryable(
-        `provider "${name}" is not configured in this control worker; for AWS start it with STORAGE_LAB_AWS=1 (see infra/aws/README.md)`,
+        `provider "${name}" is not configured in this control worker; for AWS start it with STORAGE_LAB_AWS=1 (see infra/providers/aws/README.md)`,
         FAILURE_TYPES.unsupported,
       );
     return p;

@@ -54,7 +54,7 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
     console.log('Dry run: nothing was created.');
     return runId;
   }
-  if (missingAws.length) throw new UserError(`a run on AWS needs these fields (see infra/aws/README.md):\n${missingAws.join('\n')}`);
+  if (missingAws.length) throw new UserError(`a run on AWS needs these fields (see infra/providers/aws/README.md):\n${missingAws.join('\n')}`);
   printCost();
   const lab = await connectClient();
   try {

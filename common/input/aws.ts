@@ -17,17 +17,17 @@ export function dataVolumeGiB(volumeBytes: number, cls: StorageClassSpec): numbe
 
 /**
  * Fields a real run on AWS cannot do without (a dry run needs none of them). Each problem names the field and
- * what to put there; infra/aws/README.md shows how to make each.
+ * what to put there; infra/providers/aws/README.md shows how to make each.
  */
 export function awsRunProblems(spec: ExperimentSpec): SpecProblem[] {
   if (spec.provider !== 'aws') return [];
-  if (!spec.aws) return [{ path: 'aws', message: 'provider "aws" needs an aws section; see infra/aws/README.md' }];
+  if (!spec.aws) return [{ path: 'aws', message: 'provider "aws" needs an aws section; see infra/providers/aws/README.md' }];
   const problems: SpecProblem[] = [];
   const need = (field: keyof NonNullable<ExperimentSpec['aws']>, what: string) => {
     if (!spec.aws?.[field]) problems.push({ path: `aws.${field}`, message: `is required for a run on AWS: ${what}` });
   };
   need('subnetId', 'the subnet the hosts start in (its availability zone must offer the instance type), e.g. subnet-0abc...');
-  need('instanceProfileName', 'an instance profile whose role has infra/aws/iam/host-policy.json (SSM parameters, the agent package)');
+  need('instanceProfileName', 'an instance profile whose role has infra/providers/aws/iam/host-policy.json (SSM parameters, the agent package)');
   need('temporalAddress', 'host:port the host agents dial: your Temporal Cloud namespace endpoint or self-hosted frontend');
   if (!spec.aws.imageId && !spec.aws.imageSsmParameter)
     problems.push({ path: 'aws.imageId', message: 'set an AMI id or aws.imageSsmParameter (a public Debian 12 parameter by default)' });

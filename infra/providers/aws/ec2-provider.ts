@@ -1,5 +1,5 @@
 /**
- * Hosts on EC2. A host is one instance, tagged with its run and host ids, whose user-data (infra/aws/user-data.sh)
+ * Hosts on EC2. A host is one instance, tagged with its run and host ids, whose user-data (infra/providers/aws/user-data.sh)
  * installs PostgreSQL and the host agent and mounts the storage under test: the instance-store NVMe that comes
  * with the instance type, or a gp3 volume this provider creates with the class's IOPS and throughput and attaches.
  * Every step is idempotent: a retried provision finds the host by its tags (and EC2 deduplicates RunInstances by
@@ -40,7 +40,7 @@ import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/core/names';
 import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/input/spec';
 import { AMI_ID } from '../../../common/input/fields';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
-import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
+import { readUserDataTemplate, renderUserData } from './user-data';
 import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import { describeClaimant } from '../../../common/core/claims';
 import { ownedByAnotherRun } from '../../../lib/claims';
