@@ -32,12 +32,12 @@ import {
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
-import { dataVolumeGiB } from '../../../common/input/aws';
-import { costCeilingProblems, drillCostProblems, withPriceFloor, type CostCeiling } from '../../../common/input/cost';
+import { costCeilingProblems, drillCostProblems, type CostCeiling } from '../../../common/input/cost';
+import { dataVolumeGiB, LIST_PRICES_USD, withPriceFloor, type AwsSpec } from '../../../common/providers/aws';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../../common/input/drill-spec';
 import { FAILURE_TYPES } from '../../../common/core/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/core/names';
-import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/input/spec';
+import { classLimits, volumeBytes, type ExperimentSpec } from '../../../common/input/spec';
 import { AMI_ID } from '../../../common/input/fields';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
 import { readUserDataTemplate, renderUserData } from './user-data';
