@@ -56,7 +56,7 @@ const predictionSizes = {
 };
 
 /** This machine's presets (provider "local"): every size, from a seconds-long ci run to the reference scaled down. */
-const LOCAL_PRESETS: Record<string, Record<string, unknown>> = {
+export const LOCAL_PRESETS: Readonly<Record<string, Record<string, unknown>>> = {
   /**
    * The experiment scaled to one small machine, both sides modelled: gp3 at 3,000 IOPS and m6id's instance-store
    * NVMe (docs/storage-emulation.md). Data ~4.8x the host memory limit, so reads reach the device. PostgreSQL 17 with
