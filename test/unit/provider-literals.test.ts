@@ -1,20 +1,24 @@
 /**
- * A provider is one module: the string 'aws' (the provider's name as a value, or "aws" quoted in a message) appears
- * only in the AWS provider's own module, its workflow-safe half (common/providers/aws.ts) and its infra half
- * (infra/providers/aws/). Everything else, the spec's provider field included, reads the registry
- * (common/providers/registry.ts). Read with TypeScript's own scanner over every source file of the lab (tests and
- * fixtures aside), so a comment or an identifier (spec.aws, the section's key) is not a literal and a string is
- * one wherever it sits: a comparison, a type, a message, an array index, a template.
+ * A provider is one module: its name as a string ('aws' as a value, or "aws" quoted in a message) appears only in
+ * its own module, the workflow-safe half (common/providers/<name>.ts) and the infra half (infra/providers/<name>/).
+ * Everything else, the spec's provider field included, reads the registry (common/providers/registry.ts). Every
+ * registered provider but the embedded default is held to it: "local" is also a word of PostgreSQL's
+ * (synchronous_commit) and of prose, and the default is what a spec without a provider section runs on. Read with
+ * TypeScript's own scanner over every source file of the lab (tests and fixtures aside), so a comment or an
+ * identifier (spec.aws, the section's key) is not a literal and a string is one wherever it sits: a comparison, a
+ * type, a message, an array index, a template.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { PROVIDERS } from '../../common/providers/registry';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 const SOURCE_FOLDERS = ['common', 'lib', 'analysis', 'infra', 'activities', 'workflows', 'worker', 'client', 'bench'];
-/** The AWS provider's module: where its name may be written. */
-const ALLOWED = ['common/providers/aws.ts', 'infra/providers/aws/'];
-const NAME = 'aws';
+/** A provider's own module: where its name may be written. */
+const ownModule = (name: string) => [`common/providers/${name}.ts`, `infra/providers/${name}/`];
+/** The providers held to it: all but the embedded default (the registry's first). */
+const HELD = PROVIDERS.slice(1).map((p) => p.name);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -32,8 +36,8 @@ const STRING_TOKENS = new Set([
   ts.SyntaxKind.TemplateTail,
 ]);
 
-/** The provider's name as a literal in a source text: each line and the literal's text ('aws', or one holding "aws"). */
-function nameLiterals(source: string, name: string = NAME): { line: number; text: string }[] {
+/** A provider's name as a literal in a source text: each line and the literal's text ('aws', or one holding "aws"). */
+function nameLiterals(source: string, name: string): { line: number; text: string }[] {
   const file = ts.createSourceFile('x.ts', source, ts.ScriptTarget.Latest, true);
   const found: { line: number; text: string }[] = [];
   const visit = (node: ts.Node): void => {
@@ -48,26 +52,32 @@ function nameLiterals(source: string, name: string = NAME): { line: number; text
   return found;
 }
 
-describe("the literal 'aws'", () => {
-  const files = SOURCE_FOLDERS.flatMap((f) => sourceFiles(path.join(PROJECT_ROOT, f)));
-  const relative = (f: string) => path.relative(PROJECT_ROOT, f).split(path.sep).join('/');
+const files = SOURCE_FOLDERS.flatMap((f) => sourceFiles(path.join(PROJECT_ROOT, f)));
+const relative = (f: string) => path.relative(PROJECT_ROOT, f).split(path.sep).join('/');
 
-  it('reads every source file', () => {
+describe('the source scan', () => {
+  it('reads every source file, and holds every provider but the default (aws among them)', () => {
     expect(files.length).toBeGreaterThan(200);
     expect(files.map(relative)).toEqual(expect.arrayContaining(['common/providers/registry.ts', 'workflows/hosts.ts', 'common/input/spec.ts']));
+    expect(HELD).toContain('aws');
   });
+});
 
-  it("appears only in the AWS provider's module", () => {
+describe.each(HELD)("the literal '%s'", (name) => {
+  it("appears only in its provider's module", () => {
     const outside = files
-      .filter((f) => !ALLOWED.some((a) => relative(f).startsWith(a)))
-      .flatMap((f) => nameLiterals(readFileSync(f, 'utf8')).map((l) => `${relative(f)}:${l.line}: ${l.text}`));
+      .filter((f) => !ownModule(name).some((a) => relative(f).startsWith(a)))
+      .flatMap((f) => nameLiterals(readFileSync(f, 'utf8'), name).map((l) => `${relative(f)}:${l.line}: ${l.text}`));
     expect(outside).toEqual([]);
   });
 
-  it('is there: the AWS module names its provider (so the scan reads what it should)', () => {
-    const module = readFileSync(path.join(PROJECT_ROOT, 'common', 'providers', 'aws.ts'), 'utf8');
-    expect(nameLiterals(module).length).toBeGreaterThan(0);
+  it('is there: the module names its provider (so the scan reads what it should)', () => {
+    const module = readFileSync(path.join(PROJECT_ROOT, 'common', 'providers', `${name}.ts`), 'utf8');
+    expect(nameLiterals(module, name).length).toBeGreaterThan(0);
   });
+});
+
+describe('the scanner', () => {
 
   it('would see one anywhere a string can be, and nothing in comments or identifiers', () => {
     const planted = [
@@ -78,6 +88,6 @@ describe("the literal 'aws'", () => {
       'const b = spec[`aws`];',
       "const c = { aws: spec.aws };",
     ].join('\n');
-    expect(nameLiterals(planted).map((l) => l.line)).toEqual([2, 3, 4, 5]);
+    expect(nameLiterals(planted, 'aws').map((l) => l.line)).toEqual([2, 3, 4, 5]);
   });
 });
