@@ -33,7 +33,7 @@ import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { costCeilingProblems, drillCostProblems, type CostCeiling } from '../../../common/input/cost';
-import { dataVolumeGiB, LIST_PRICES_USD, withPriceFloor, type AwsSpec } from '../../../common/providers/aws';
+import { awsProvider, dataVolumeGiB, LIST_PRICES_USD, withPriceFloor, type AwsSpec } from '../../../common/providers/aws';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../../common/input/drill-spec';
 import { FAILURE_TYPES } from '../../../common/core/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/core/names';
@@ -88,7 +88,7 @@ export function clientToken(runId: string, hostId: string, purpose: 'instance' |
 }
 
 export class Ec2Provider implements HostProvider {
-  readonly name = 'aws' as const;
+  readonly name = awsProvider.name;
   private template: string | null = null;
 
   constructor(private readonly opts: Ec2ProviderOptions) {}
@@ -674,7 +674,7 @@ function hostRecord(req: HostRequest, postgresHost: string): HostRecord {
   return {
     hostId: req.hostId,
     runId: req.runId,
-    provider: 'aws',
+    provider: awsProvider.name,
     className: req.className,
     kind: req.storageClass.kind,
     taskQueue: hostTaskQueue(req.hostId),
