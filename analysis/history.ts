@@ -10,6 +10,7 @@
 import path from 'node:path';
 // A short stable digest of the workload, not a name: the key of earlier runs' history entries, kept as it was.
 import { fnv32RunTag as workloadTag } from '../common/core/ids';
+import { providerOf } from '../common/providers/registry';
 import type { ExperimentResult } from '../common/results/result';
 import type { VerdictKind } from '../common/results/verdict';
 import type { TpsUnit } from './regression-verdict';
@@ -87,14 +88,14 @@ export function presetKey(result: Pick<ExperimentResult, 'preset'>): string {
 
 export function environmentOf(result: ExperimentResult): RunEnvironment {
   const { spec } = result;
-  const aws = spec.provider === 'aws';
+  // Hosts elsewhere (EC2 instances) are their instance type: the control worker's own machine says nothing about them.
+  const instances = !providerOf(spec.provider).onThisMachine;
   const major = result.postgresVersion ? Number.parseInt(result.postgresVersion, 10) : NaN;
   return {
     provider: spec.provider,
-    instanceType: aws ? spec.host.instanceType : null,
-    // On AWS the control worker's own machine says nothing about the hosts.
-    cpus: aws ? null : result.host.cpus,
-    memoryGiB: aws ? null : Math.round(result.host.memoryMiB / 1024),
+    instanceType: instances ? spec.host.instanceType : null,
+    cpus: instances ? null : result.host.cpus,
+    memoryGiB: instances ? null : Math.round(result.host.memoryMiB / 1024),
     postgresMajor: Number.isFinite(major) ? major : null,
     memoryLimitMiB: spec.host.memoryLimitMiB,
     workload: {

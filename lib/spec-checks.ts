@@ -13,6 +13,7 @@ import { postgresSettings } from '../common/input/postgres-settings';
 import { RANDOM_UPDATE_SCRIPT } from '../common/input/presets';
 import { settingProblems } from '../common/input/server-settings';
 import type { ExperimentSpec } from '../common/input/spec';
+import { providerOf, type ProviderName } from '../common/providers/registry';
 import { scriptProblems } from '../common/input/workload-script';
 import { makeScratchDir, removeLabTree, writeLabFile } from './lab-fs';
 import { findClientBinDir, findPostgresBinDir, lookupUser, postgresInstalls, postgresOsUser, requireServerUserReaches, type OsUser } from './postgres-binaries';
@@ -180,7 +181,7 @@ export interface SettingsCheck {
   /** Spec fields behind the settings the lab derives (max_connections from workload.clients, ...). */
   derivedFrom: Record<string, string>;
   place: CheckPlace;
-  provider: 'local' | 'aws';
+  provider: ProviderName;
 }
 
 /** Checks server settings with the real server of the version; every problem named by its field. */
@@ -202,8 +203,9 @@ export async function checkServerSettings(c: SettingsCheck): Promise<ToolCheckOu
     const have = [...new Set(postgresInstalls().map((i) => i.major))].join(', ') || 'none';
     const what = `PostgreSQL ${c.version ?? '(default)'} has no server binary here (installed: ${have})`;
     if (c.place === 'cli' || !custom) notes.push(`${what}: postgres.settings not checked by the server here${c.place === 'cli' ? '; the control worker checks them' : ''}`);
-    // Locally the preflight already says the version is missing; on AWS the control plane must have it to check.
-    else if (c.provider === 'aws')
+    // For hosts on this machine the preflight already says the version is missing; for instances elsewhere (EC2) the
+    // control plane must have it to check.
+    else if (!providerOf(c.provider).onThisMachine)
       problems.push({
         path: 'postgres.settings',
         message: `${what}, so the server cannot check these settings before hosts exist; install PostgreSQL ${c.version}'s server binaries on the control worker's machine (apt.postgresql.org: postgresql-${c.version}, no cluster needed) or remove postgres.settings`,

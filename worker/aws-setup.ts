@@ -35,7 +35,7 @@ export function awsEnv(env: NodeJS.ProcessEnv = process.env): AwsEnv | null {
   if (on !== '1') throw new Error(`STORAGE_LAB_AWS must be 1 (AWS provider on) or unset (got "${on}")`);
   const bucket = env.STORAGE_LAB_AWS_BUCKET;
   if (!bucket)
-    throw new Error('STORAGE_LAB_AWS=1 needs STORAGE_LAB_AWS_BUCKET: the S3 bucket for results and the host agent package (see infra/aws/README.md)');
+    throw new Error('STORAGE_LAB_AWS=1 needs STORAGE_LAB_AWS_BUCKET: the S3 bucket for results and the host agent package (see infra/providers/aws/README.md)');
   const endpoint = env.STORAGE_LAB_AWS_ENDPOINT || undefined;
   if (endpoint && !/^https?:\/\/[^/]+/.test(endpoint))
     throw new Error(`STORAGE_LAB_AWS_ENDPOINT must be a URL such as http://127.0.0.1:5000 (got "${endpoint}")`);

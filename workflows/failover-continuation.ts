@@ -10,6 +10,7 @@ import { hostTaskQueue } from '../common/core/names';
 import { BACKUP_TOOLS, type BackupToolName, type ResolvedBackupStore } from '../common/input/backup-store';
 import { resolveFailoverDrill, type DrillInput, type ReplicaDrillSpec } from '../common/input/drill-spec';
 import { STORAGE_KINDS } from '../common/input/spec';
+import { isInstanceId, PROVIDER_NAMES, providerOf } from '../common/providers/registry';
 import type { FailoverArchive, FailoverRound } from '../common/results/drill-result';
 import { continuationAtDoor } from './doors';
 
@@ -122,7 +123,7 @@ function hostRecordSchema(runId: string, n: Node) {
     .object({
       hostId: z.enum(ids),
       runId: z.literal(runId),
-      provider: z.enum(['local', 'aws']),
+      provider: z.enum(PROVIDER_NAMES),
       className: z.literal('node'),
       kind: z.enum(STORAGE_KINDS),
       taskQueue: z.enum(ids.map(hostTaskQueue) as [string, string]),
@@ -131,7 +132,8 @@ function hostRecordSchema(runId: string, n: Node) {
       // iopsBudget: records made since the choice existed carry it (null where no budget is emulated).
       limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit, iopsBudget: z.enum(['shared', 'separate']).nullable().optional() }).strict(),
       postgres: z.object({ host: z.string().regex(IPV4, { error: 'must be an IPv4 address' }), port: z.number().int().min(1).max(65_535) }).strict(),
-      instanceId: z.string().regex(/^i-[0-9a-f]{8,32}$/).optional(),
+      // The provider's own id of the host, of a form a registered provider gives (common/providers/).
+      instanceId: z.string().max(64).refine(isInstanceId, { error: "must be a provider's own id of a host" }).optional(),
     })
     .strict();
 }
@@ -256,8 +258,10 @@ function continuationProblems(c: CarriedShape, spec: ReplicaDrillSpec | null): {
   if (!spec) return problems;
   if (c.archiving?.tool !== undefined && c.archiving.tool !== spec.backup.tool) add(['archiving', 'tool'], `must be the drill's backup.tool, ${spec.backup.tool}`);
   if (records.some((r) => r.provider !== spec.provider)) add(['records'], `every host must come from provider ${spec.provider}`);
-  if (spec.provider === 'local' && records.some((r) => r.postgres.host !== '127.0.0.1')) add(['records'], 'local hosts listen on 127.0.0.1 only');
-  if (spec.provider === 'local' && (c.peers?.length || c.hbaLines?.length)) add([c.peers ? 'peers' : 'hbaLines'], 'local hosts reach each other on 127.0.0.1: no peers');
+  // Hosts on this machine listen on loopback and reach each other there.
+  const here = providerOf(spec.provider).onThisMachine;
+  if (here && records.some((r) => r.postgres.host !== '127.0.0.1')) add(['records'], 'local hosts listen on 127.0.0.1 only');
+  if (here && (c.peers?.length || c.hbaLines?.length)) add([c.peers ? 'peers' : 'hbaLines'], 'local hosts reach each other on 127.0.0.1: no peers');
   if (c.nextRound > spec.rounds) add(['nextRound'], `beyond the drill's ${spec.rounds} rounds`);
   if ((c.archiving === null) !== !spec.backup.enabled) add(['archiving'], `must be ${spec.backup.enabled ? 'set: backup.enabled is true' : 'null: backup.enabled is false'}`);
   return problems;

@@ -4,19 +4,19 @@
  */
 import type { HostRecord, HostRequest, ProviderName } from '../common/core/hosts';
 import type { HostTimeouts } from '../common/input/bounds';
-import { classLimits, type AwsSpec, type StorageClassSpec } from '../common/input/spec';
+import { classLimits, type StorageClassSpec } from '../common/input/spec';
+import { sectionsOf, type ProviderSections } from '../common/providers/registry';
 import { waitForAgent } from './agents';
 import { currentClaimant } from './owner';
 import type { UndoStack } from './compensation';
 import { providerCalls } from './proxies';
 
-/** What every host request takes from its run's spec (an experiment's or a drill's). */
-export interface RunSpec {
+/** What every host request takes from its run's spec (an experiment's or a drill's), its provider's section among them. */
+export interface RunSpec extends ProviderSections {
   name: string;
   expiresAfterHours: number;
   host: { instanceType: string };
   postgres: { version?: number };
-  aws?: AwsSpec;
 }
 
 /** What one host of a run needs, beyond its run's spec. */
@@ -45,7 +45,8 @@ export function hostRequest(spec: RunSpec, runId: string, hostId: string, classN
     volumeBytes: host.volumeBytes,
     expiresAt: new Date(Date.now() + spec.expiresAfterHours * 3600_000).toISOString(),
     postgresVersion: spec.postgres.version,
-    aws: spec.aws,
+    // The run's section of its provider (names of secrets, never their values), under the provider's name.
+    ...sectionsOf(spec),
     ...(passwordScope ? { passwordScope } : {}),
     s3Backups: host.s3Backups,
     // The host's owner record names this workflow; every later activity on the host must come from it.

@@ -6,6 +6,7 @@
 import { continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
 import { planSweep, runsToCheck, type SweepReport } from '../common/core/sweep';
+import { PROVIDER_NAMES } from '../common/providers/registry';
 import { checkedWorkflowId, continuationAtDoor, parseAtDoor, refuseAtDoor, type DoorInfo } from './doors';
 import { forEachBounded } from './children';
 import { failureMessage } from './failures';
@@ -31,7 +32,7 @@ const SweepDecisionSchema = z
   .object({
     kind: z.enum(['host', 'backup-store']).optional(),
     keep: z.boolean().optional(),
-    provider: z.enum(['local', 'aws']),
+    provider: z.enum(PROVIDER_NAMES),
     hostId: z.string(),
     runId: z.string(),
     expiresAt: z.string().nullable(),

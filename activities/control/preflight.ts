@@ -8,10 +8,10 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { accessSync, constants, existsSync, statfsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { awsRunProblems } from '../../common/input/aws';
 import type { BackupToolName } from '../../common/input/backup-store';
 import { drillVolumeBytes, failoverLedgerBytes, type FailoverDrillSpec, type ReplicaDrillSpec, type RestoreDrillSpec } from '../../common/input/drill-spec';
 import { FAILURE_TYPES, formatSpecProblems, SetupError } from '../../common/core/errors';
+import { providerOf, type ProviderName } from '../../common/providers/registry';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/input/rules';
 import { socketPathProblem, traversableByOthers } from '../../lib/lab-paths';
@@ -161,15 +161,16 @@ function freeBytes(dir: string): number | null {
 }
 
 /**
- * Whether the hosts will have the backup tool the spec names; null when they will. Local hosts run this machine's
- * binaries; EC2 hosts install pgBackRest from apt and get WAL-G from this control worker (its tools cache).
+ * Whether the hosts will have the backup tool the spec names; null when they will. Hosts on this machine run its
+ * binaries; instances (EC2 hosts) install pgBackRest from apt and get WAL-G from this control worker (its tools cache).
  */
-function backupToolProblem(tool: BackupToolName, field: string, provider: 'local' | 'aws'): string | null {
+function backupToolProblem(tool: BackupToolName, field: string, provider: ProviderName): string | null {
+  const { onThisMachine, where } = providerOf(provider);
   if (tool === 'wal-g')
     return findWalg()
       ? null
-      : `${field}: WAL-G is not installed ${provider === 'aws' ? 'on this control worker, which ships it to EC2 hosts' : 'here'}; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
-  if (provider === 'aws') return null;
+      : `${field}: WAL-G is not installed ${onThisMachine ? 'here' : `on this control worker, which ships it to its hosts ${where}`}; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
+  if (!onThisMachine) return null;
   return onPath('pgbackrest') ? null : `${field}: pgBackRest is not installed here; apt-get install pgbackrest (infra/bootstrap.sh does) or set ${field} to "wal-g"`;
 }
 
@@ -246,7 +247,7 @@ async function networkCutProblems(): Promise<string[]> {
   return problems;
 }
 
-export function createPreflightActivities(deps: PreflightDeps, provider: (name: 'local' | 'aws') => HostProvider) {
+export function createPreflightActivities(deps: PreflightDeps, provider: (name: ProviderName) => HostProvider) {
   return {
     /** Checks an experiment spec with the real tools and this environment against it, before anything is created. */
     async preflight(input: { spec: ExperimentSpec }): Promise<{ warnings: string[] }> {
@@ -260,7 +261,8 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       refuseSpecProblems({ problems: store ? [store] : [], notes: [] }, 'experiment spec');
       const problems: string[] = [];
       const warnings = [...tools.notes];
-      if (spec.provider === 'local') {
+      // Hosts on this machine: its PostgreSQL, cgroups, memory and disk must hold them.
+      if (providerOf(spec.provider).onThisMachine) {
         const local = localProblems(deps.hostsDir, {
           version: spec.postgres.version,
           classes: Object.entries(spec.storageClasses).map(([name, cls]) => ({ path: `storageClasses.${name}`, cls })),
@@ -273,7 +275,8 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
         problems.push(...local.problems);
         warnings.push(...local.warnings);
       }
-      if (spec.provider === 'aws') problems.push(...awsRunProblems(spec).map((p) => `${p.path}: ${p.message}`));
+      // The fields a real run on the provider needs (a dry run needs none of them).
+      problems.push(...providerOf(spec.provider).runProblemsOf(spec).map((p) => `${p.path}: ${p.message}`));
       const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
       if (tool) problems.push(tool);
       // The partition drill's cut, checked before the clusters run rather than when the drill starts after them.
@@ -296,7 +299,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       const store = backsUp ? backupStoreProblem(spec.backup.store, deps.hostsDir, 'backup.store') : null;
       refuseSpecProblems({ problems: store ? [store] : [], notes: [] }, `${input.kind} drill spec`);
       const warnings = [...tools.notes];
-      if (spec.provider === 'local') {
+      if (providerOf(spec.provider).onThisMachine) {
         const local = localProblems(deps.hostsDir, {
           version: spec.postgres.version,
           classes: [{ path: 'storageClass', cls: spec.storageClass }],

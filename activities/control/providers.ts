@@ -9,6 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import type { HostInspection, HostRecord, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
 import { hostTaskQueue } from '../../common/core/names';
+import { providerOf } from '../../common/providers/registry';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { checkedClaimant, hostActor } from './owner';
 import type { ControlDeps, HostRef, ProvisionInput } from './types';
@@ -17,11 +18,13 @@ import type { ControlDeps, HostRef, ProvisionInput } from './types';
 export function providerNamed(deps: Pick<ControlDeps, 'providers'>) {
   return (name: ProviderName): HostProvider => {
     const p = deps.providers[name];
-    if (!p)
+    if (!p) {
+      const setup = providerOf(name).setup;
       throw ApplicationFailure.nonRetryable(
-        `provider "${name}" is not configured in this control worker; for AWS start it with STORAGE_LAB_AWS=1 (see infra/aws/README.md)`,
+        `provider "${name}" is not configured in this control worker${setup ? `; ${setup}` : ''}`,
         FAILURE_TYPES.unsupported,
       );
+    }
     return p;
   };
 }

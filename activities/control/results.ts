@@ -5,6 +5,7 @@
 import { Context } from '@temporalio/activity';
 import os from 'node:os';
 import { runCost } from '../../common/input/cost';
+import { providerOf } from '../../common/providers/registry';
 import type { ReplicaDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
@@ -61,7 +62,8 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
         environment: environmentInfo(input.spec.provider),
         cancelled: input.cancelled,
       });
-      if (input.spec.provider === 'aws') result.cost = runCost(input.spec, clusters);
+      // A provider that prices its hosts (its cost model): the estimate and the measured figure.
+      if (providerOf(input.spec.provider).cost) result.cost = runCost(input.spec, clusters);
       result.predictions = await runPredictions(deps.results, result);
       if (input.drills?.length) {
         result.drills = input.drills.map((d) => ({ ...d, location: d.location || deps.results.location(d.runId) }));

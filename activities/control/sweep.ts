@@ -7,12 +7,12 @@ import path from 'node:path';
 import type { RunState, SweepCandidate } from '../../common/core/sweep';
 import { LabPathError, removeLabFile, removeLabTree } from '../../lib/lab-fs';
 import { backupsDirFor } from '../../lib/lab-paths';
-import type { HostProvider } from '../../infra/providers/host-provider';
 import { backupLabelFile, listBackupFolders } from '../../lib/backup-stores';
 import { ownedByAnotherRun } from '../../lib/claims';
+import type { ConfiguredProviders } from './types';
 
 export interface SweepDeps {
-  providers: { local: HostProvider; aws?: HostProvider };
+  providers: ConfiguredProviders;
   client?: Client;
   /** The local hosts folder; runs' local backup stores sit beside it. */
   hostsDir: string;

@@ -5,9 +5,12 @@ import type { HostRequest, ProviderName } from '../../common/core/hosts';
 import type { ResultsStore } from '../../lib/results-store';
 import type { HostProvider } from '../../infra/providers/host-provider';
 
+/** The providers a control worker has, by name: the embedded default always, the others where it is set up for them. */
+export type ConfiguredProviders = { local: HostProvider } & { [N in ProviderName]?: HostProvider };
+
 /** The control worker's providers, results store and Temporal client. */
 export interface ControlDeps {
-  providers: { local: HostProvider; aws?: HostProvider };
+  providers: ConfiguredProviders;
   results: ResultsStore;
   /** Folder the local provider puts hosts in (free-space preflight). */
   hostsDir: string;

@@ -78,7 +78,7 @@ export function renderMarkdown(result: ExperimentResult): string {
   lines.push(...samplerMarkdown(result));
   lines.push(...phaseReports(Object.values(result.classes).flatMap((c) => c.clusters)));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
-  if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
+  if (result.cost) lines.push(...costMarkdown(result.cost as RunCost, result.spec.provider));
   if (result.predictions) lines.push(...predictionsMarkdown(result.predictions as RunPredictions));
   lines.push(...durabilityMarkdown(result));
   if (result.drills) lines.push(...drillsSummaryMarkdown(result.drills as DrillSummary[]));

@@ -2,11 +2,11 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { awsRunProblems } from '../../common/input/aws';
 import { estimateCost, formatCost } from '../../common/input/cost';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { planRun } from '../../common/input/plan';
 import type { ExperimentSpec } from '../../common/input/spec';
+import { providerOf } from '../../common/providers/registry';
 import { labPaths } from '../../lib/lab-paths';
 import { runFolderName } from '../../lib/results-store';
 import { checkExperimentWithTools } from '../../lib/spec-checks';
@@ -45,16 +45,19 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
   const spec = validateInput(input);
   await refuseToolProblems(checkExperimentWithTools(spec, 'cli'));
   const runId = flags.id ?? defaultRunId(spec);
-  const missingAws = awsRunProblems(spec).map((p) => `  - ${p.path}: ${p.message}`);
-  const printCost = () => spec.provider === 'aws' && console.log(formatCost(estimateCost(spec)).join('\n'));
+  const provider = providerOf(spec.provider);
+  // The fields a real run on the provider needs in its section (a dry run needs none of them).
+  const missing = provider.runProblemsOf(spec).map((p) => `  - ${p.path}: ${p.message}`);
+  // A provider that prices its hosts prints the estimate before anything exists.
+  const printCost = () => provider.cost && console.log(formatCost(estimateCost(spec)).join('\n'));
   if (flags.dryRun) {
     printPlan(spec, runId);
     printCost();
-    if (missingAws.length) console.log(`Before a real run on AWS, set:\n${missingAws.join('\n')}`);
+    if (missing.length) console.log(`Before a real run ${provider.where}, set:\n${missing.join('\n')}`);
     console.log('Dry run: nothing was created.');
     return runId;
   }
-  if (missingAws.length) throw new UserError(`a run on AWS needs these fields (see infra/aws/README.md):\n${missingAws.join('\n')}`);
+  if (missing.length) throw new UserError(`a run ${provider.where} needs these fields:\n${missing.join('\n')}`);
   printCost();
   const lab = await connectClient();
   try {

@@ -2,15 +2,19 @@
  * What a host is, as the workflows, the providers, the tools and the host agents see it: what a run asks for, what a
  * provider made, what an agent knows of its own host. Types only; the providers implement infra/providers/host-provider.ts.
  */
-import type { AwsSpec, StorageClassSpec, StorageKind } from '../input/spec';
+import type { StorageClassSpec, StorageKind } from '../input/storage';
+import type { ProviderName, ProviderSections } from '../providers/registry';
 import type { Claimant, OwnerRecord } from './claims';
 import type { DeviceModelName, VolumeServerParams } from '../model/devices';
 
-/** Where hosts come from: this machine, or EC2. */
-export type ProviderName = 'local' | 'aws';
+/** Where hosts come from: a registered provider's name (common/providers/registry.ts). */
+export type { ProviderName } from '../providers/registry';
 
-/** What the workflow asks for: one host of one storage class for one run. */
-export interface HostRequest {
+/**
+ * What the workflow asks for: one host of one storage class for one run, with the run's section of its provider
+ * under the provider's name (names of secrets, never their values), where the spec has one.
+ */
+export interface HostRequest extends ProviderSections {
   runId: string;
   hostId: string;
   experiment: string;
@@ -22,8 +26,6 @@ export interface HostRequest {
   volumeBytes: number;
   expiresAt: string;
   postgresVersion?: number;
-  /** The run's aws section (names of secrets, never their values); set when the spec's provider is aws. */
-  aws?: AwsSpec;
   /**
    * Hosts asked for with the same scope share one generated database password (a drill's primary and standbys
    * replicate with it); without one each host gets its own. The password itself never leaves the hosts.
@@ -58,7 +60,7 @@ export interface HostLimits {
 export interface HostRecord {
   hostId: string;
   runId: string;
-  provider: 'local' | 'aws';
+  provider: ProviderName;
   className: string;
   kind: StorageKind;
   taskQueue: string;

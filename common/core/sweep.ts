@@ -4,6 +4,7 @@
  * folder with no owner record goes only when no run still open could have made it: it is older than OWNERLESS_GRACE
  * and than every open run of the namespace.
  */
+import type { ProviderName } from '../providers/registry';
 
 /** A run as the sweeper sees it on this Temporal namespace. */
 export type RunState = 'running' | 'closed' | 'unknown';
@@ -14,7 +15,7 @@ export interface SweepCandidate {
   kind?: 'host' | 'backup-store';
   /** Kept on purpose by its run (a drill's backup.keep): never swept. */
   keep?: boolean;
-  provider: 'local' | 'aws';
+  provider: ProviderName;
   hostId: string;
   runId: string;
   expiresAt: string | null;

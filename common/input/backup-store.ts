@@ -4,6 +4,9 @@
  */
 import type { SpecProblem } from '../core/errors';
 
+/** Where backups can go: a folder every host of the run reaches, or an S3 bucket (spec.ts BackupStoreSchema). */
+export type BackupStoreKind = 'folder' | 's3';
+
 export type ResolvedBackupStore =
   | { kind: 'folder'; /** Absolute folder every host of the run can reach. */ path: string }
   | { kind: 's3'; bucket: string; /** Key prefix of the run inside the bucket, starting with "/". */ path: string; region: string; endpoint?: string };

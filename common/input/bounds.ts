@@ -7,6 +7,7 @@
 import type { FailoverDrillSpec, PartitionDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
 import { hostDeadAfterSeconds, storageMiBps, type ExperimentSpec, type StorageClassSpec } from './spec';
 import { accountRows, dataSetBytes } from './data-size';
+import { providerOf, type ProviderName } from '../providers/registry';
 
 export interface HostTimeouts {
   /** How long a new host's agent may take to come up (cloud boots are slow). */
@@ -57,9 +58,9 @@ export function bulkBoundSeconds(mb: number, classes: Pick<StorageClassSpec, 'ki
   return 1800 + Math.ceil((SAFETY * 4 * mb) / slowest);
 }
 
-/** The agent's start bound: cloud boots install packages, local hosts start a process. */
-export function agentStartSeconds(provider: 'local' | 'aws'): number {
-  return provider === 'aws' ? 15 * 60 : 120;
+/** The agent's start bound, the provider's (a cloud boot installs packages, a local host starts a process). */
+export function agentStartSeconds(provider: ProviderName): number {
+  return providerOf(provider).agentStartSeconds;
 }
 
 /** "3 h", "45 min", "90 s": a bound as people read it. */

@@ -1,18 +1,18 @@
 /**
- * What a run costs on AWS at the list prices in the spec (aws.hourlyPriceUsd, aws.storagePriceUsd): an estimate
- * before start from a simple duration model, and the figure after from the host-hours the clusters measured.
- * Pure: the CLI prints the estimate, writeResults stores both in result.json.
+ * What a run costs on a provider that prices its hosts (its cost model, common/providers/: EC2 at the list prices in
+ * the spec's section): an estimate before start from a simple duration model, and the figure after from the
+ * host-hours the clusters measured. Pure: the CLI prints the estimate, writeResults stores both in result.json.
  */
-import { dataVolumeGiB } from './aws';
 import type { SpecProblem } from '../core/errors';
 import type { ClusterResult } from '../results/result';
 import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
-import { classLimits, GP3_BASELINE, LIST_PRICES_USD, phaseContext, volumeBytes, type ExperimentSpec, type StoragePricesUsd } from './spec';
+import { classLimits, phaseContext, volumeBytes, type ExperimentSpec } from './spec';
 import { phasesEstimateSeconds } from '../phases/registry';
+import { providerOf, type AnyProvider } from '../providers/registry';
+import { roundTo, type CostLine, type CostModel } from '../providers/kit';
 import { accountRows, dataSetBytes } from './data-size';
 
-/** Hours in a billing month, as AWS prices GiB-months and IOPS-months. */
-export const HOURS_PER_MONTH = 730;
+export type { CostLine } from '../providers/kit';
 
 /** The duration model's assumptions, listed with every estimate. */
 export const COST_ASSUMPTIONS = {
@@ -25,18 +25,7 @@ export const COST_ASSUMPTIONS = {
   loadIoFactor: 2.5,
   /** Sequential write rate assumed for instance-store NVMe (gp3 uses the class's provisioned MiB/s). */
   instanceStoreMiBps: 1_000,
-  /** result.json, cluster results and reports of one run. */
-  resultsGiB: 0.01,
 } as const;
-
-/** One priced item. `usd` is null when its price is missing from the spec. */
-export interface CostLine {
-  item: string;
-  quantity: number;
-  unit: string;
-  unitPriceUsd: number | null;
-  usd: number | null;
-}
 
 /** Cost of a run from host-hours: estimated before the start, or measured after. */
 export interface CostFigure {
@@ -47,7 +36,7 @@ export interface CostFigure {
   lines: CostLine[];
   /** Sum of the priced lines; null when a price is missing. */
   totalUsd: number | null;
-  /** Spec fields to add for a complete figure, e.g. aws.hourlyPriceUsd.m6i.4xlarge. */
+  /** Spec fields to add for a complete figure, e.g. the hourly price of an instance type the section lacks. */
   missingPrices: string[];
   notes: string[];
 }
@@ -77,6 +66,13 @@ export function estimatedHostHours(spec: ExperimentSpec, className: string): num
   return seconds / 3600;
 }
 
+/** The cost model of the spec's provider; a provider without one prices nothing (ask providerOf(...).cost first). */
+function costModelOf(spec: { provider: ExperimentSpec['provider'] }): { provider: AnyProvider; model: CostModel<unknown> } {
+  const provider = providerOf(spec.provider);
+  if (!provider.cost) throw new Error(`provider "${provider.name}" prices nothing: its hosts cost nothing the lab can count`);
+  return { provider, model: provider.cost };
+}
+
 /** The estimate before a run starts. */
 export function estimateCost(spec: ExperimentSpec): CostFigure {
   const hosts = Object.keys(spec.storageClasses).flatMap((className) =>
@@ -90,7 +86,7 @@ export function estimateCost(spec: ExperimentSpec): CostFigure {
     wallHours: round(waves * longest, 2),
     notes: [
       `duration model: ${a.bootMinutes} min boot, load at the slower of ${a.loadRowsPerSecondPerWriter.toLocaleString('en-US')} rows/s per writer and ${a.loadIoFactor}x the data over the device (gp3: its MiB/s; NVMe: ${a.instanceStoreMiBps} MiB/s), warm-up + run, each phase at the reference's rate where it measured one (common/phases/), ${a.teardownMinutes} min teardown`,
-      'on-demand list prices from the spec (aws.hourlyPriceUsd, aws.storagePriceUsd); taxes, data transfer and Temporal Cloud are not included',
+      costModelOf(spec).model.priceNote,
     ],
   };
 }
@@ -120,46 +116,16 @@ function priced(
   hosts: { className: string; hours: number }[],
   basis: CostFigure['basis'],
 ): Omit<CostFigure, 'notes' | 'wallHours'> {
-  const aws = spec.aws;
-  const prices = aws?.storagePriceUsd ?? LIST_PRICES_USD.storage;
-  const lines: CostLine[] = [];
-  const missingPrices: string[] = [];
-  const line = (item: string, quantity: number, unit: string, unitPriceUsd: number | null) => {
-    if (quantity <= 0) return;
-    lines.push({
-      item,
-      quantity: round(quantity, 3),
-      unit,
-      unitPriceUsd,
-      usd: unitPriceUsd === null ? null : round(quantity * unitPriceUsd, 2),
-    });
-  };
+  const { provider, model } = costModelOf(spec);
+  const { lines, missingPrices } = model.price({
+    section: provider.sectionIn(spec),
+    instanceType: spec.host.instanceType,
+    storageClasses: spec.storageClasses,
+    hosts,
+    volumeBytes: volumeBytes(spec),
+    s3Backups: spec.durability.enabled && spec.durability.backupStore.kind === 's3',
+  });
   const hostHours = hosts.reduce((sum, h) => sum + h.hours, 0);
-
-  const instanceType = spec.host.instanceType;
-  const hourly = aws?.hourlyPriceUsd[instanceType] ?? null;
-  if (hourly === null) missingPrices.push(`aws.hourlyPriceUsd.${instanceType}`);
-  line(`${instanceType} on-demand`, hostHours, 'instance-hours', hourly);
-  line(`root volumes (${aws?.rootVolumeGiB ?? 20} GiB gp3 each)`, ((aws?.rootVolumeGiB ?? 20) * hostHours) / HOURS_PER_MONTH, 'GiB-months', prices.gp3GiBMonth);
-
-  for (const [className, cls] of Object.entries(spec.storageClasses)) {
-    const limits = classLimits(cls);
-    if (cls.kind !== 'ebs' || !limits) continue;
-    const months = hosts.filter((h) => h.className === className).reduce((sum, h) => sum + h.hours, 0) / HOURS_PER_MONTH;
-    const gib = dataVolumeGiB(volumeBytes(spec), cls);
-    line(`${className}: gp3 data volumes (${gib} GiB each)`, gib * months, 'GiB-months', prices.gp3GiBMonth);
-    line(`${className}: gp3 IOPS above ${GP3_BASELINE.iops}`, (limits.iops - GP3_BASELINE.iops) * months, 'IOPS-months', prices.gp3IopsMonth);
-    line(
-      `${className}: gp3 throughput above ${GP3_BASELINE.throughputMiBps} MiB/s`,
-      (limits.throughputMiBps - GP3_BASELINE.throughputMiBps) * months,
-      'MiB/s-months',
-      prices.gp3MiBpsMonth,
-    );
-  }
-  line('S3: results and reports (one month)', COST_ASSUMPTIONS.resultsGiB, 'GiB-months', prices.s3GiBMonth);
-  if (spec.durability.enabled && spec.durability.backupStore.kind === 's3')
-    line('S3: backups, one base backup per cluster (per month kept)', (hosts.length * volumeBytes(spec)) / 2 ** 30, 'GiB-months', prices.s3GiBMonth);
-
   const totalUsd = lines.some((l) => l.usd === null) ? null : round(lines.reduce((sum, l) => sum + (l.usd ?? 0), 0), 2);
   return { basis, hostHours: round(hostHours, 3), lines, totalUsd, missingPrices };
 }
@@ -168,7 +134,7 @@ function priced(
 export interface CostCeiling {
   usd: number;
   field: string;
-  /** "aws.maxCostUsd", or the control worker's variable. */
+  /** The spec's field (the section's own ceiling), or the control worker's variable. */
   source: string;
 }
 
@@ -232,12 +198,12 @@ export function drillHostHours(kind: 'restore' | 'failover', spec: RestoreDrillS
 export function drillCostProblems(kind: 'restore' | 'failover', spec: RestoreDrillSpec | FailoverDrillSpec, ceiling: CostCeiling): SpecProblem[] {
   const { hosts, hours } = drillHostHours(kind, spec);
   const type = spec.host.instanceType;
-  const hourly = spec.aws?.hourlyPriceUsd[type];
-  if (hourly === undefined)
-    return [{ path: `aws.hourlyPriceUsd.${type}`, message: `no price, so the drill cannot be held to its cost ceiling of $${ceiling.usd} (${ceiling.source}); add the on-demand price in USD per hour` }];
-  const rootGiB = spec.aws?.rootVolumeGiB ?? 20;
-  const storage = spec.aws?.storagePriceUsd.gp3GiBMonth ?? LIST_PRICES_USD.storage.gp3GiBMonth;
-  const usd = hosts * hours * (hourly + (rootGiB * storage) / HOURS_PER_MONTH);
+  const { provider, model } = costModelOf(spec);
+  const hour = model.hostHour(provider.sectionIn(spec), type);
+  if ('missingPrice' in hour)
+    return [{ path: hour.missingPrice, message: `no price, so the drill cannot be held to its cost ceiling of $${ceiling.usd} (${ceiling.source}); add the on-demand price in USD per hour` }];
+  const hourly = hour.instanceUsd;
+  const usd = hosts * hours * hour.usd;
   if (usd <= ceiling.usd) return [];
   const lower = kind === 'restore' ? 'data.scale, workload.beforeSeconds, workload.afterSeconds or restoreTimeoutSeconds' : 'rounds or the writer\'s seconds';
   return [
@@ -246,20 +212,6 @@ export function drillCostProblems(kind: 'restore' | 'failover', spec: RestoreDri
       message: `the ${kind} drill is estimated at $${usd.toFixed(2)} (${hosts} ${type} hosts for ${round(hours, 2)} h each at $${hourly}/h, with their root volumes), above its ceiling of $${ceiling.usd} (${ceiling.source}); lower ${lower}, or choose a smaller host.instanceType`,
     },
   ];
-}
-
-/**
- * The spec with every price at least `floor`'s: a spec may quote a higher price than the control worker's, never a
- * lower one, so a ceiling holds whatever prices the spec writes. An instance type without a floor keeps no price.
- */
-export function withPriceFloor<S extends Pick<ExperimentSpec, 'aws'>>(spec: S, floor: { hourly: Readonly<Record<string, number>>; storage: Readonly<StoragePricesUsd> }): S {
-  const own = spec.aws;
-  if (!own) return spec;
-  const hourly: Record<string, number> = {};
-  for (const [type, price] of Object.entries(floor.hourly)) hourly[type] = Math.max(price, own.hourlyPriceUsd[type] ?? 0);
-  const storage = { ...floor.storage };
-  for (const key of Object.keys(storage) as (keyof StoragePricesUsd)[]) storage[key] = Math.max(storage[key], own.storagePriceUsd[key]);
-  return { ...spec, aws: { ...own, hourlyPriceUsd: hourly, storagePriceUsd: storage } };
 }
 
 /** The figure as text lines, for the CLI and the report. */
@@ -275,14 +227,11 @@ export function formatCost(cost: CostFigure): string[] {
   return out;
 }
 
-function round(v: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(v * f) / f;
-}
+const round = roundTo;
 
-/** The report's cost section: the estimate and the measured figure, each line priced. */
-export function costMarkdown(cost: RunCost): string[] {
-  const lines = ['## Cost (AWS list prices)', ''];
+/** The report's cost section: the estimate and the measured figure, each line priced at its provider's prices. */
+export function costMarkdown(cost: RunCost, provider: ExperimentSpec['provider']): string[] {
+  const lines = [`## Cost (${providerOf(provider).cost?.title ?? 'prices'})`, ''];
   for (const figure of [cost.estimate, cost.actual]) {
     if (!figure) continue;
     const [head, ...rest] = formatCost(figure);

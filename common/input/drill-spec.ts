@@ -12,12 +12,20 @@ import { versionProblems } from './postgres-versions';
 import { connectionProblems, MAX_TPS_PER_CPU, memoryProblems, serverLogProblems, volumeSizeProblems } from './rules';
 import { dataSetBytes } from './data-size';
 import {
-  AWS_KINDS,
-  AwsSchema,
+  backupStoreKindProblem,
+  clientToolsOf,
+  networkCutters,
+  ProviderField,
+  providerOf,
+  providerSectionsShape,
+  sectionProblem,
+  sectionsOf,
+  storageKindProblem,
+} from '../providers/registry';
+import {
   BackupStoreSchema,
   BoundedServerSettings,
   InvalidSpecError,
-  LOCAL_KINDS,
   RunName,
   StorageClassSchema,
   withBudgetDefault,
@@ -62,7 +70,7 @@ const drillBase = {
   specVersion: z.literal(DRILL_SPEC_VERSION).default(DRILL_SPEC_VERSION),
   name: RunName,
   preset: z.enum(DRILL_PRESET_NAMES).optional(),
-  provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
+  provider: ProviderField,
   /** The storage of every host of the drill. */
   storageClass: StorageClassSchema,
   host: hostSchema(128),
@@ -73,7 +81,8 @@ const drillBase = {
       settings: BoundedServerSettings,
     })
     .strict(),
-  aws: AwsSchema.optional(),
+  /** Each provider's own section under its name (common/providers/registry.ts). */
+  ...providerSectionsShape,
   /** Hosts older than this are the sweeper's, whatever their drill's state. */
   expiresAfterHours: z.number().positive().max(24 * 14),
 };
@@ -220,8 +229,8 @@ export const PartitionDrillSpecSchema = z
   .strict()
   .superRefine((spec, ctx) => {
     baseRules(spec, ctx);
-    if (spec.provider !== 'local')
-      issue(ctx, ['provider'], 'the partition drill cuts the hosts\' loopback traffic with nftables on the control worker\'s machine; use "local"');
+    if (!providerOf(spec.provider).cutsNetwork)
+      issue(ctx, ['provider'], `the partition drill cuts the hosts' loopback traffic with nftables on the control worker's machine; use ${networkCutters()}`);
   });
 
 /** A validated restore drill spec. */
@@ -247,17 +256,16 @@ function issue(ctx: z.RefinementCtx, path: (string | number)[], message: string)
 }
 
 function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
-  const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
-  if (!allowed.includes(spec.storageClass.kind))
-    issue(ctx, ['storageClass', 'kind'], `"${spec.storageClass.kind}" cannot run on provider "${spec.provider}"; use ${allowed.join(' or ')}`);
+  const kind = storageKindProblem(spec.provider, spec.storageClass.kind, false);
+  if (kind) issue(ctx, ['storageClass', 'kind'], kind);
   // Sizes that cannot fit: the primary's memory and connections, an explicit volume size (issue 9).
   for (const p of drillSpecRules(spec)) issue(ctx, p.path.split('.'), p.message);
-  if (spec.provider === 'aws' && !spec.aws)
-    issue(ctx, ['aws'], 'provider "aws" needs an aws section (region, subnetId, temporalAddress)');
+  const section = sectionProblem(spec);
+  if (section) issue(ctx, [section.path], section.message);
   const failover = 'rounds' in spec;
   const backups = !failover || spec.backup.enabled;
   for (const p of versionProblems({
-    provider: spec.provider,
+    ...clientToolsOf(spec.provider),
     version: spec.postgres.version,
     directIo: 'off',
     backups,
@@ -268,8 +276,8 @@ function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
     issue(ctx, p.path.split('.'), p.message);
   if (!backups) return;
   const { store } = spec.backup;
-  if (spec.provider === 'aws' && store.kind === 'folder')
-    issue(ctx, ['backup', 'store', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+  const storeKind = backupStoreKindProblem(spec.provider, store.kind);
+  if (storeKind) issue(ctx, ['backup', 'store', 'kind'], storeKind);
   for (const p of backupToolProblems({
     tool: spec.backup.tool,
     compression: spec.backup.compression,
@@ -444,7 +452,8 @@ export function drillInputFor(kind: ExperimentSpec['durability']['drills'][numbe
       ...(spec.host.deadAfterSeconds ? { deadAfterSeconds: spec.host.deadAfterSeconds } : {}),
     },
     postgres: { version: spec.postgres.version, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, settings: spec.postgres.settings },
-    ...(spec.aws ? { aws: spec.aws } : {}),
+    // The run's own provider section, as it is (the experiment's `aws` for a drill on EC2).
+    ...sectionsOf(spec),
     expiresAfterHours: spec.expiresAfterHours,
   };
   // Both drills archive with the experiment's tool to their own prefix of its store.

@@ -1,11 +1,11 @@
 /** What a spec will create and run, in words: the dry run prints it before anything exists. Pure. */
-import { dataVolumeGiB } from './aws';
 import { clusterBounds, failoverDrillBounds, formatBound, restoreDrillBounds } from './bounds';
 import { drillInputFor, resolveFailoverDrill, resolveRestoreDrill } from './drill-spec';
 import { hostIdFor } from '../core/ids';
 import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec, type StorageClassSpec } from './spec';
 import { describeBudget, deviceModelOf } from '../model/devices';
 import { PHASES } from '../phases/registry';
+import { providerOf } from '../providers/registry';
 
 export interface PlannedHost {
   hostId: string;
@@ -26,15 +26,17 @@ export interface Plan {
 
 export function planRun(spec: ExperimentSpec, runId: string): Plan {
   const hosts: PlannedHost[] = [];
+  const provider = providerOf(spec.provider);
   for (const [className, cls] of Object.entries(spec.storageClasses)) {
     const limits = classLimits(cls);
-    const gib = cls.kind === 'ebs' ? dataVolumeGiB(volumeBytes(spec), cls) : (cls.sizeGiB ?? Math.ceil(volumeBytes(spec) / 2 ** 30));
+    // The provider's own size where it sizes volumes its own way (gp3's IOPS per GiB), else the spec's or the need.
+    const gib = provider.volumeGiB?.(cls, volumeBytes(spec)) ?? cls.sizeGiB ?? Math.ceil(volumeBytes(spec) / 2 ** 30);
     for (let i = 0; i < spec.clustersPerClass; i++) {
       hosts.push({
         hostId: hostIdFor(runId, className, i),
         className,
         kind: cls.kind,
-        instanceType: spec.provider === 'aws' ? spec.host.instanceType : null,
+        instanceType: provider.onThisMachine ? null : spec.host.instanceType,
         volume: volumeLine(cls, gib, limits),
       });
     }

@@ -8,8 +8,8 @@
  * pg_recvlogical and pg_amcheck 15 work against a 17 server; pg_basebackup and pg_rewind 15 refuse it ("incompatible
  * server version", "clusters are not compatible with this version of pg_rewind") and pgBackRest 2.45 does not know
  * its control file ("unexpected control version = 1700"); WAL-G v3.0.8 backs 17 up and restores it (backup-push,
- * wal-push, backup-fetch, wal-fetch replay: checked here). On AWS the host installs the requested major from
- * apt.postgresql.org with matching tools, so these limits are local only.
+ * wal-push, backup-fetch, wal-fetch replay: checked here). A provider whose hosts install the requested major with
+ * matching tools (EC2 hosts, from apt.postgresql.org) declares no client tools major, so these limits are local only.
  */
 import type { BackupToolName } from './backup-store';
 import type { SpecProblem } from '../core/errors';
@@ -30,9 +30,12 @@ export function debugIoDirect(mode: DirectIoMode): string | null {
   return mode === 'off' ? null : mode === 'data' ? 'data' : 'data, wal';
 }
 
-/** What a spec asks a PostgreSQL version for. */
+/** What a spec asks a PostgreSQL version for, and what its provider's hosts have (common/providers/registry.ts clientToolsOf). */
 export interface VersionNeeds {
-  provider: 'local' | 'aws';
+  /** The major of the hosts' client tools when a newer server runs with them; null: each host has its server's. */
+  clientToolsMajor: number | null;
+  /** Where else a run could go whose hosts have matching tools, in words ("on AWS"); null: nowhere. */
+  elsewhere: string | null;
   version: number | undefined;
   directIo: DirectIoMode;
   /** WAL archiving and base backups (experiment durability, restore drill). */
@@ -54,16 +57,17 @@ export function versionProblems(needs: VersionNeeds): SpecProblem[] {
       path: fields.directIo,
       message: `"${needs.directIo}" needs PostgreSQL ${DIRECT_IO_MIN_MAJOR}+ (debug_io_direct); set ${fields.version} to ${LOCAL_SERVER_MAJOR}${version === undefined ? '' : ` (it is ${version})`} or ${fields.directIo} to "off"`,
     });
-  const localNewer = needs.provider === 'local' && version !== undefined && version > LOCAL_CLIENT_MAJOR;
-  if (localNewer && needs.backups && needs.backupTool !== 'wal-g')
+  const tools = needs.clientToolsMajor;
+  if (tools === null || version === undefined || version <= tools) return problems;
+  if (needs.backups && needs.backupTool !== 'wal-g')
     problems.push({
       path: fields.backups,
-      message: `backups with pgBackRest need PostgreSQL ${LOCAL_CLIENT_MAJOR} here (Debian's pgBackRest 2.45 does not know ${version}'s control file); back up with WAL-G, set ${fields.version} to ${LOCAL_CLIENT_MAJOR}, or run on AWS`,
+      message: `backups with pgBackRest need PostgreSQL ${tools} here (Debian's pgBackRest 2.45 does not know ${version}'s control file); back up with WAL-G${needs.elsewhere ? ', ' : ' or '}set ${fields.version} to ${tools}${needs.elsewhere ? `, or run ${needs.elsewhere}` : ''}`,
     });
-  if (localNewer && needs.replicas)
+  if (needs.replicas)
     problems.push({
       path: fields.replicas,
-      message: `PostgreSQL ${version} runs here from server-only binaries with Debian's ${LOCAL_CLIENT_MAJOR} client tools, and pg_basebackup / pg_rewind ${LOCAL_CLIENT_MAJOR} refuse a ${version} server; the failover drill needs them: set ${fields.version} to ${LOCAL_CLIENT_MAJOR} (or run on AWS)`,
+      message: `PostgreSQL ${version} runs here from server-only binaries with Debian's ${tools} client tools, and pg_basebackup / pg_rewind ${tools} refuse a ${version} server; the failover drill needs them: set ${fields.version} to ${tools}${needs.elsewhere ? ` (or run ${needs.elsewhere})` : ''}`,
     });
   return problems;
 }

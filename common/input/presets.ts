@@ -1,15 +1,13 @@
 /**
- * Named presets: complete specs that inputs override field by field.
- * `seed-full` is the published experiment (common/results/reference/posette-2026.json); the others scale it down.
+ * Named presets: complete specs that inputs override field by field. `seed-full` is the published experiment
+ * (common/results/reference/posette-2026.json), a preset of the provider it ran on (common/providers/aws.ts); the
+ * presets here scale it down to this machine.
  */
 import { LOCAL_SERVER_MAJOR } from './postgres-versions';
+import { RANDOM_UPDATE_SCRIPT } from './workload-script';
+import { PROVIDER_PRESETS } from '../providers/registry';
 
-/** The reference's workload: one random single-row UPDATE. `:scale` comes from data.scale (pgbench -s). */
-export const RANDOM_UPDATE_SCRIPT =
-  '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n';
-
-export const PRESET_NAMES = ['local-quick', 'reference-scaled', 'ci', 'nightly', 'seed-full', 'predict-check', 'predict-matrix'] as const;
-export type PresetName = (typeof PRESET_NAMES)[number];
+export { RANDOM_UPDATE_SCRIPT } from './workload-script';
 
 const localClasses = {
   'local-disk': { kind: 'local-disk' },
@@ -57,7 +55,8 @@ const predictionSizes = {
   phases: { checkpoint: { enabled: false }, vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
 };
 
-export const PRESETS: Record<PresetName, Record<string, unknown>> = {
+/** This machine's presets (provider "local"): every size, from a seconds-long ci run to the reference scaled down. */
+export const LOCAL_PRESETS: Readonly<Record<string, Record<string, unknown>>> = {
   /**
    * The experiment scaled to one small machine, both sides modelled: gp3 at 3,000 IOPS and m6id's instance-store
    * NVMe (docs/storage-emulation.md). Data ~4.8x the host memory limit, so reads reach the device. PostgreSQL 17 with
@@ -158,26 +157,12 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     compare: { baseline: 'gp3-3000', candidate: 'local-c64' },
     ...predictionSizes,
   }),
-  /** The published experiment: 4 + 4 m6id.4xlarge clusters, instance-store NVMe vs gp3 at 3,000 IOPS. */
-  'seed-full': {
-    name: 'seed-full',
-    provider: 'aws',
-    storageClasses: {
-      nvme: { kind: 'instance-store' },
-      gp3: { kind: 'ebs', iops: 3000, throughputMiBps: 125 },
-    },
-    compare: { baseline: 'gp3', candidate: 'nvme' },
-    clustersPerClass: 4,
-    maxParallelClusters: 8,
-    host: { memoryLimitMiB: 65_536, instanceType: 'm6id.4xlarge' },
-    postgres: { sharedBuffersMiB: 16_384, maxWalSizeMiB: 65_536, settings: { checkpoint_timeout: '30min' } },
-    // A full count of 3.3 billion rows takes an hour on gp3; the chunk table already proves every chunk loaded once.
-    data: { scale: 33_000, chunkRows: 5_000_000, loadWriters: 16, verifyRows: false },
-    workload: { clients: 64, threads: 16, durationSeconds: 300, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
-    phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 10_240 }, backlog: { enabled: true, backlogMB: 10_240 } },
-    sampler: { enabled: true, intervalMs: 50 },
-    durability: { enabled: false, archiveTimeoutSeconds: 60, backupStore: { kind: 'folder' } },
-    aws: { region: 'us-east-1' },
-    expiresAfterHours: 24,
-  },
 };
+
+/**
+ * Every preset by name: this machine's, then each provider's runs (common/providers/: the published experiment on
+ * EC2, `seed-full`). A name is taken once (test/unit/providers.test.ts).
+ */
+export const PRESETS: Readonly<Record<string, Record<string, unknown>>> = { ...LOCAL_PRESETS, ...PROVIDER_PRESETS };
+export const PRESET_NAMES = Object.keys(PRESETS) as [string, ...string[]];
+export type PresetName = (typeof PRESET_NAMES)[number];

@@ -7,6 +7,7 @@
 import { costCeilingProblems } from './cost';
 import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
 import { experimentSpecRules } from './rules';
+import { providerOf } from '../providers/registry';
 import { ExperimentSpecSchema, InvalidSpecError, isPlainObject, mergeSpec, toProblem, volumeBytes, withBudgetDefault, type ExperimentSpec } from './spec';
 
 /** The schema with the rules that read the whole spec: sizes that cannot fit, a workload that cannot run, the cost. */
@@ -15,8 +16,9 @@ const ResolvedSpecSchema = ExperimentSpecSchema.superRefine((spec, ctx) => {
   // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
   for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path, p.message);
   // The run's own ceiling, at its own prices; the control worker's preflight applies its ceiling and prices too.
-  if (spec.provider === 'aws' && spec.aws?.maxCostUsd !== undefined)
-    for (const p of costCeilingProblems(spec, { usd: spec.aws.maxCostUsd, field: 'aws.maxCostUsd', source: 'aws.maxCostUsd' })) add(p.path, p.message);
+  const provider = providerOf(spec.provider);
+  const ceiling = provider.cost?.ceiling(provider.sectionIn(spec));
+  if (ceiling) for (const p of costCeilingProblems(spec, { usd: ceiling.usd, field: ceiling.field, source: ceiling.field })) add(p.path, p.message);
 });
 
 /**

@@ -12,23 +12,23 @@ import { PRESET_NAMES } from './presets';
 import type { PhaseContext } from '../phases/kit';
 import { PhasesSchema, phasesVolumeBytes } from '../phases/registry';
 import { ServerSettingsSchema } from './server-settings';
+import { int, SPEC_LIMITS } from './limits';
+import { EBS_LEAST_IOPS, StorageClassSchema, storageMiBps } from './storage';
+import { AwsRegionField, BackupSubfolderField, CONTROL_CHARACTER, EndpointField, InstanceTypeField, KeyPrefixField, S3BucketField } from './fields';
 import {
-  AmiIdField,
-  AwsRegionField,
-  BackupSubfolderField,
-  CONTROL_CHARACTER,
-  EndpointField,
-  HostAndPortField,
-  ImageParameterField,
-  InstanceProfileNameField,
-  InstanceTypeField,
-  KeyPrefixField,
-  S3BucketField,
-  SecurityGroupIdField,
-  SsmParameterField,
-  SubnetIdField,
-  TemporalNamespaceField,
-} from './fields';
+  backupStoreKindProblem,
+  clientToolsOf,
+  networkCutters,
+  ProviderField,
+  providerOf,
+  providerSectionsShape,
+  sectionProblem,
+  storageKindProblem,
+  type ProviderName,
+} from '../providers/registry';
+
+export { int, SPEC_LIMITS } from './limits';
+export { classLimits, EBS_LEAST_IOPS, GP3_BASELINE, STORAGE_KINDS, StorageClassSchema, storageMiBps, withBudgetDefault, type StorageClassSpec, type StorageKind } from './storage';
 
 export const SPEC_VERSION = 1;
 
@@ -43,95 +43,6 @@ export const RunName = z
   .string()
   .max(40, { error: 'must be at most 40 characters', abort: true })
   .regex(/^[a-z0-9][a-z0-9-]{0,39}$/, { error: 'must be lower-case letters, digits and dashes (max 40)' });
-
-/**
- * Upper bounds of the sizes a spec sets, each what the thing can be, not what a run usually needs (every field has
- * one: test/unit/spec-bounds.test.ts fails on a number, string or list without a maximum).
- */
-export const SPEC_LIMITS = {
-  /** gp3's long-standing maximum volume size (16 TiB); a local volume is a file of that size on this machine. */
-  volumeGiB: 16_384,
-  /** A pgbench script: the reference's is 120 bytes; 64 KiB holds any hand-written benchmark. */
-  scriptBytes: 64 * 1024,
-  /** Storage classes of one run (predict-check has 5). */
-  storageClasses: 8,
-  /** Clusters of one run, all classes together (seed-full has 8). */
-  clusters: 64,
-  /** Security groups on one host's network interface (EC2's quota can reach 16). */
-  securityGroups: 16,
-  /** Instance types in the price table. */
-  priceTableEntries: 64,
-  /** On-demand price of one instance hour (the largest EC2 instances list at about 400 USD). */
-  hourlyPriceUsd: 1_000,
-  /** A storage price per GiB-, IOPS- or MiB/s-month (gp3 lists at 0.08, 0.005 and 0.04 USD). */
-  storagePriceUsd: 10,
-  /** A run's own cost ceiling (the control worker caps it lower: STORAGE_LAB_AWS_MAX_COST_USD). */
-  maxCostUsd: 100_000,
-  /** Server settings of one spec (PostgreSQL documents about 350), a name's length (NAMEDATALEN - 1), a value's. */
-  settings: 200,
-  settingNameChars: 63,
-  settingValueChars: 1_024,
-} as const;
-
-/** A whole-number field whose errors name its bounds and unit. */
-export const int = (min: number, max: number, what: string) =>
-  z
-    .number({ error: `must be a whole number (${what})` })
-    .int({ error: `must be a whole number (${what})` })
-    .min(min, { error: `must be at least ${min} (${what})` })
-    .max(max, { error: `must be at most ${max} (${what})` });
-
-/** Where a storage class's data lives. Local kinds run on this machine; the others on AWS. */
-/**
- * Local kinds: the machine's own disk (`local-disk`), and modelled volumes (docs/storage-emulation.md): `emulated-ebs`
- * (gp3 or io2, volumeType) and `nvme` (m6id.4xlarge's instance-store NVMe). AWS kinds: real EBS and instance store.
- */
-export const STORAGE_KINDS = ['local-disk', 'emulated-ebs', 'nvme', 'instance-store', 'ebs'] as const;
-export type StorageKind = (typeof STORAGE_KINDS)[number];
-export const LOCAL_KINDS: readonly StorageKind[] = ['local-disk', 'emulated-ebs', 'nvme'];
-export const AWS_KINDS: readonly StorageKind[] = ['instance-store', 'ebs'];
-
-/** The least IOPS AWS provisions an EBS volume with (io1, io2); only a modelled volume goes below. */
-export const EBS_LEAST_IOPS = 100;
-
-export const StorageClassSchema = z
-  .object({
-    kind: z.enum(STORAGE_KINDS, { error: `must be one of ${STORAGE_KINDS.join(', ')}` }),
-    /**
-     * Provisioned IOPS of an EBS (or emulated EBS) volume; gp3's baseline is 3,000. A real volume takes at least
-     * AWS's least (100, below); a modelled one may be slower than any EBS volume, down to 10: a budget that binds one
-     * client whatever the CPU's share of a transaction (test/e2e/regression.test.ts).
-     */
-    iops: int(10, 256_000, 'IOPS').optional(),
-    /** Provisioned throughput in MiB/s; gp3's baseline is 125. */
-    throughputMiBps: int(1, 4_000, 'MiB/s').optional(),
-    /** Volume size; by default large enough for the data set, its WAL and what the phases write. */
-    sizeGiB: z
-      .number({ error: 'must be a number (GiB)' })
-      .positive({ error: 'must be positive (GiB)' })
-      .max(SPEC_LIMITS.volumeGiB, { error: `must be at most ${SPEC_LIMITS.volumeGiB} (GiB, gp3's largest volume)` })
-      .optional(),
-    /**
-     * `required`: fail before provisioning when I/O limits cannot be enforced (no root, no cgroups).
-     * `preferred`: run anyway and mark the class "not emulated" in the report.
-     */
-    emulation: z.enum(['required', 'preferred']).default('preferred'),
-    /** This class's hosts get this memory limit instead of host.memoryLimitMiB (a second memory size in one run). */
-    memoryLimitMiB: int(64, 1_048_576, 'MiB').optional(),
-    /** emulated-ebs: the EBS volume type the modelled volume stands for (common/model/devices.ts); default gp3. */
-    volumeType: z.enum(['gp3', 'io2'], { error: 'must be "gp3" or "io2"' }).optional(),
-    /**
-     * emulated-ebs: `shared`, one budget for reads and writes as EBS has: the modelled volume's only budget (the
-     * default). `separate` (the kernel's two throttles of earlier versions) is refused: recorded specs still parse.
-     */
-    iopsBudget: z.enum(['shared', 'separate'], { error: 'must be "shared" (reads + writes, as EBS) or "separate"' }).optional(),
-    /**
-     * This class's TPS run uses this many pgbench clients instead of workload.clients (at most that many, which sizes
-     * max_connections and the memory rules): one data set measured at several client counts, as predict-matrix does.
-     */
-    clients: int(1, 10_000, 'pgbench clients').optional(),
-  })
-  .strict();
 
 /**
  * Where backups go. Every value ends up in pgBackRest's config (one `key=value` a line) and WAL-G's, so each is
@@ -157,85 +68,6 @@ export const BackupStoreSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
-/** A price in USD, from 0 to `max`. */
-const usd = (max: number, what: string) =>
-  z
-    .number({ error: `must be a number (${what})` })
-    .nonnegative({ error: `must not be negative (${what})` })
-    .max(max, { error: `must be at most ${max} (${what})` });
-
-/** Storage prices of the cost estimate, USD per month (730 hours). */
-export interface StoragePricesUsd {
-  gp3GiBMonth: number;
-  gp3IopsMonth: number;
-  gp3MiBpsMonth: number;
-  s3GiBMonth: number;
-}
-
-/** The lab's list prices: us-east-1 on-demand, a month being 730 hours (the cost estimate's defaults). */
-export const LIST_PRICES_USD: { hourly: Readonly<Record<string, number>>; storage: Readonly<StoragePricesUsd> } = {
-  hourly: { 'm6id.4xlarge': 0.9492 },
-  storage: { gp3GiBMonth: 0.08, gp3IopsMonth: 0.005, gp3MiBpsMonth: 0.04, s3GiBMonth: 0.023 },
-};
-
-export const AwsSchema = z
-  .object({
-    region: AwsRegionField.default('us-east-1'),
-    /** For S3-compatible stores and API emulators (moto); unset on real AWS. */
-    endpoint: EndpointField.optional(),
-    /** The AMI; its owner must be one the control worker allows (STORAGE_LAB_AWS_IMAGE_OWNERS). */
-    imageId: AmiIdField.optional(),
-    imageSsmParameter: ImageParameterField.default('/aws/service/debian/release/12/latest/amd64'),
-    subnetId: SubnetIdField.optional(),
-    securityGroupIds: z
-      .array(SecurityGroupIdField)
-      .max(SPEC_LIMITS.securityGroups, { error: `must list at most ${SPEC_LIMITS.securityGroups} security groups` })
-      .default([]),
-    instanceProfileName: InstanceProfileNameField.optional(),
-    resultsBucket: S3BucketField.optional(),
-    resultsPrefix: KeyPrefixField.default('storage-lab/results'),
-    /** Temporal endpoint the host agents dial (Temporal Cloud or a self-hosted cluster). */
-    temporalAddress: HostAndPortField.optional(),
-    temporalNamespace: TemporalNamespaceField.default('default'),
-    /** Names (never values) of secrets in SSM Parameter Store that the host bootstrap reads. */
-    temporalApiKeyParameter: SsmParameterField.optional(),
-    /** mTLS to Temporal instead of an API key: SSM parameter names of the client certificate and its key. */
-    temporalTlsCertParameter: SsmParameterField.optional(),
-    temporalTlsKeyParameter: SsmParameterField.optional(),
-    /** SSM parameter with the database password; unset: each host generates its own at boot. */
-    databasePasswordParameter: SsmParameterField.optional(),
-    /** Root volume of each host (OS, packages, agent, pgbench logs); the data lives on its own device. */
-    rootVolumeGiB: int(8, 1_024, 'GiB').default(20),
-    /** On-demand prices (USD per hour) used for the cost estimate; extend for other instance types. */
-    hourlyPriceUsd: z
-      .record(InstanceTypeField, usd(SPEC_LIMITS.hourlyPriceUsd, 'USD per instance hour'))
-      .refine((prices) => Object.keys(prices).length <= SPEC_LIMITS.priceTableEntries, {
-        error: `must list at most ${SPEC_LIMITS.priceTableEntries} instance types`,
-      })
-      .default({ ...LIST_PRICES_USD.hourly }),
-    /** Storage prices for the cost estimate (us-east-1 list prices; a month is 730 hours). */
-    storagePriceUsd: z
-      .object({
-        gp3GiBMonth: usd(SPEC_LIMITS.storagePriceUsd, 'USD per GiB-month').default(LIST_PRICES_USD.storage.gp3GiBMonth),
-        gp3IopsMonth: usd(SPEC_LIMITS.storagePriceUsd, 'USD per IOPS-month').default(LIST_PRICES_USD.storage.gp3IopsMonth),
-        gp3MiBpsMonth: usd(SPEC_LIMITS.storagePriceUsd, 'USD per MiB/s-month').default(LIST_PRICES_USD.storage.gp3MiBpsMonth),
-        s3GiBMonth: usd(SPEC_LIMITS.storagePriceUsd, 'USD per GiB-month').default(LIST_PRICES_USD.storage.s3GiBMonth),
-      })
-      .strict()
-      .default({ ...LIST_PRICES_USD.storage }),
-    /**
-     * The most the run may cost by its estimate (the dry run's, common/input/cost.ts); a run estimated above it is refused
-     * before anything is created. The control worker's own ceiling (STORAGE_LAB_AWS_MAX_COST_USD) applies as well:
-     * this can lower it, never raise it.
-     */
-    maxCostUsd: z
-      .number({ error: 'must be a number (USD)' })
-      .positive({ error: 'must be positive (USD)' })
-      .max(SPEC_LIMITS.maxCostUsd, { error: `must be at most ${SPEC_LIMITS.maxCostUsd} (USD)` })
-      .optional(),
-  })
-  .strict();
-
 /**
  * `postgres.settings` with the sizes of each part bounded (the refusals and the control-character rule are
  * ServerSettingsSchema's; ranges are the real server's, spec-checks.ts).
@@ -252,7 +84,7 @@ export const BoundedServerSettings = ServerSettingsSchema.superRefine((settings,
   }
 });
 
-/** The host every Postgres of a run gets: a memory limit (at least `minMemoryMiB`) and, on AWS, an instance type. */
+/** The host every Postgres of a run gets: a memory limit (at least `minMemoryMiB`) and, where hosts are instances, their type. */
 export function hostSchema(minMemoryMiB: number) {
   return z
     .object({
@@ -260,7 +92,7 @@ export function hostSchema(minMemoryMiB: number) {
       instanceType: InstanceTypeField.default('m6id.4xlarge'),
       /**
        * A host whose agent has not polled for this long is dead: its cluster (or drill) fails naming it, and the
-       * host is torn down. Default: 180 s locally, 600 s on AWS (an instance reboot or a slow cloud API).
+       * host is torn down. Default: the provider's (180 s locally, 600 s on EC2: an instance reboot or a slow cloud API).
        */
       deadAfterSeconds: int(10, 86_400, 'seconds').optional(),
     })
@@ -268,8 +100,8 @@ export function hostSchema(minMemoryMiB: number) {
 }
 
 /** How long a host of this spec may stay silent before it is declared dead (host.deadAfterSeconds or the default). */
-export function hostDeadAfterSeconds(spec: { provider: 'local' | 'aws'; host: { deadAfterSeconds?: number } }): number {
-  return spec.host.deadAfterSeconds ?? (spec.provider === 'aws' ? 600 : 180);
+export function hostDeadAfterSeconds(spec: { provider: ProviderName; host: { deadAfterSeconds?: number } }): number {
+  return spec.host.deadAfterSeconds ?? providerOf(spec.provider).deadAfterSeconds;
 }
 
 export const ExperimentSpecSchema = z
@@ -277,7 +109,7 @@ export const ExperimentSpecSchema = z
     specVersion: z.literal(SPEC_VERSION).default(SPEC_VERSION),
     name: RunName,
     preset: z.enum(PRESET_NAMES).optional(),
-    provider: z.enum(['local', 'aws'], { error: 'must be "local" or "aws"' }),
+    provider: ProviderField,
     storageClasses: z.record(ClassName, StorageClassSchema),
     /** Ratios are the candidate's speedup over the baseline, as in the reference (NVMe over gp3). */
     compare: z.object({ baseline: ClassName, candidate: ClassName }).strict().optional(),
@@ -343,7 +175,8 @@ export const ExperimentSpecSchema = z
           .default([]),
       })
       .strict(),
-    aws: AwsSchema.optional(),
+    /** Each provider's own section under its name (common/providers/registry.ts): `aws` for a run on EC2. */
+    ...providerSectionsShape,
     /** Predict every other class from this class's measured demands; the report puts predicted beside measured. */
     prediction: z.object({ calibrationClass: ClassName }).strict().optional(),
     /** Resources older than this are the sweeper's, whatever their run's state. */
@@ -373,13 +206,9 @@ export const ExperimentSpecSchema = z
     }
     if (spec.prediction && !classNames.includes(spec.prediction.calibrationClass))
       add(['prediction', 'calibrationClass'], `unknown storage class "${spec.prediction.calibrationClass}"; use one of: ${classNames.join(', ') || '(none defined)'}`);
-    const allowed = spec.provider === 'local' ? LOCAL_KINDS : AWS_KINDS;
     for (const [name, cls] of Object.entries(spec.storageClasses)) {
-      if (!allowed.includes(cls.kind))
-        add(
-          ['storageClasses', name, 'kind'],
-          `"${cls.kind}" cannot run on provider "${spec.provider}"; use ${allowed.join(' or ')}, or set provider to "${spec.provider === 'local' ? 'aws' : 'local'}"`,
-        );
+      const kind = storageKindProblem(spec.provider, cls.kind, true);
+      if (kind) add(['storageClasses', name, 'kind'], kind);
       const limited = cls.kind === 'ebs' || cls.kind === 'emulated-ebs';
       if (!limited && (cls.iops !== undefined || cls.throughputMiBps !== undefined))
         add(['storageClasses', name, 'iops'], `a ${cls.kind} class has no provisioned IOPS or throughput; remove them`);
@@ -406,12 +235,12 @@ export const ExperimentSpecSchema = z
         ['workload', 'threads'],
         `${spec.workload.threads} threads for ${spec.workload.clients} clients; pgbench needs threads <= clients`,
       );
-    if (spec.provider === 'aws' && !spec.aws)
-      add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
+    const section = sectionProblem(spec);
+    if (section) add([section.path], section.message);
     // The failover drill archives too (its own store, the same tool), so every drill backs up.
     const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
     for (const p of versionProblems({
-      provider: spec.provider,
+      ...clientToolsOf(spec.provider),
       version: spec.postgres.version,
       directIo: spec.postgres.directIo,
       backups: backsUp,
@@ -420,10 +249,10 @@ export const ExperimentSpecSchema = z
       fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'durability.tool', replicas: 'durability.drills' },
     }))
       add(p.path.split('.'), p.message);
-    if (spec.durability.drills.includes('partition') && spec.provider !== 'local')
-      add(['durability', 'drills'], 'the partition drill cuts the hosts\' loopback traffic with nftables on the control worker\'s machine: provider "local" only; remove "partition"');
-    if (backsUp && spec.provider === 'aws' && spec.durability.backupStore.kind === 'folder')
-      add(['durability', 'backupStore', 'kind'], 'hosts on AWS cannot share a folder; use kind "s3" with a bucket');
+    if (spec.durability.drills.includes('partition') && !providerOf(spec.provider).cutsNetwork)
+      add(['durability', 'drills'], `the partition drill cuts the hosts' loopback traffic with nftables on the control worker's machine: provider ${networkCutters()} only; remove "partition"`);
+    const storeKind = backsUp ? backupStoreKindProblem(spec.provider, spec.durability.backupStore.kind) : null;
+    if (storeKind) add(['durability', 'backupStore', 'kind'], storeKind);
     const store = spec.durability.backupStore;
     if (backsUp)
       for (const p of backupToolProblems({
@@ -437,9 +266,7 @@ export const ExperimentSpecSchema = z
 
 /** A validated, normalised experiment spec. */
 export type ExperimentSpec = z.output<typeof ExperimentSpecSchema>;
-export type StorageClassSpec = z.output<typeof StorageClassSchema>;
 export type BackupStoreSpec = z.output<typeof BackupStoreSchema>;
-export type AwsSpec = z.output<typeof AwsSchema>;
 
 /** What a caller passes: a preset name and any overrides, every field optional. */
 export type ExperimentInput = DeepPartial<ExperimentSpec> & { preset?: string };
@@ -450,43 +277,12 @@ type DeepPartial<T> = T extends (infer U)[]
     : T;
 
 /**
- * Sets an emulated EBS class's IOPS budget when the input left it out: one budget for reads and writes, as EBS. Done
- * at resolution (not as a schema default), so a spec resolved before the choice existed, recorded in a run's history,
- * still parses unchanged and keeps the separate limits it ran with (classLimits).
- */
-export function withBudgetDefault(cls: StorageClassSpec): StorageClassSpec {
-  if (cls.kind === 'emulated-ebs' && cls.iopsBudget === undefined) cls.iopsBudget = 'shared';
-  return cls;
-}
-
-/** gp3's baseline when a class leaves its limits out. */
-/**
  * The pgbench workload of a class's runs: the spec's, with the class's own client count where it sets one (pgbench
  * needs threads <= clients, so the threads are capped at the clients).
  */
 export function classWorkload(spec: ExperimentSpec, className: string): ExperimentSpec['workload'] {
   const clients = spec.storageClasses[className]?.clients ?? spec.workload.clients;
   return { ...spec.workload, clients, threads: Math.min(spec.workload.threads, clients) };
-}
-
-export const GP3_BASELINE = { iops: 3000, throughputMiBps: 125 } as const;
-
-/** The I/O limits that apply to a class, or null for a class with none (local disk, instance store). */
-export function classLimits(cls: StorageClassSpec): { iops: number; throughputMiBps: number; iopsBudget: 'shared' | 'separate' } | null {
-  if (cls.kind !== 'ebs' && cls.kind !== 'emulated-ebs') return null;
-  return {
-    iops: cls.iops ?? GP3_BASELINE.iops,
-    throughputMiBps: cls.throughputMiBps ?? GP3_BASELINE.throughputMiBps,
-    // Absent only in a spec resolved before the choice existed: those hosts had the kernel's separate limits.
-    iopsBudget: cls.iopsBudget ?? 'separate',
-  };
-}
-
-/** MiB/s a class's storage sustains for the estimate: its provisioned throughput, or a conservative figure. */
-export function storageMiBps(cls: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>): number {
-  if (cls.kind === 'ebs' || cls.kind === 'emulated-ebs') return cls.throughputMiBps ?? 125;
-  // Instance-store NVMe writes GB/s; the machine's own disk is unknown: assume a modest SSD.
-  return cls.kind === 'instance-store' ? 1000 : 200;
 }
 
 /** What a phase reads of one class's run beside its own fragment (common/phases/kit.ts). */

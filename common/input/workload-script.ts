@@ -5,6 +5,10 @@
  * anything is provisioned (lib/spec-checks.ts).
  */
 
+/** The reference's workload: one random single-row UPDATE. `:scale` comes from data.scale (pgbench -s). */
+export const RANDOM_UPDATE_SCRIPT =
+  '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n';
+
 /**
  * The meta-commands pgbench documents that stay inside the database, with the first major that has them; the real
  * pgbench of the host's version then refuses one it does not know ("invalid command").

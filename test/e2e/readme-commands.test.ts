@@ -1,6 +1,6 @@
 /**
  * Every command the README tells a person to type exists, and the cheap ones run: each `storage-lab ...`,
- * `npm ...` and `node dist/...` line of README.md's code blocks (and of docs/*.md and infra/aws/README.md) is parsed
+ * `npm ...` and `node dist/...` line of README.md's code blocks (and of docs/*.md and infra/providers/aws/README.md) is parsed
  * by the CLI's own commander tree (client/program.ts): its command, options and arguments must exist. The README's
  * commands that need no worker (dry runs, `predict --reference`, listings, `--help` of each command it names) then
  * run for real on a lab home of their own, against the suite's Temporal server, and must exit 0. Every relative link
@@ -15,7 +15,7 @@ import { commandProblem, docCommands, linkProblems, type DocCommand } from '../h
 import { uniqueId } from '../helpers/temporal';
 
 const README = path.join(PROJECT_ROOT, 'README.md');
-const DOCS = [README, path.join(PROJECT_ROOT, 'infra', 'aws', 'README.md'), ...readdirSync(path.join(PROJECT_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join(PROJECT_ROOT, 'docs', f))];
+const DOCS = [README, path.join(PROJECT_ROOT, 'infra', 'providers', 'aws', 'README.md'), ...readdirSync(path.join(PROJECT_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join(PROJECT_ROOT, 'docs', f))];
 const cli = path.join(PROJECT_ROOT, 'dist', 'client', 'cli.js');
 
 const commandsOf = (file: string) => docCommands(readFileSync(file, 'utf8'), file);

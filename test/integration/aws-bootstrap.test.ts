@@ -8,10 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { findWalg } from '../../lib/walg';
-import { awsRunProblems } from '../../common/input/aws';
+import { awsProvider } from '../../common/providers/aws';
 import { resolveSpec } from '../../common/input/resolve';
-import { completeHostConfig } from '../../infra/aws/host-config';
-import { readUserDataTemplate, renderUserData, shellQuote, USER_DATA_LIMIT_BYTES, type UserDataValues } from '../../infra/aws/user-data';
+import { completeHostConfig } from '../../infra/providers/aws/host-config';
+import { readUserDataTemplate, renderUserData, shellQuote, USER_DATA_LIMIT_BYTES, type UserDataValues } from '../../infra/providers/aws/user-data';
 import { hostAgentRoots, PROJECT_ROOT } from '../../lib/lab-paths';
 import { clientToken, hostBase } from '../../infra/providers/aws/ec2-provider';
 import { awsPolicyFromEnv, DEFAULT_AWS_POLICY } from '../../infra/providers/aws/policy';
@@ -210,14 +210,14 @@ describe('AWS settings', () => {
   });
 
   it('lists the spec fields a real run on AWS needs', () => {
-    expect(awsRunProblems(resolveSpec({ preset: 'ci' }))).toEqual([]);
-    const missing = awsRunProblems(resolveSpec({ preset: 'seed-full' })).map((p) => p.path);
+    expect(awsProvider.runProblemsOf(resolveSpec({ preset: 'ci' }))).toEqual([]);
+    const missing = awsProvider.runProblemsOf(resolveSpec({ preset: 'seed-full' })).map((p) => p.path);
     expect(missing).toEqual(['aws.subnetId', 'aws.instanceProfileName', 'aws.temporalAddress']);
     const ok = resolveSpec({
       preset: 'seed-full',
       aws: { subnetId: 'subnet-0abc1234def567890', instanceProfileName: 'p', temporalAddress: 'a:7233', temporalTlsCertParameter: '/c' },
     });
-    expect(awsRunProblems(ok).map((p) => p.path)).toEqual(['aws.temporalTlsKeyParameter']);
+    expect(awsProvider.runProblemsOf(ok).map((p) => p.path)).toEqual(['aws.temporalTlsKeyParameter']);
   });
 });
 

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { findWalg } from '../../lib/walg';
-import { dataVolumeGiB } from '../../common/input/aws';
+import { dataVolumeGiB } from '../../common/providers/aws';
 import { estimateCost } from '../../common/input/cost';
 import { RESOURCE_TAGS } from '../../common/core/names';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';

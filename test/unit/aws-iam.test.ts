@@ -1,5 +1,5 @@
 /**
- * The IAM policies in infra/aws/iam against the code: every AWS call the control worker and the host bootstrap
+ * The IAM policies in infra/providers/aws/iam against the code: every AWS call the control worker and the host bootstrap
  * make is allowed, and every EC2 action that creates or changes something is held to the lab's tags.
  */
 import { readFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ interface Statement {
 }
 
 const policy = (name: string): Statement[] =>
-  (JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'infra', 'aws', 'iam', name), 'utf8')) as { Statement: Statement[] }).Statement;
+  (JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'infra', 'providers', 'aws', 'iam', name), 'utf8')) as { Statement: Statement[] }).Statement;
 const list = (v: string | string[]) => (Array.isArray(v) ? v : [v]);
 const allowed = (statements: Statement[], action: string) =>
   statements.some((s) => s.Effect === 'Allow' && list(s.Action).includes(action));
@@ -45,7 +45,7 @@ describe('IAM policies', () => {
   });
 
   it('let the host fetch the agent and its secrets, and write backups, and nothing on EC2', () => {
-    const bootstrap = source('infra/aws/user-data.sh');
+    const bootstrap = source('infra/providers/aws/user-data.sh');
     expect(bootstrap).toMatch(/aws_ s3 cp/);
     expect(bootstrap).toMatch(/aws_ ssm get-parameter/);
     for (const a of ['s3:GetObject', 'ssm:GetParameter', 's3:PutObject', 's3:ListBucket']) expect(allowed(host, a)).toBe(true);

@@ -1,5 +1,6 @@
 /** The cost model: prices times quantities, the duration model's shape, measured host-hours, missing prices. */
-import { actualCost, costMarkdown, estimateCost, estimatedHostHours, formatCost, HOURS_PER_MONTH, runCost } from '../../common/input/cost';
+import { actualCost, costMarkdown, estimateCost, estimatedHostHours, formatCost, runCost } from '../../common/input/cost';
+import { HOURS_PER_MONTH } from '../../common/providers/aws';
 import type { ClusterResult } from '../../common/results/result';
 import { resolveSpec } from '../../common/input/resolve';
 
@@ -67,6 +68,6 @@ describe('cost', () => {
     expect(actualCost(spec, [])).toBeNull();
     const cost = runCost(spec, [cluster('gp3', 1)]);
     expect(cost.currency).toBe('USD');
-    expect(costMarkdown(cost).join('\n')).toMatch(/Estimated cost: \$[\d.]+[\s\S]*Measured cost: \$[\d.]+ for 1\.0 host-hours/);
+    expect(costMarkdown(cost, spec.provider).join('\n')).toMatch(/Estimated cost: \$[\d.]+[\s\S]*Measured cost: \$[\d.]+ for 1\.0 host-hours/);
   });
 });

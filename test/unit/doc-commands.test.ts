@@ -113,12 +113,12 @@ describe('relative links', () => {
       '# Doc',
       '## Two words',
       'See [the spec](common/input/spec.ts), [above](#two-words), [config](package.json) and [Temporal](https://temporal.io).',
-      'Gone: [old](docs/no-such-doc.md), [nowhere](#no-such-heading), [AWS](infra/aws/README.md#no-such-section). Not a link: `[x](y.md)`.',
+      'Gone: [old](docs/no-such-doc.md), [nowhere](#no-such-heading), [AWS](infra/providers/aws/README.md#no-such-section). Not a link: `[x](y.md)`.',
     ].join('\n');
     expect(linkProblems(markdown, README)).toEqual([
       expect.stringMatching(/README\.md:4: \(docs\/no-such-doc\.md\) docs\/no-such-doc\.md does not exist/),
       expect.stringMatching(/README\.md:4: \(#no-such-heading\) no heading of README\.md has the anchor #no-such-heading/),
-      expect.stringMatching(/\(infra\/aws\/README\.md#no-such-section\) no heading of infra\/aws\/README\.md has the anchor/),
+      expect.stringMatching(/\(infra\/providers\/aws\/README\.md#no-such-section\) no heading of infra\/providers\/aws\/README\.md has the anchor/),
     ]);
   });
 });

@@ -50,7 +50,7 @@ describe('version rules', () => {
   });
 
   it('lets WAL-G back up a local 17, and nothing replicate it', () => {
-    const needs = { provider: 'local' as const, version: 17, directIo: 'data' as const, backups: true, replicas: false, fields: { version: 'v', directIo: 'd', backups: 'b', replicas: 'r' } };
+    const needs = { clientToolsMajor: 15, elsewhere: 'on AWS', version: 17, directIo: 'data' as const, backups: true, replicas: false, fields: { version: 'v', directIo: 'd', backups: 'b', replicas: 'r' } };
     expect(versionProblems({ ...needs, backupTool: 'wal-g' })).toEqual([]);
     expect(versionProblems({ ...needs, backupTool: 'pgbackrest' }).map((p) => p.path)).toEqual(['b']);
     expect(versionProblems({ ...needs, backupTool: 'wal-g', replicas: true }).map((p) => p.path)).toEqual(['r']);

@@ -4,9 +4,10 @@
  * the settings and scripts that would log without bound are refused on their field.
  */
 import { z } from 'zod';
-import { costCeilingProblems, estimateCost, withPriceFloor } from '../../common/input/cost';
+import { costCeilingProblems, estimateCost } from '../../common/input/cost';
+import { LIST_PRICES_USD, withPriceFloor } from '../../common/providers/aws';
 import { failoverLedgerBytes, FailoverDrillSpecSchema, RestoreDrillSpecSchema, resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { ExperimentSpecSchema, LIST_PRICES_USD, SPEC_LIMITS } from '../../common/input/spec';
+import { ExperimentSpecSchema, SPEC_LIMITS } from '../../common/input/spec';
 import { resolveSpec } from '../../common/input/resolve';
 import { pgbenchLogBytes, serverLogProblems } from '../../common/input/rules';
 import { problemsOf } from '../helpers/spec-problems';

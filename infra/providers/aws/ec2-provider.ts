@@ -1,5 +1,5 @@
 /**
- * Hosts on EC2. A host is one instance, tagged with its run and host ids, whose user-data (infra/aws/user-data.sh)
+ * Hosts on EC2. A host is one instance, tagged with its run and host ids, whose user-data (infra/providers/aws/user-data.sh)
  * installs PostgreSQL and the host agent and mounts the storage under test: the instance-store NVMe that comes
  * with the instance type, or a gp3 volume this provider creates with the class's IOPS and throughput and attaches.
  * Every step is idempotent: a retried provision finds the host by its tags (and EC2 deduplicates RunInstances by
@@ -32,15 +32,15 @@ import {
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
-import { dataVolumeGiB } from '../../../common/input/aws';
-import { costCeilingProblems, drillCostProblems, withPriceFloor, type CostCeiling } from '../../../common/input/cost';
+import { costCeilingProblems, drillCostProblems, type CostCeiling } from '../../../common/input/cost';
+import { awsProvider, dataVolumeGiB, LIST_PRICES_USD, withPriceFloor, type AwsSpec } from '../../../common/providers/aws';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../../common/input/drill-spec';
 import { FAILURE_TYPES } from '../../../common/core/errors';
 import { hostTaskQueue, RESOURCE_TAGS } from '../../../common/core/names';
-import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type ExperimentSpec } from '../../../common/input/spec';
+import { classLimits, volumeBytes, type ExperimentSpec } from '../../../common/input/spec';
 import { AMI_ID } from '../../../common/input/fields';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
-import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
+import { readUserDataTemplate, renderUserData } from './user-data';
 import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import { describeClaimant } from '../../../common/core/claims';
 import { ownedByAnotherRun } from '../../../lib/claims';
@@ -88,7 +88,7 @@ export function clientToken(runId: string, hostId: string, purpose: 'instance' |
 }
 
 export class Ec2Provider implements HostProvider {
-  readonly name = 'aws' as const;
+  readonly name = awsProvider.name;
   private template: string | null = null;
 
   constructor(private readonly opts: Ec2ProviderOptions) {}
@@ -674,7 +674,7 @@ function hostRecord(req: HostRequest, postgresHost: string): HostRecord {
   return {
     hostId: req.hostId,
     runId: req.runId,
-    provider: 'aws',
+    provider: awsProvider.name,
     className: req.className,
     kind: req.storageClass.kind,
     taskQueue: hostTaskQueue(req.hostId),

@@ -10,7 +10,7 @@
  *   STORAGE_LAB_AWS_TEMPORAL_ADDRESS host:port the host agents dial (default: the control worker's TEMPORAL_ADDRESS)
  */
 import { HOST_AND_PORT, INSTANCE_TYPE } from '../../../common/input/fields';
-import { LIST_PRICES_USD, SPEC_LIMITS } from '../../../common/input/spec';
+import { AWS_LIMITS, LIST_PRICES_USD } from '../../../common/providers/aws';
 
 /** The operator's rules for runs on AWS. */
 export interface AwsPolicy {
@@ -57,8 +57,8 @@ export function awsPolicyFromEnv(env: NodeJS.ProcessEnv): AwsPolicy {
   const cost = env.STORAGE_LAB_AWS_MAX_COST_USD;
   if (cost !== undefined && cost !== '') {
     const usd = Number(cost);
-    if (!(usd > 0 && usd <= SPEC_LIMITS.maxCostUsd))
-      throw new Error(`STORAGE_LAB_AWS_MAX_COST_USD must be a number of USD above 0 and at most ${SPEC_LIMITS.maxCostUsd} (got "${cost}")`);
+    if (!(usd > 0 && usd <= AWS_LIMITS.maxCostUsd))
+      throw new Error(`STORAGE_LAB_AWS_MAX_COST_USD must be a number of USD above 0 and at most ${AWS_LIMITS.maxCostUsd} (got "${cost}")`);
     policy.maxCostUsd = usd;
   }
 
@@ -68,7 +68,7 @@ export function awsPolicyFromEnv(env: NodeJS.ProcessEnv): AwsPolicy {
     for (const entry of prices) {
       const [type, price] = entry.split('=');
       const usd = Number(price);
-      if (!INSTANCE_TYPE.test(type ?? '') || !(usd > 0 && usd <= SPEC_LIMITS.hourlyPriceUsd))
+      if (!INSTANCE_TYPE.test(type ?? '') || !(usd > 0 && usd <= AWS_LIMITS.hourlyPriceUsd))
         throw new Error(`STORAGE_LAB_AWS_HOURLY_PRICES: "${entry}" is not type=USD per hour, e.g. m6id.4xlarge=0.9492`);
       policy.hourlyPriceUsd[type] = usd;
     }

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { describeClaimant, hostIndexOf, ownedBy, ownerRefusal, type OwnerRecord } from '../../../common/core/claims';
 import { FAILURE_TYPES } from '../../../common/core/errors';
 import { hostFolderName, safeSegment, segmentProblem } from '../../../common/core/ids';
+import { localProvider } from '../../../common/providers/local';
 import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
@@ -93,7 +94,7 @@ export interface LocalProviderOptions {
 }
 
 export class LocalProvider implements HostProvider {
-  readonly name = 'local' as const;
+  readonly name = localProvider.name;
 
   constructor(private readonly opts: LocalProviderOptions) {
     // Its hosts, the key beside them, and the runs' backup stores: where the file guard lets it write and delete.
@@ -181,7 +182,7 @@ export class LocalProvider implements HostProvider {
     const config: HostConfig = {
       hostId: req.hostId,
       runId: req.runId,
-      provider: 'local',
+      provider: localProvider.name,
       className: req.className,
       kind: req.storageClass.kind,
       taskQueue: hostTaskQueue(req.hostId),

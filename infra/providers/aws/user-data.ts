@@ -2,10 +2,10 @@
  * Renders the host bootstrap (user-data.sh) for one host: every {{NAME}} becomes a single-quoted shell word.
  * Pure; the provider reads the template once. Values are names and addresses, never secrets.
  */
-import { readOperatorFile } from '../../lib/lab-fs';
+import { readOperatorFile } from '../../../lib/lab-fs';
 import path from 'node:path';
-import { CONTROL_CHARACTER } from '../../common/input/fields';
-import { PROJECT_ROOT } from '../../lib/lab-paths';
+import { CONTROL_CHARACTER } from '../../../common/input/fields';
+import { PROJECT_ROOT } from '../../../lib/lab-paths';
 
 /** What the bootstrap of one host needs to know. Empty strings mean "not set". */
 export interface UserDataValues {
@@ -36,7 +36,7 @@ export const USER_DATA_LIMIT_BYTES = 16 * 1024;
 
 /** The template as shipped next to this module's source. */
 export function readUserDataTemplate(): string {
-  return readOperatorFile(path.join(PROJECT_ROOT, 'infra', 'aws', 'user-data.sh')).toString('utf8');
+  return readOperatorFile(path.join(PROJECT_ROOT, 'infra', 'providers', 'aws', 'user-data.sh')).toString('utf8');
 }
 
 /** One shell word, whatever the value holds. */

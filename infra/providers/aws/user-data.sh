@@ -1,5 +1,5 @@
 #!/bin/bash
-# Storage Lab host bootstrap: the cloud-init user-data of one EC2 host, rendered by infra/aws/user-data.ts.
+# Storage Lab host bootstrap: the cloud-init user-data of one EC2 host, rendered by infra/providers/aws/user-data.ts.
 # Installs PostgreSQL, pgbackrest, Node and the control worker's WAL-G, formats and mounts the storage under test (instance-store NVMe or the
 # attached gp3 volume), fetches the host agent and the secrets it needs (SSM Parameter Store, by name), writes
 # host.json and runs the agent under systemd. No secret is in this script; what it prints reaches the serial
@@ -177,7 +177,7 @@ fi
 
 step "writing $host_dir/host.json"
 echo "$HOST_BASE_JSON" > "$work/host-base.json"
-node "$app/dist/infra/aws/host-config.js" "$work/host-base.json" "$host_dir/host.json" \
+node "$app/dist/infra/providers/aws/host-config.js" "$work/host-base.json" "$host_dir/host.json" \
   "$(imds local-ipv4)" "$(imds instance-id)" "$POSTGRES_VERSION"
 
 step "starting the host agent"

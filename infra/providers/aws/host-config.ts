@@ -5,10 +5,10 @@
  *   node host-config.js <base.json> <out host.json> <private-ip> <instance-id> [postgres major]
  */
 import path from 'node:path';
-import { readOperatorFile, registerLabRoot, writeLabFile } from '../../lib/lab-fs';
-import { findPostgresBinDir } from '../../lib/postgres-binaries';
-import type { HostConfig } from '../../common/core/hosts';
-import { deviceOfPath } from '../../lib/block-devices';
+import { readOperatorFile, registerLabRoot, writeLabFile } from '../../../lib/lab-fs';
+import { findPostgresBinDir } from '../../../lib/postgres-binaries';
+import type { HostConfig } from '../../../common/core/hosts';
+import { deviceOfPath } from '../../../lib/block-devices';
 
 /** Facts about the instance, found at boot. */
 export interface InstanceFacts {
