@@ -25,10 +25,12 @@ describe('history budget (unit-sized)', () => {
     const short = worstByType(await harness.run('experimentWorkflow', input, CI_DURATIONS, uniqueId('budget')));
     const long = worstByType(await harness.run('experimentWorkflow', input, scaled(CI_DURATIONS, 50), uniqueId('budget-50x')));
     expect([...short.byType.keys()].sort()).toEqual(['clusterWorkflow', 'experimentWorkflow', 'failoverDrillWorkflow', 'restoreDrillWorkflow']);
-    const max = (list: { events: number }[]) => Math.max(...list.map((f) => f.events));
-    // A few events of slack: how the server batches completions into workflow tasks varies from run to run.
-    const grew = [...short.byType].filter(([type, runs]) => Math.abs(max(long.byType.get(type)!) - max(runs)) > 8);
-    expect(grew.map(([type, runs]) => `${type}: ${max(runs)} events, ${max(long.byType.get(type)!)} when 50 times as long`)).toEqual([]);
+    // Compared without the workflow tasks' events: how the server batches completions into workflow tasks varies
+    // with the machine's load (a loaded suite saw one failover drill at 265 and 253 events), what the code decided
+    // does not. The totals stay under the limit below.
+    const max = (list: { decidedEvents: number }[]) => Math.max(...list.map((f) => f.decidedEvents));
+    const grew = [...short.byType].filter(([type, runs]) => max(long.byType.get(type)!) !== max(runs));
+    expect(grew.map(([type, runs]) => `${type}: ${max(runs)} events beside workflow tasks, ${max(long.byType.get(type)!)} when 50 times as long`)).toEqual([]);
     expect(long.worst.events).toBeLessThan(HISTORY_EVENT_LIMIT / 10);
     // Progress is read on demand: no workflow receives a signal, whose events would grow with a run's length.
     expect([...short.byType.values(), ...long.byType.values()].flat().filter((f) => f.signals > 0)).toEqual([]);
