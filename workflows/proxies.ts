@@ -93,6 +93,9 @@ export const HOST_CALL_GROUPS = {
     'probeOldPrimary',
     'waitForStandbys',
     'checkRepository',
+    'recoverAfterPowerCut',
+    'checkClusterAfterPowerCut',
+    'countAfterPowerCut',
   ],
   phase: ['runVacuumPhase', 'runBacklogPhase', 'restoreBackup'],
 } as const satisfies Record<string, readonly (keyof HostActivities)[]>;

@@ -39,7 +39,13 @@ export interface LabConfigInput {
   replicationPeers?: string[];
 }
 
-export interface ConfigurePostgresInput extends HostInput, LabConfigInput {}
+export interface ConfigurePostgresInput extends HostInput, LabConfigInput {
+  /**
+   * initdb --data-checksums when the cluster is created (the power-cut drill: the server then verifies each page it
+   * reads, so a page a power cut tore is named). A cluster that exists keeps what it was made with.
+   */
+  dataChecksums?: boolean;
+}
 
 export interface PostgresInfo {
   postgresVersion: string;
@@ -60,7 +66,9 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
   const { config } = deps;
   // Every check first: a refused value fails the activity before anything on the host changes.
   const lab = labConfig(deps, input);
-  await initCluster(deps);
+  if (input.dataChecksums !== undefined && typeof input.dataChecksums !== 'boolean')
+    refuseInput(deps, [{ path: 'dataChecksums', message: `${JSON.stringify(input.dataChecksums)} is not true or false` }]);
+  await initCluster(deps, input.dataChecksums === true);
   closeSocketDir(deps);
   const { fingerprint, applied, fingerprintFile } = writeLabConfig(deps, lab);
 
@@ -154,6 +162,9 @@ export function labConfig(deps: HostDeps, input: LabConfigInput): LabConfig {
   refuseInput(deps, problems);
 
   const merged: Record<string, string> = { ...input.server, ...input.user };
+  // A test's seam (never a spec: both settings are refused there) turns a durability setting off on every host.
+  const off = deps.testSeams?.durabilityOff;
+  if (off) merged[off] = 'off';
   const maxConnections = Number(merged.max_connections ?? DEFAULT_MAX_CONNECTIONS);
   const settings = {
     ...merged,
@@ -193,12 +204,12 @@ export function writeLabConfig(deps: HostDeps, lab: LabConfig): { fingerprint: s
 }
 
 /** initdb once; the lab's role is the bootstrap superuser, reached over the socket by peer authentication only. */
-async function initCluster(deps: HostDeps): Promise<void> {
+async function initCluster(deps: HostDeps, dataChecksums: boolean): Promise<void> {
   const { config } = deps;
   if (existsSync(path.join(config.dataDir, 'PG_VERSION'))) return;
   await runProcess(
     path.join(config.pgBinDir, 'initdb'),
-    ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256'],
+    ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256', ...(dataChecksums ? ['--data-checksums'] : [])],
     { ...asPostgresUser(deps), cwd: config.hostDir, timeoutMs: 600_000 },
   );
   appendLabFile(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`, { owner: deps.osUser });

@@ -3,7 +3,7 @@
  * drill specs (their zod superRefine calls these). Pure and workflow-safe: the CLI and every workflow refuse such a
  * spec before any host exists, naming the field and the fix.
  */
-import type { ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
+import type { PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
 import type { SpecProblem } from '../core/errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
 import { dataSetBytes } from './data-size';
@@ -210,12 +210,14 @@ export function pgbenchLogBytes(workload: { warmupSeconds: number; durationSecon
  */
 const LEDGER_BYTES_PER_COMMIT = 48;
 
-/** Worst-case bytes of the failover or partition drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
-export function failoverLedgerBytes(spec: ReplicaDrillSpec, cpus: number): number {
+/** Worst-case bytes of a replica or power-cut drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
+export function failoverLedgerBytes(spec: ReplicaDrillSpec | PowerCutDrillSpec, cpus: number): number {
   // The writes before the fault (the kill, the cut) and after it (drill-spec.ts writesBeforeFault; not imported here,
-  // which drill-spec.ts imports).
-  const before = 'partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds;
-  const writeSeconds = before + spec.writer.afterFailoverSeconds;
+  // which drill-spec.ts imports); the power-cut drill writes up to its latest cut, then waits out its outage.
+  const writeSeconds =
+    'powerCut' in spec
+      ? spec.powerCut.latestSeconds + spec.writer.maxOutageSeconds
+      : ('partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds) + spec.writer.afterFailoverSeconds;
   return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
 }
 
@@ -276,13 +278,13 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
 export const DRILL_MAX_CONNECTIONS = 100;
 
 /** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
-export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec): number {
+export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): number {
   const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
   return data + 2 * 2 ** 30;
 }
 
 /** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
-export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec): SpecProblem[] {
+export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): SpecProblem[] {
   // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
   const restore = 'workload' in spec;
   const clients = restore ? spec.workload.clients : spec.writer.connections;

@@ -1,0 +1,159 @@
+/**
+ * The power-cut drill's host steps: on the primary, PostgreSQL started again on what the power cut left (its crash
+ * recovery timed and read from the server's log) and the cluster checked (pg_amcheck over every database, heap and
+ * B-tree indexes with --heapallindexed, and the server's data checksums); on the client, the ledger of acknowledged
+ * commits looked up on the recovered primary. Each returns what it found, a cluster that does not come back or does
+ * not answer included: the drill reports that as the round's outcome (a corrupt cluster), it does not retry it away.
+ */
+import { Context } from '@temporalio/activity';
+import { readLabFile } from '../../lib/lab-fs';
+import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
+import { parseRecoveryLog, type RecoveryLog } from '../../lib/parsers/recovery-log';
+import { clientTool } from '../../lib/postgres-binaries';
+import { libpqEnv, withConnection } from '../../lib/pg';
+import { runProcess } from '../../lib/process-runner';
+import { every } from '../progress';
+import { asPostgresUser, assertHost, closeSocketDir, type HostDeps, type HostInput } from './deps';
+import { countLostCommits, type LedgerCount } from './failover-writer';
+import { isRunning, pgCtl, serverLog, tail } from './postgres';
+import type { PeerAddress } from './replication';
+
+/** Bytes of the server log read for the recovery's lines: the last start's lines are at its end. */
+const RECOVERY_LOG_BYTES = 64 * 1024;
+
+/** The server's last start in its log: whether it ran crash recovery, and the recovery's steps by the server's clock. */
+export interface CrashRecoveryLog extends Pick<RecoveryLog, 'startedAt' | 'redoStartAt' | 'redoDoneAt' | 'redoDoneLsn' | 'readyAt' | 'fatal'> {
+  /** "database system was not properly shut down; automatic recovery in progress": the server knew it had crashed. */
+  crashRecovery: boolean;
+  /** Seconds of WAL replay by the server's clock (redo start to redo done); null without redo. */
+  redoSeconds: number | null;
+}
+
+/** Reads the last start of a server log (log_line_prefix '%m [%p] ', UTC): its crash recovery, or the FATAL/PANIC that ended it. */
+export function crashRecoveryLog(text: string): CrashRecoveryLog {
+  const lines = text.split('\n');
+  let start = 0;
+  for (let i = lines.length - 1; i >= 0; i--)
+    if (/ LOG:\s+starting PostgreSQL /.test(lines[i])) {
+      start = i;
+      break;
+    }
+  const last = lines.slice(start).join('\n');
+  const r = parseRecoveryLog(last);
+  const redoSeconds = r.redoStartAt && r.redoDoneAt ? (Date.parse(r.redoDoneAt) - Date.parse(r.redoStartAt)) / 1000 : null;
+  return {
+    startedAt: r.startedAt,
+    redoStartAt: r.redoStartAt,
+    redoDoneAt: r.redoDoneAt,
+    redoDoneLsn: r.redoDoneLsn,
+    readyAt: r.readyAt,
+    fatal: r.fatal,
+    crashRecovery: /database system was not properly shut down; automatic recovery in progress/.test(last),
+    redoSeconds,
+  };
+}
+
+/** PostgreSQL back after a power cut: how long its start took, what its crash recovery did, or why it did not come back. */
+export interface PowerCutRecovery {
+  started: boolean;
+  /** Seconds from pg_ctl start to the server accepting connections (crash recovery included). */
+  seconds: number;
+  log: CrashRecoveryLog;
+  /** Why it did not come back (pg_ctl's failure and the log's last lines); empty when it did. */
+  detail: string;
+}
+
+/** Starts PostgreSQL on the data folder a power cut left, within `timeoutSeconds`, and times its crash recovery. */
+export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { timeoutSeconds: number }): Promise<PowerCutRecovery> {
+  assertHost(deps, input);
+  closeSocketDir(deps);
+  if (await isRunning(deps)) throw new Error(`host ${deps.config.hostId}: PostgreSQL runs already; a power cut leaves none running`);
+  const started = Date.now();
+  let detail = '';
+  try {
+    await pgCtl(deps, ['start', '-w', '-t', String(Math.max(1, Math.round(input.timeoutSeconds))), '-l', serverLog(deps)]);
+  } catch (err) {
+    detail = `${(err as Error).message.split('\n')[0]}\n${tail(serverLog(deps), 15)}`;
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const text = readLabFile(serverLog(deps), { maxBytes: RECOVERY_LOG_BYTES, tail: true }) ?? '';
+  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail };
+}
+
+/** The cluster checked after its crash recovery: pg_amcheck's findings and the server's checksum failures. */
+export interface ClusterCheck {
+  amcheck: {
+    /** pg_amcheck's exit code: 0 clean, 2 corruption found, 1 it could not check (its stderr in `detail`). */
+    exitCode: number;
+    ok: boolean;
+    problems: number;
+    relations: string[];
+    detail: string;
+  };
+  /** data_checksums as the server reports it (on for the drill's clusters: initdb --data-checksums). */
+  dataChecksums: boolean | null;
+  /** Pages whose checksum failed when the server read them since it started (pg_stat_database), over every database. */
+  checksumFailures: number | null;
+}
+
+/** Runs pg_amcheck over every database (heap, TOAST and B-tree indexes, every heap tuple looked up in its indexes). */
+export async function checkClusterAfterPowerCut(deps: HostDeps, input: HostInput & { timeoutSeconds: number }): Promise<ClusterCheck> {
+  assertHost(deps, input);
+  const ctx = Context.current();
+  const { config } = deps;
+  const stop = every(5_000, () => ctx.heartbeat({ phase: 'pg_amcheck' }));
+  let amcheck: ClusterCheck['amcheck'];
+  try {
+    // The lab's check, as the lab's role (it installs amcheck): the Postgres user, whom the peer map lets be that role.
+    const r = await runProcess(clientTool(config, 'pg_amcheck'), ['--all', '--install-missing', '--heapallindexed', '--maintenance-db=postgres'], {
+      ...asPostgresUser(deps),
+      cwd: config.hostDir,
+      env: libpqEnv(config, 'postgres'),
+      okExitCodes: [0, 1, 2],
+      timeoutMs: input.timeoutSeconds * 1000,
+      signal: ctx.cancellationSignal,
+    });
+    amcheck = amcheckOutcome(r.exitCode, r.stdout, r.stderr);
+  } finally {
+    stop();
+  }
+  let dataChecksums: boolean | null = null;
+  let checksumFailures: number | null = null;
+  try {
+    await withConnection(
+      config,
+      async (c) => {
+        dataChecksums = (await c.query<{ v: string }>("SELECT current_setting('data_checksums') AS v")).rows[0].v === 'on';
+        checksumFailures = Number((await c.query<{ n: string | null }>('SELECT coalesce(sum(checksum_failures), 0) AS n FROM pg_stat_database')).rows[0].n);
+      },
+      { database: 'postgres' },
+    );
+  } catch {
+    // A server that no longer answers: pg_amcheck's outcome says so already.
+  }
+  return { amcheck, dataChecksums, checksumFailures };
+}
+
+/** The ledger's count on the recovered primary, or why it could not be made (the ledger's table gone, the server down). */
+export type PowerCutCount = { ok: true; count: LedgerCount } | { ok: false; error: string };
+
+/** Looks every acknowledged commit of the given rounds up on the primary after its power cut. */
+export async function countAfterPowerCut(deps: HostDeps, input: HostInput & { primary: PeerAddress; rounds: number[] }): Promise<PowerCutCount> {
+  assertHost(deps, input);
+  try {
+    return { ok: true, count: await countLostCommits(deps, input) };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message.split('\n')[0].slice(0, 500) };
+  }
+}
+
+/** pg_amcheck's exit code and output as the round records them: clean (0), corruption found (2), or not checked (1). */
+export function amcheckOutcome(exitCode: number, stdout: string, stderr: string): ClusterCheck['amcheck'] {
+  const report = parseAmcheck(stdout);
+  if (exitCode === 0 && report.problems === 0)
+    return { exitCode, ok: true, problems: 0, relations: [], detail: 'no corruption found (every database: heap tables, TOAST, B-tree indexes, heapallindexed)' };
+  if (report.problems > 0)
+    return { exitCode, ok: false, problems: report.problems, relations: report.relations, detail: `${report.problems} problems in ${report.relations.join(', ')}: ${report.sample.join(' | ')}`.slice(0, 2_000) };
+  const why = (stderr.trim() || stdout.trim() || `exit code ${exitCode}`).split('\n').slice(0, 5).join(' | ').slice(0, 1_000);
+  return { exitCode, ok: false, problems: 0, relations: [], detail: `pg_amcheck could not check the cluster: ${why}` };
+}
