@@ -12,6 +12,7 @@ import { parseRecoveryLog, type RecoveryLog } from '../../lib/parsers/recovery-l
 import { clientTool } from '../../lib/postgres-binaries';
 import { libpqEnv, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
+import type { DurabilitySettings, PowerCutClusterCheck } from '../../common/results/drill-result';
 import { every } from '../progress';
 import { asPostgresUser, assertHost, closeSocketDir, type HostDeps, type HostInput } from './deps';
 import { countLostCommits, type LedgerCount } from './failover-writer';
@@ -80,21 +81,12 @@ export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { 
   return { started: detail === '', seconds, log: crashRecoveryLog(text), detail };
 }
 
-/** The cluster checked after its crash recovery: pg_amcheck's findings and the server's checksum failures. */
-export interface ClusterCheck {
-  amcheck: {
-    /** pg_amcheck's exit code: 0 clean, 2 corruption found, 1 it could not check (its stderr in `detail`). */
-    exitCode: number;
-    ok: boolean;
-    problems: number;
-    relations: string[];
-    detail: string;
-  };
-  /** data_checksums as the server reports it (on for the drill's clusters: initdb --data-checksums). */
-  dataChecksums: boolean | null;
-  /** Pages whose checksum failed when the server read them since it started (pg_stat_database), over every database. */
-  checksumFailures: number | null;
-}
+/** pg_amcheck's findings (exit code 0 clean, 2 corruption found, 1 it could not check), the checksums, the settings. */
+export type ClusterCheck = PowerCutClusterCheck;
+
+const SETTINGS_QUERY = `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit,
+  current_setting('full_page_writes') AS full_page_writes, current_setting('wal_sync_method') AS wal_sync_method,
+  current_setting('data_checksums') AS data_checksums`;
 
 /** Runs pg_amcheck over every database (heap, TOAST and B-tree indexes, every heap tuple looked up in its indexes). */
 export async function checkClusterAfterPowerCut(deps: HostDeps, input: HostInput & { timeoutSeconds: number }): Promise<ClusterCheck> {
@@ -117,13 +109,13 @@ export async function checkClusterAfterPowerCut(deps: HostDeps, input: HostInput
   } finally {
     stop();
   }
-  let dataChecksums: boolean | null = null;
   let checksumFailures: number | null = null;
+  let settings: DurabilitySettings | null = null;
   try {
     await withConnection(
       config,
       async (c) => {
-        dataChecksums = (await c.query<{ v: string }>("SELECT current_setting('data_checksums') AS v")).rows[0].v === 'on';
+        settings = (await c.query<DurabilitySettings>(SETTINGS_QUERY)).rows[0];
         checksumFailures = Number((await c.query<{ n: string | null }>('SELECT coalesce(sum(checksum_failures), 0) AS n FROM pg_stat_database')).rows[0].n);
       },
       { database: 'postgres' },
@@ -131,7 +123,8 @@ export async function checkClusterAfterPowerCut(deps: HostDeps, input: HostInput
   } catch {
     // A server that no longer answers: pg_amcheck's outcome says so already.
   }
-  return { amcheck, dataChecksums, checksumFailures };
+  const s = settings as DurabilitySettings | null;
+  return { amcheck, dataChecksums: s ? s.data_checksums === 'on' : null, checksumFailures, settings: s };
 }
 
 /** The ledger's count on the recovered primary, or why it could not be made (the ledger's table gone, the server down). */
