@@ -106,6 +106,8 @@ export async function checkClusterAfterPowerCut(deps: HostDeps, input: HostInput
       signal: ctx.cancellationSignal,
     });
     amcheck = amcheckOutcome(r.exitCode, r.stdout, r.stderr);
+    // It could not check: the server's own last words say why (it stopped, it refused).
+    if (r.exitCode === 1) amcheck.detail = `${amcheck.detail}; the server log ends: ${tail(serverLog(deps), 6).split('\n').join(' | ')}`.slice(0, 3_000);
   } finally {
     stop();
   }
