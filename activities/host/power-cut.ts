@@ -10,6 +10,7 @@ import { readLabFile } from '../../lib/lab-fs';
 import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
 import { parseRecoveryLog, type RecoveryLog } from '../../lib/parsers/recovery-log';
 import { clientTool } from '../../lib/postgres-binaries';
+import { memoryState } from '../../lib/cgroups';
 import { libpqEnv, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
 import type { DurabilitySettings, PowerCutClusterCheck } from '../../common/results/drill-result';
@@ -18,6 +19,20 @@ import { asPostgresUser, assertHost, closeSocketDir, type HostDeps, type HostInp
 import { countLostCommits, type LedgerCount } from './failover-writer';
 import { isRunning, pgCtl, serverLog, tail } from './postgres';
 import type { PeerAddress } from './replication';
+
+/** How long a recovered server must stay up before the drill counts on it. */
+const SETTLE_MS = 2_000;
+
+/** Processes the kernel killed for memory in the host's memory cgroup so far; null without one. */
+function oomKills(deps: HostDeps): number | null {
+  const cg = deps.config.cgroup;
+  if (!cg?.memoryDir) return null;
+  try {
+    return memoryState({ kind: cg.kind, memoryDir: cg.memoryDir }).oomKills;
+  } catch {
+    return null;
+  }
+}
 
 /** Bytes of the server log read for the recovery's lines: the last start's lines are at its end. */
 const RECOVERY_LOG_BYTES = 64 * 1024;
@@ -62,6 +77,8 @@ export interface PowerCutRecovery {
   log: CrashRecoveryLog;
   /** Why it did not come back (pg_ctl's failure and the log's last lines); empty when it did. */
   detail: string;
+  /** A server that stopped right after its recovery (and was started again): why, as far as the host can tell. */
+  afterStart?: string[];
 }
 
 /** Starts PostgreSQL on the data folder a power cut left, within `timeoutSeconds`, and times its crash recovery. */
@@ -78,7 +95,21 @@ export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { 
   }
   const seconds = (Date.now() - started) / 1000;
   const text = readLabFile(serverLog(deps), { maxBytes: RECOVERY_LOG_BYTES, tail: true }) ?? '';
-  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail };
+  // The server must stay up once it said it was ready: one that dies at once (killed for memory in the host's
+  // cgroup, say) is named, with the host's OOM kills, and started again so the count and the checks can run.
+  const afterStart: string[] = [];
+  if (detail === '')
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const oomBefore = oomKills(deps);
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      if (await isRunning(deps)) break;
+      const oom = oomKills(deps);
+      afterStart.push(
+        `the server stopped within ${SETTLE_MS / 1000} s of its recovery${oom !== null && oomBefore !== null ? ` (${oom - oomBefore} OOM kills in the host's memory cgroup meanwhile, ${oom} in all)` : ''}; its log ends: ${tail(serverLog(deps), 3).split('\n').join(' | ')}`,
+      );
+      await pgCtl(deps, ['start', '-w', '-t', String(Math.max(1, Math.round(input.timeoutSeconds))), '-l', serverLog(deps)]);
+    }
+  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail, ...(afterStart.length ? { afterStart } : {}) };
 }
 
 /** pg_amcheck's findings (exit code 0 clean, 2 corruption found, 1 it could not check), the checksums, the settings. */

@@ -116,7 +116,6 @@ function seamTest(off: DurabilityOff) {
       expect(result.verdict).toMatch(/^failed: round 1: /);
       expect(result.verdict).toContain(`${off} = off`);
       expect(lab.leftovers(hostsOf(workflowId))).toEqual([]);
-      // eslint-disable-next-line no-console
       console.log(`${off} = off: ${result.verdict}`);
     });
   });
