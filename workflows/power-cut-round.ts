@@ -84,7 +84,10 @@ export function roundEntry(
   const settings = set ? ` (fsync = ${set.fsync}, synchronous_commit = ${set.synchronous_commit})` : '';
   const problems: string[] = [];
   if (written.lastAckBeforeKillAt === null) problems.push(`the writer had no acknowledged commit before the cut; raise powerCut.earliestSeconds`);
-  if (!recovery.started) problems.push(`PostgreSQL did not come back from the power cut${settings}: ${(recovery.log.fatal?.message ?? recovery.detail).split('\n')[0]}`);
+  if (!recovery.started)
+    problems.push(
+      `PostgreSQL did not come back from the power cut${settings}: ${recovery.log.fatal ? `${recovery.log.fatal.message} (${recovery.detail.split('\n')[0]})` : recovery.detail.split('\n')[0]}`,
+    );
   const counted = count?.ok ? count.count : null;
   if (count && !count.ok) problems.push(`the acknowledged commits could not be counted after the cut${settings}: ${count.error}`);
   if (counted && counted.lost > 0)

@@ -54,7 +54,12 @@ export function crashRecoveryLog(text: string): CrashRecoveryLog {
       start = i;
       break;
     }
-  const last = lines.slice(start).join('\n');
+  // A client turned away while the server starts ("the database system is starting up") is logged as a FATAL of its
+  // own connection: not the server's.
+  const last = lines
+    .slice(start)
+    .filter((l) => !/ FATAL:\s+the database system is (starting up|in recovery mode|shutting down|not yet accepting connections)/.test(l))
+    .join('\n');
   const r = parseRecoveryLog(last);
   const redoSeconds = r.redoStartAt && r.redoDoneAt ? (Date.parse(r.redoDoneAt) - Date.parse(r.redoStartAt)) / 1000 : null;
   return {

@@ -143,7 +143,7 @@ describe("a power-cut round's verdict", () => {
     const log = '2026-12-03 04:00:01.000 UTC [9] LOG:  starting PostgreSQL 15.14\n2026-12-03 04:00:01.100 UTC [9] PANIC:  could not locate a valid checkpoint record\n';
     const down = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(3), written, recovery: { started: false, seconds: 2, detail: 'pg_ctl: could not start server', log: crashRecoveryLog(log) }, count: null, check: null });
     expect(down).toMatchObject({ ok: false, lostCommits: null, check: null, recovery: { started: false, fatal: 'could not locate a valid checkpoint record' } });
-    expect(down.error).toBe('PostgreSQL did not come back from the power cut (fsync = on, synchronous_commit = on): could not locate a valid checkpoint record');
+    expect(down.error).toBe('PostgreSQL did not come back from the power cut (fsync = on, synchronous_commit = on): could not locate a valid checkpoint record (pg_ctl: could not start server)');
   });
   it('fails a round whose writer had no acknowledged commit before the cut', () => {
     const r = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(0), written: { ...written, acknowledged: 0, lastAckBeforeKillAt: null }, recovery: recovered, count: count(0), check: check() });
@@ -158,6 +158,7 @@ describe('reading a crash recovery from the server log', () => {
       '2026-12-03 04:00:00.200 UTC [1] LOG:  database system is ready to accept connections',
       '2026-12-03 04:00:05.000 UTC [7] LOG:  starting PostgreSQL 15.14 on x86_64-pc-linux-gnu',
       '2026-12-03 04:00:05.010 UTC [8] LOG:  database system was interrupted; last known up at 2026-12-03 04:00:00 UTC',
+      '2026-12-03 04:00:05.015 UTC [9] FATAL:  the database system is starting up',
       '2026-12-03 04:00:05.020 UTC [8] LOG:  database system was not properly shut down; automatic recovery in progress',
       '2026-12-03 04:00:05.030 UTC [8] LOG:  redo starts at 0/1A2B3C8',
       '2026-12-03 04:00:05.180 UTC [8] LOG:  redo done at 0/1BBB820 system usage: CPU: user: 0.01 s',
