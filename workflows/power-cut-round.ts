@@ -86,7 +86,7 @@ export function roundEntry(
   if (written.lastAckBeforeKillAt === null) problems.push(`the writer had no acknowledged commit before the cut; raise powerCut.earliestSeconds`);
   if (!recovery.started)
     problems.push(
-      `PostgreSQL did not come back from the power cut${settings}: ${recovery.log.fatal ? `${recovery.log.fatal.message} (${recovery.detail.split('\n')[0]})` : recovery.detail.split('\n')[0]}`,
+      `PostgreSQL did not come back from the power cut${settings}: ${recovery.log.fatal ? `${recovery.log.fatal.message} (${recovery.detail.split('\n')[0]})` : recovery.detail.split('\n')[0]}; the server log ends: ${recovery.detail.split('\n').slice(-3).join(' | ')}`,
     );
   const counted = count?.ok ? count.count : null;
   if (count && !count.ok) problems.push(`the acknowledged commits could not be counted after the cut${settings}: ${count.error}`);

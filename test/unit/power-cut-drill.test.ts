@@ -143,7 +143,9 @@ describe("a power-cut round's verdict", () => {
     const log = '2026-12-03 04:00:01.000 UTC [9] LOG:  starting PostgreSQL 15.14\n2026-12-03 04:00:01.100 UTC [9] PANIC:  could not locate a valid checkpoint record\n';
     const down = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(3), written, recovery: { started: false, seconds: 2, detail: 'pg_ctl: could not start server', log: crashRecoveryLog(log) }, count: null, check: null });
     expect(down).toMatchObject({ ok: false, lostCommits: null, check: null, recovery: { started: false, fatal: 'could not locate a valid checkpoint record' } });
-    expect(down.error).toBe('PostgreSQL did not come back from the power cut (fsync = on, synchronous_commit = on): could not locate a valid checkpoint record (pg_ctl: could not start server)');
+    expect(down.error).toBe(
+      'PostgreSQL did not come back from the power cut (fsync = on, synchronous_commit = on): could not locate a valid checkpoint record (pg_ctl: could not start server); the server log ends: pg_ctl: could not start server',
+    );
   });
   it('fails a round whose writer had no acknowledged commit before the cut', () => {
     const r = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(0), written: { ...written, acknowledged: 0, lastAckBeforeKillAt: null }, recovery: recovered, count: count(0), check: check() });
