@@ -8,26 +8,28 @@ const { builtinModules } = require('node:module');
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 /**
- * Each folder and the folders it must never import from (value imports; `import type` is allowed where noted).
+ * Each folder and the folders it must never import from; `typesFrom` lists those of them whose types it may import
+ * (`import type`), and no other import of them.
  * Bottom to top: common (pure, workflow-safe) < lib (tools: process runner, tool wrappers, parsers, file guard,
  * results stores) < analysis (pure analysis and reports) < infra (providers, Temporal dev server) < activities
  * (thin adapters) < workflows < worker, client.
  */
 const LAYERS = {
-  common: { never: ['lib', 'analysis', 'infra', 'activities', 'workflows', 'worker', 'client'], types: false },
-  lib: { never: ['analysis', 'infra', 'activities', 'workflows', 'worker', 'client'], types: false },
-  analysis: { never: ['infra', 'activities', 'workflows', 'worker', 'client'], types: false },
-  infra: { never: ['analysis', 'activities', 'workflows', 'worker', 'client'], types: false },
-  activities: { never: ['workflows', 'worker', 'client'], types: false },
-  // Workflows name activity and host types (proxies); their code stays deterministic.
+  common: { never: ['lib', 'analysis', 'infra', 'activities', 'workflows', 'worker', 'client'], typesFrom: [] },
+  lib: { never: ['analysis', 'infra', 'activities', 'workflows', 'worker', 'client'], typesFrom: [] },
+  analysis: { never: ['infra', 'activities', 'workflows', 'worker', 'client'], typesFrom: [] },
+  infra: { never: ['analysis', 'activities', 'workflows', 'worker', 'client'], typesFrom: [] },
+  activities: { never: ['workflows', 'worker', 'client'], typesFrom: [] },
+  // Workflows name activity types (proxies), and every other shape they share from common/; their code stays deterministic.
   workflows: {
     never: ['lib', 'analysis', 'infra', 'activities', 'worker', 'client'],
-    types: true,
-    message: 'Workflows import activity types only (import type ...); side effects live in activities, and the layers import only downwards (docs/architecture.md).',
+    typesFrom: ['activities'],
+    message: 'Workflows import common/ and activity types only (import type ... from activities/); side effects live in activities, and the layers import only downwards (docs/architecture.md).',
   },
-  worker: { never: ['client'], types: false },
-  // The CLI uses the tools, the analysis and the providers, never an activity's insides.
-  client: { never: ['activities'], types: true },
+  worker: { never: ['client'], typesFrom: [] },
+  // The CLI uses the tools, the analysis and the providers, never an activity's insides nor workflow code: it talks
+  // to workflows through the Temporal client, with the shapes common/ defines.
+  client: { never: ['activities', 'workflows'], typesFrom: ['activities'] },
 };
 
 /**
@@ -55,17 +57,21 @@ const DETERMINISTIC = ['common', 'workflows'];
 
 /** The no-restricted-imports options of a folder: its layer's back edges, the file guard, the determinism rule. */
 function restrictedImports(folder, { guarded }) {
-  const { never, types, message } = LAYERS[folder];
+  const { never, typesFrom, message } = LAYERS[folder];
   const paths = [];
   if (guarded) paths.push(...Object.entries(fsModules).map(([name, importNames]) => ({ name, importNames, message: guardMessage })));
   if (DETERMINISTIC.includes(folder)) paths.push(...nodeBuiltins.map((name) => ({ name, message: 'Workflow code must be deterministic: do this in an activity.' })));
+  // Relative imports that climb to a top-level folder named in `never` (package names such as @temporalio/client pass).
+  const climbTo = (folders) => `^(\\./)?(\\.\\./)+(${folders.join('|')})(/|$)`;
+  const typesOnly = never.filter((f) => typesFrom.includes(f));
+  const nothing = never.filter((f) => !typesFrom.includes(f));
   const patterns = [
-    {
-      // Relative imports that climb to a top-level folder named in `never` (package names such as @temporalio/client pass).
-      regex: `^(\\./)?(\\.\\./)+(${never.join('|')})(/|$)`,
-      allowTypeImports: types,
-      message: message ?? `${folder}/ sits below ${never.join(', ')}: an import from there runs against the layers (docs/architecture.md).${types ? ' Types only (import type ...).' : ''}`,
-    },
+    ...(nothing.length
+      ? [{ regex: climbTo(nothing), message: message ?? `${folder}/ sits below ${nothing.join(', ')}: an import from there runs against the layers (docs/architecture.md).` }]
+      : []),
+    ...(typesOnly.length
+      ? [{ regex: climbTo(typesOnly), allowTypeImports: true, message: message ?? `${folder}/ imports only types from ${typesOnly.join(', ')} (import type ...): the layers import only downwards (docs/architecture.md).` }]
+      : []),
   ];
   return ['error', { paths, patterns }];
 }

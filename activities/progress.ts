@@ -4,26 +4,27 @@
  * Nothing is signalled to the workflow: its history stays bounded however long the activity runs.
  */
 import { Context } from '@temporalio/activity';
-import type { ActivityProgress } from '../common/core/messages';
+import type { ActivityProgress, StepMeasure } from '../common/core/messages';
+import { EtaTracker } from '../common/results/eta';
 
-export type ProgressUpdate = Omit<ActivityProgress, 'hostId' | 'phase' | 'at'>;
+export type ProgressUpdate = Omit<ActivityProgress, 'hostId' | 'step' | 'at'>;
 export type ReportProgress = (update: ProgressUpdate) => void;
 
-/** A reporter for one phase of one host. */
-export function progressReporter(hostId: string, phase: string): ReportProgress {
+/** A reporter for one step of one host. */
+export function progressReporter(hostId: string, step: string): ReportProgress {
   return (update) => {
-    const progress: ActivityProgress = { hostId, phase, ...update, at: new Date().toISOString() };
+    const progress: ActivityProgress = { hostId, step, ...update, at: new Date().toISOString() };
     Context.current().heartbeat(progress);
   };
 }
 
 /**
- * Runs fn while heartbeating `{ phase }` every few seconds, for steps that report nothing themselves (a backup, a
+ * Runs fn while heartbeating `{ step }` every few seconds, for steps that report nothing themselves (a backup, a
  * restore, pg_amcheck): a dead agent is still noticed by the heartbeat timeout. fn gets the cancellation signal.
  */
-export async function heartbeatWhile<T>(phase: string, fn: (signal: AbortSignal) => Promise<T>, ms = 5_000): Promise<T> {
+export async function heartbeatWhile<T>(step: string, fn: (signal: AbortSignal) => Promise<T>, ms = 5_000): Promise<T> {
   const ctx = Context.current();
-  const stop = every(ms, () => ctx.heartbeat({ phase }));
+  const stop = every(ms, () => ctx.heartbeat({ step }));
   try {
     return await fn(ctx.cancellationSignal);
   } finally {
@@ -37,8 +38,23 @@ export function every(ms: number, tick: () => void): () => void {
   return () => clearInterval(timer);
 }
 
-/** Seconds left at the current rate, or undefined before there is a rate. */
-export function etaSeconds(done: number, total: number, elapsedSeconds: number): number | undefined {
-  if (done <= 0 || elapsedSeconds <= 0) return undefined;
-  return Math.max(0, Math.round(((total - done) * elapsedSeconds) / done));
+/**
+ * A step's own measure of its progress, read on the step's clock: each reading gives the ETA rule's verdict
+ * (common/results/eta.ts: none before a measured, steady rate) and the measure a heartbeat carries.
+ */
+export class StepProgress {
+  private readonly tracker = new EtaTracker();
+  private readonly started = Date.now();
+
+  constructor(
+    readonly step: string,
+    readonly unit: StepMeasure['unit'],
+  ) {}
+
+  /** `done` of `total` now: seconds left (undefined when the rule shows none), the measured rate, the measure. */
+  read(done: number, total: number): { eta: number | undefined; rate: number | undefined; measure: StepMeasure } {
+    const seconds = Math.round(Date.now() - this.started) / 1000;
+    const verdict = this.tracker.observe(seconds, done, total);
+    return { eta: verdict.eta, rate: verdict.rate, measure: { step: this.step, unit: this.unit, seconds, done, total } };
+  }
 }

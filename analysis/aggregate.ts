@@ -6,15 +6,16 @@ import type { DrillSummary } from '../common/results/drill-result';
 import { classLimits, type ExperimentSpec } from '../common/input/spec';
 import { median } from '../common/core/stats';
 import { deviceModelOf } from '../common/model/devices';
+import type { Check } from '../common/results/check';
 import {
   RESULT_SCHEMA_VERSION,
-  type Check,
   type ClassResult,
   type ClusterResult,
   type ExperimentResult,
   type TpsRun,
 } from '../common/results/result';
-import { classDiagnostics, classPhases, diagnosticChecks } from './bottlenecks';
+import { classReadings, samplerChecks } from './bottlenecks';
+import { comparedPhases, measuredEveryPhase, phaseChecks, phaseMedians } from '../common/phases/registry';
 import { clientGapShare, LOAD_GENERATOR_GAP_SHARE } from './cross-checks';
 
 export interface EnvironmentInfo {
@@ -103,9 +104,9 @@ export function aggregate(input: AggregateInput): ExperimentResult {
       medianTps: nullableRound(median(ok.map((c) => c.tpsRun!.tps))),
       medianLatencyMs: nullableRound(median(ok.map((c) => c.tpsRun!.latencyMs.mean)), 2),
       // Each phase's median counts the clusters that measured it.
-      phases: classPhases(clusters),
+      phases: phaseMedians(clusters.map((c) => c.phases)),
     };
-    Object.assign(classes[name], classDiagnostics(ok, classes[name].limits));
+    Object.assign(classes[name], classReadings(ok, classes[name].limits));
   }
   const compare = spec.compare ?? null;
   const base = compare ? classes[compare.baseline] : undefined;
@@ -114,17 +115,11 @@ export function aggregate(input: AggregateInput): ExperimentResult {
     tps: speedup(cand?.medianTps ?? null, base?.medianTps ?? null),
     // Latency: lower is better, so the speedup is baseline over candidate.
     latency: speedup(base?.medianLatencyMs ?? null, cand?.medianLatencyMs ?? null),
-    // VACUUM and drain: seconds, lower is better, so baseline over candidate (the reference's 2.6x and 1.7x).
-    vacuum: speedup(base?.phases.vacuum?.vacuumSeconds ?? null, cand?.phases.vacuum?.vacuumSeconds ?? null),
-    backlog: speedup(base?.phases.backlog?.drainSeconds ?? null, cand?.phases.backlog?.drainSeconds ?? null),
+    // A phase's seconds: lower is better, so baseline over candidate, as the reference's ratios are.
+    ...Object.fromEntries(comparedPhases().map((p) => [p.ratioKey, speedup(p.seconds(base?.phases ?? {}), p.seconds(cand?.phases ?? {}))])),
   };
   const postgresVersion = input.clusters.find((c) => c.postgresVersion)?.postgresVersion ?? null;
-  const everyClassMeasured = Object.values(classes).every(
-    (c) =>
-      c.medianTps !== null &&
-      (!spec.phases.vacuum.enabled || c.phases.vacuum !== undefined) &&
-      (!spec.phases.backlog.enabled || c.phases.backlog !== undefined),
-  );
+  const everyClassMeasured = Object.values(classes).every((c) => c.medianTps !== null && measuredEveryPhase(spec.phases, c.phases));
   return {
     schemaVersion: RESULT_SCHEMA_VERSION,
     runId: input.runId,
@@ -176,7 +171,8 @@ export function runChecks(classes: Record<string, ClassResult>): Check[] {
         detail: `${run.failedTransactions} failed of ${run.transactions + run.failedTransactions}`,
       });
       const memoryRatio = c.load ? c.load.heapBytes / (cls.limits.memoryLimitMiB * 1024 * 1024) : 0;
-      checks.push(...diagnosticChecks(c, cls, memoryRatio >= 1));
+      checks.push(...samplerChecks(c, cls, memoryRatio >= 1));
+      checks.push(...phaseChecks(c.hostId, c.phases));
       if (c.load) {
         checks.push({
           name: 'data set larger than memory',

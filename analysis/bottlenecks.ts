@@ -1,16 +1,15 @@
 /**
- * What the diagnostics and the measured phases say about a run: medians per class, the resource that bound each
- * cluster, and the self-checks on the breakdown, the sampler, the throttle and the phases. Pure; aggregate.ts
- * calls it, and unit tests call it directly.
+ * What the sampler's readings say about a run: medians per class, the resource that bound each cluster, and the
+ * self-checks on the breakdown, the sampler and the throttle (each phase checks its own: common/phases/). Pure;
+ * aggregate.ts calls it, and unit tests call it directly.
  */
 import { BREAKDOWN_KEYS, breakdownCounts, breakdownTotal, eventShare } from '../common/results/breakdown';
 import { crossChecks } from './cross-checks';
-import type { DiagnosticsSecond, VacuumVerboseReport, VolumeWindow } from '../common/results/sampler-and-phases';
-import type { ClassPhases, ClassResult, Check, ClusterResult, LatencyMs } from '../common/results/result';
+import type { Check } from '../common/results/check';
+import type { ClassResult, ClusterResult, LatencyMs } from '../common/results/result';
+import type { SamplerSecond, VolumeWindow } from '../common/results/sampler-readings';
 import { median } from '../common/core/stats';
 
-/** Dead bytes made must be within this of the bytes asked for. */
-export const BLOAT_TOLERANCE = 0.1;
 /** The sampler must take at least this many samples a second. */
 export const MIN_SAMPLES_PER_SECOND = 10;
 /** The sampler's own CPU may be at most this share of the host's (the overhead target of the bench). */
@@ -31,33 +30,8 @@ function medianRecord(records: Record<string, number>[]): Record<string, number>
   return Object.fromEntries(keys.map((k) => [k, median(records.map((r) => r[k] ?? 0)) ?? 0]));
 }
 
-/** Medians per class of the VACUUM and backlog phases, over the clusters that measured them. */
-export function classPhases(clusters: ClusterResult[]): ClassPhases {
-  const phases: ClassPhases = {};
-  const vac = clusters.flatMap((c) => (c.phases.vacuum ? [c.phases.vacuum] : []));
-  if (vac.length)
-    phases.vacuum = {
-      vacuumSeconds: median(vac.map((v) => v.vacuumSeconds))!,
-      deadBytes: median(vac.map((v) => v.deadBytes))!,
-      requestedBytes: vac[0].requestedBytes,
-      readMBps: median(vac.map((v) => v.verbose.avgReadMBps))!,
-      writeMBps: median(vac.map((v) => v.verbose.avgWriteMBps))!,
-      clusters: vac.length,
-    };
-  const back = clusters.flatMap((c) => (c.phases.backlog ? [c.phases.backlog] : []));
-  if (back.length)
-    phases.backlog = {
-      drainSeconds: median(back.map((b) => b.drainSeconds))!,
-      backlogBytes: median(back.map((b) => b.backlogBytes))!,
-      requestedBytes: back[0].requestedBytes,
-      drainMBps: median(back.map((b) => b.drainMBps))!,
-      clusters: back.length,
-    };
-  return phases;
-}
-
 /** Medians per class of the breakdown, latency figures and wait shares. */
-export function classDiagnostics(
+export function classReadings(
   clusters: ClusterResult[],
   limits: { iops: number | null; throughputMiBps: number | null },
 ): Pick<ClassResult, 'breakdownMs' | 'latencyMs' | 'waitClassShares' | 'waitEventShares' | 'boundBy'> {
@@ -119,7 +93,7 @@ export interface DeviceAccounting {
   detail: string;
 }
 
-export function deviceAccounting(v: VolumeWindow, series: DiagnosticsSecond[] = []): DeviceAccounting {
+export function deviceAccounting(v: VolumeWindow, series: SamplerSecond[] = []): DeviceAccounting {
   const p = v.params;
   const served = v.served.reads + v.served.writes;
   const k = v.kernel;
@@ -215,7 +189,7 @@ export function throttleUse(
   };
 }
 
-/** The resource that bound a cluster's throughput, from its wait shares, CPU and device, or null without diagnostics. */
+/** The resource that bound a cluster's throughput, from its wait shares, CPU and device, or null without sampler readings. */
 export function boundBy(
   c: ClusterResult,
   limits: { iops: number | null; throughputMiBps: number | null; iopsBudget?: 'shared' | 'separate' } = { iops: null, throughputMiBps: null },
@@ -250,8 +224,8 @@ export function boundBy(
   return { resource: 'no single bound', detail };
 }
 
-/** Self-checks of one cluster's diagnostics and phases. `dataExceedsMemory` decides whether a cold throttle is an error. */
-export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceedsMemory: boolean): Check[] {
+/** Self-checks of one cluster's sampler readings. `dataExceedsMemory` decides whether a cold throttle is an error. */
+export function samplerChecks(c: ClusterResult, cls: ClassResult, dataExceedsMemory: boolean): Check[] {
   const checks: Check[] = [];
   const scope = c.hostId;
   const run = c.tpsRun;
@@ -291,34 +265,7 @@ export function diagnosticChecks(c: ClusterResult, cls: ClassResult, dataExceeds
       checks.push({ name: 'nothing escaped the device model', scope, ok: false, detail: 'no modelled volume\'s counters for this window: its accounting could not be checked (the server did not answer, or the run predates the modelled volume)' });
     }
   } else if (run) {
-    checks.push({ name: 'diagnostics sampled', scope, ok: false, severity: 'warning', detail: 'the TPS run has no diagnostics (sampler disabled?)' });
-  }
-  const v = c.phases.vacuum;
-  if (v) {
-    checks.push({
-      name: 'dead bytes as requested',
-      scope,
-      ok: Math.abs(v.deadBytesDeviation) <= BLOAT_TOLERANCE,
-      detail: `pgstattuple_approx counted ${mib(v.deadBytes)} MiB of dead tuples for ${mib(v.requestedBytes)} MiB requested (${(v.deadBytesDeviation * 100).toFixed(1)} %, tolerance ${BLOAT_TOLERANCE * 100} %); heap used space grew ${mib(v.usedBytesGrowth)} MiB`,
-    });
-    checks.push({
-      name: 'VACUUM removed the dead tuples',
-      scope,
-      ok: v.verbose.tuples.removed >= v.deadTuples * (1 - BLOAT_TOLERANCE),
-      detail: `${v.verbose.tuples.removed} tuples removed of ${v.deadTuples} made dead, ${v.verbose.pages.scanned} pages scanned in ${v.vacuumSeconds.toFixed(1)} s${leftBehind(v.verbose)}`,
-    });
+    checks.push({ name: 'sampler readings taken', scope, ok: false, severity: 'warning', detail: 'the TPS run has no sampler readings (sampler disabled?)' });
   }
   return checks;
 }
-
-/** What VACUUM said it could not remove, and why: the reason a check falls short, or a near miss worth seeing. */
-function leftBehind(verbose: VacuumVerboseReport): string {
-  const missed = verbose.missedDead ?? { tuples: 0, pages: 0 };
-  const parts = [
-    ...(verbose.tuples.deadNotYetRemovable > 0 ? [`${verbose.tuples.deadNotYetRemovable} still visible to another session's snapshot`] : []),
-    ...(missed.tuples > 0 ? [`${missed.tuples} on ${missed.pages} pages another backend had pinned`] : []),
-  ];
-  return parts.length > 0 ? `; left dead: ${parts.join(', ')}` : '';
-}
-
-const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);

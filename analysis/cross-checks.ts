@@ -10,8 +10,9 @@
  *   (track_wal_io_timing = on); the server's figure also counts the WAL writer, so the samples may be lower;
  * - server occupancy (Little's law on the server): average active workload backends / TPS vs pgbench's mean latency.
  */
-import type { Diagnostics } from '../common/results/sampler-and-phases';
-import type { Check, TpsRun } from '../common/results/result';
+import type { SamplerReadings } from '../common/results/sampler-readings';
+import type { Check } from '../common/results/check';
+import type { TpsRun } from '../common/results/result';
 
 /** Two estimates of a per-transaction time agree when within this share of the larger one... */
 export const CROSS_CHECK_TOLERANCE = 0.25;
@@ -40,7 +41,7 @@ export function clientGapShare(run: Pick<TpsRun, 'clientGapMs' | 'latencyMs'>): 
 /** The wait events of a backend writing or flushing WAL itself, in the names of every supported major. */
 export const WAL_IO_EVENTS = ['IO:WALWrite', 'IO:WALSync', 'IO:WalWrite', 'IO:WalSync'];
 
-export function sampledMsPerTransaction(d: Diagnostics, events: string[], transactions: number): number {
+export function sampledMsPerTransaction(d: SamplerReadings, events: string[], transactions: number): number {
   if (d.samples === 0 || transactions === 0) return 0;
   const seen = events.reduce((s, e) => s + (d.waitEvents[e] ?? 0), 0);
   return ((seen / d.samples) * d.seconds * 1000) / transactions;
@@ -53,7 +54,7 @@ function agree(a: number, b: number): boolean {
 
 const ms = (v: number) => (v < 1 ? v.toFixed(3) : v.toFixed(2));
 
-export function crossChecks(scope: string, run: TpsRun, d: Diagnostics): Check[] {
+export function crossChecks(scope: string, run: TpsRun, d: SamplerReadings): Check[] {
   const checks: Check[] = [];
   const tx = run.transactions;
   const tolerance = `tolerance ${CROSS_CHECK_TOLERANCE * 100} % or ${CROSS_CHECK_FLOOR_MS} ms`;

@@ -11,7 +11,8 @@ import path from 'node:path';
 // A short stable digest of the workload, not a name: the key of earlier runs' history entries, kept as it was.
 import { fnv32RunTag as workloadTag } from '../common/core/ids';
 import type { ExperimentResult } from '../common/results/result';
-import type { VerdictKind, TpsUnit } from './regression-verdict';
+import type { VerdictKind } from '../common/results/verdict';
+import type { TpsUnit } from './regression-verdict';
 import { runFolderName, type ReservedRun, type ResultsStore } from '../lib/results-store';
 
 /** The pseudo run under which the index lives in a results store: reserved, so no workflow id can name it. */

@@ -21,6 +21,7 @@ import type { HostActivities } from '../activities/host';
 import { runFolderName } from '../common/core/ids';
 import { progressReporter } from '../activities/progress';
 import type { HostRecord } from '../common/core/hosts';
+import { PHASES, type PhaseActivities } from '../common/phases/registry';
 import { startThrowawayServer, type DevServer } from '../infra/temporal/dev-server';
 import { fakeHostRecord } from '../test/helpers/fake-host';
 
@@ -30,8 +31,8 @@ export interface StepDurations {
   backup: number;
   warmup: number;
   tps: number;
-  vacuum: number;
-  backlog: number;
+  /** Each phase after the TPS run (common/phases/): as long as the longest of them. */
+  phase: number;
   restore: number;
   /** A drill's writes before or after its target, and a failover round's writer. */
   writes: number;
@@ -135,16 +136,26 @@ async function histories(client: Client, workflowId: string, firstRunId: string,
 }
 
 /** A fake host step standing for `seconds`: as many progress reports as the real activity makes in that time. */
-async function take(seconds: number, hostId: string, phase: string): Promise<void> {
-  const report = progressReporter(hostId, phase);
+async function take(seconds: number, hostId: string, step: string): Promise<void> {
+  const report = progressReporter(hostId, step);
   for (let done = 0; done < seconds; done += REPORT_EVERY_SECONDS) {
     report({ percent: Math.round((100 * done) / seconds), etaSeconds: Math.round(seconds - done), detail: { second: done } });
     if (done % (500 * REPORT_EVERY_SECONDS) === 0) await new Promise((r) => setImmediate(r));
   }
 }
 
+/**
+ * An activity the runs measured here never schedule: it fails, saying so. The fakes are typed as the whole activity
+ * sets, so a new activity does not compile until it is faked here or declared absent like this.
+ */
+function notInBudget(name: string): () => Promise<never> {
+  return async () => {
+    throw new Error(`${name} is not faked: the history budget runs no workflow that schedules it`);
+  };
+}
+
 /** The control plane, faked: hosts are host workers started in this process; results go nowhere. */
-function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<ControlActivities> {
+function fakeControl(startHost: (record: HostRecord) => Promise<void>): ControlActivities {
   return {
     async preflight() {
       return { warnings: [] };
@@ -169,7 +180,7 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
     async healNetwork() {
       return { removed: true, droppedPackets: 30, healedAt: new Date().toISOString(), removeSeconds: 0.01 };
     },
-    async diagnoseHost() {
+    async inspectHost() {
       return { oomKills: 0, text: 'fake host', lastPollAt: null };
     },
     async saveClusterResult() {},
@@ -186,25 +197,46 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<
     async saveDrillResult({ runId }) {
       return `budget://${runId}`;
     },
+    async saveToolComparison({ runId }) {
+      return `budget://${runId}`;
+    },
     async claimRunResults({ runId }) {
       return `budget://${runId}`;
     },
-  } as Partial<ControlActivities>;
+    cutPower: notInBudget('cutPower'),
+    diagnoseDatabase: notInBudget('diagnoseDatabase'),
+    compareWithHistory: notInBudget('compareWithHistory'),
+    listManagedHosts: notInBudget('listManagedHosts'),
+    removeBackupFolder: notInBudget('removeBackupFolder'),
+    describeRuns: notInBudget('describeRuns'),
+  };
 }
 
 const WAL = { start: '000000010000000000000003', stop: '000000010000000000000004' };
 const REPOSITORY_OK = { ok: true, status: 'ok', detail: 'fake: ok', walChecked: 2, walInvalid: 0, backupFilesChecked: null, backupFilesInvalid: null, missingWal: [], seconds: 0.1 };
 
 /** One host's agent, faked: every step reports as long as its duration and returns a plausible result. */
-function fakeHost(hostId: string, d: StepDurations): Partial<HostActivities> {
+function fakeHost(hostId: string, d: StepDurations): HostActivities {
   const node = /-node-(\d)$/.exec(hostId)?.[1];
-  const host: Partial<HostActivities> = {
+  // Each phase's activity stands for d.phase and returns the plausible result its module declares (its self-test's).
+  const phases = Object.fromEntries(
+    PHASES.map((p) => [
+      p.activity,
+      async () => {
+        await take(d.phase, hostId, p.name);
+        return p.selfTest.healthy;
+      },
+    ]),
+  ) as unknown as PhaseActivities;
+  const host: HostActivities = {
+    ...phases,
     async describeHost() {
       return { hostId, pid: 1, postgresRunning: true };
     },
     async configurePostgres() {
       return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
     },
+    async stopPostgres() {},
     async loadData(input) {
       await take(d.load, hostId, 'load');
       const rows = input.scale * 100_000;
@@ -217,14 +249,6 @@ function fakeHost(hostId: string, d: StepDurations): Partial<HostActivities> {
       await take(input.durationSeconds, hostId, input.label);
       const tpsSeries = Array(Math.min(input.durationSeconds, 600)).fill(1734);
       return { tps: 1734, transactions: 1734 * input.durationSeconds, failedTransactions: 0, durationSeconds: input.durationSeconds, clients: input.clients, threads: input.threads, latencyMs: { mean: 36.9, p50: 30, p95: 80, p99: 120 }, tpsSeries, pgbenchVersion: '15.18' };
-    },
-    async runVacuumPhase(input) {
-      await take(d.vacuum, hostId, 'vacuum');
-      return { vacuumSeconds: d.vacuum, deadBytes: input.bloatMB * 2 ** 20 } as never;
-    },
-    async runBacklogPhase(input) {
-      await take(d.backlog, hostId, 'backlog');
-      return { drainSeconds: d.backlog, backlogBytes: input.backlogMB * 2 ** 20 } as never;
     },
     async configureBackups() {
       return { tool: 'fake', version: '0', settings: { archive_mode: 'on' } };
@@ -273,6 +297,9 @@ function fakeHost(hostId: string, d: StepDurations): Partial<HostActivities> {
         maxPresentCommittedAt: 't',
       } as never;
     },
+    recoverAfterPowerCut: notInBudget('recoverAfterPowerCut'),
+    checkClusterAfterPowerCut: notInBudget('checkClusterAfterPowerCut'),
+    countAfterPowerCut: notInBudget('countAfterPowerCut'),
     async createFailoverLedger() {},
     async cloneStandby() {
       return { seconds: 1 };

@@ -1,5 +1,5 @@
 /**
- * The lab's checkpointed loader against `pgbench -i -I dtGvp` (drop, tables, server-side generate, vacuum,
+ * The lab's resumable loader against `pgbench -i -I dtGvp` (drop, tables, server-side generate, vacuum,
  * primary keys) at the same scale, on the same Postgres, in one run, alternating rounds so a noisy neighbour hurts
  * both alike. Prints each round and the ratio of medians (pgbench time / lab time; target >= 1.0).
  *   node dist/bench/loader-vs-pgbench.js [--scale 20] [--rounds 3] [--writers 2] [--chunk-rows 100000]

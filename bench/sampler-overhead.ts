@@ -1,5 +1,5 @@
 /**
- * The diagnostics sampler's cost: pgbench TPS with and without the sampler on its own connection, on the same
+ * The sampler's cost: pgbench TPS with and without the sampler on its own connection, on the same
  * local Postgres, in one run, in alternating pairs of short rounds so noise (a neighbour, a checkpoint) hurts both
  * alike. Both sides run the lab's own runPgbench activity; only `sampler` differs. Prints each pair, the median of
  * the paired TPS ratios, and the sampler backend's own CPU share (target: overhead at most 3 %).
@@ -9,7 +9,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadData } from '../activities/host/load';
 import { runPgbench } from '../activities/host/pgbench';
-import { resolveSpec } from '../common/input/spec';
+import { resolveSpec } from '../common/input/resolve';
 import { median, startBenchHost } from './bench-host';
 
 const preset = resolveSpec({ preset: 'local-quick' });

@@ -7,7 +7,8 @@
  *   node dist/bench/verdict-error-rates.js [--comparisons 1000] [--seed 1]
  */
 import { parseArgs } from 'node:util';
-import { decideVerdict, type Verdict, type VerdictKind, type TpsUnit } from '../analysis/regression-verdict';
+import { decideVerdict, type TpsUnit } from '../analysis/regression-verdict';
+import type { Verdict, VerdictKind } from '../common/results/verdict';
 import { DEFAULT_VERDICT_OPTIONS, type VerdictOptions } from '../common/input/regression-options';
 import { normalCdf, seededRandom, studentTQuantile } from '../common/core/stats';
 import { printTable } from '../client/table';

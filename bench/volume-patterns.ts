@@ -12,7 +12,7 @@
  * Every pattern's window is also held to the device's own accounting: nothing escaped the model.
  */
 import { deviceAccounting, type DeviceAccounting } from '../analysis/bottlenecks';
-import type { DiagnosticsSecond, VolumeWindow } from '../common/results/sampler-and-phases';
+import type { SamplerSecond, VolumeWindow } from '../common/results/sampler-readings';
 import { createHostCgroup, detectCgroups, joinScript, removeHostCgroup } from '../lib/cgroups';
 import { runFio, type FioJob, type FioResult } from '../lib/fio';
 import { volumeWindow } from '../lib/sampler';
@@ -130,7 +130,7 @@ export async function runPattern(control: VolumeControl, pattern: Pattern): Prom
   }
   const window = volumeWindow(readings[0], readings[readings.length - 1]);
   // The device's operations second by second (its own clock), for the accounting's per-second bound.
-  const series: DiagnosticsSecond[] = [];
+  const series: SamplerSecond[] = [];
   for (let i = 4; i < readings.length; i += 4) {
     const a = readings[i - 4];
     const b = readings[i];

@@ -3,9 +3,9 @@
  * (client/cli.ts): an expected failure as one line with its fix, anything else with its stack.
  */
 import { WorkflowFailedError } from '@temporalio/client';
+import { rootCause } from '@temporalio/common';
 import { SetupError } from '../common/core/errors';
 import { ProcessError } from '../lib/process-runner';
-import { failureMessage } from '../workflows/failures';
 
 /** A mistake the user can fix (bad flag, bad spec): printed without a stack trace, exit code 2. */
 export class UserError extends Error {
@@ -39,6 +39,11 @@ export function cliFailure(err: unknown): CliFailure {
     };
   }
   // A workflow that failed (a command that waited for one): its failure's innermost message, which names the fix.
-  if (err instanceof WorkflowFailedError) return { message: `the workflow failed: ${failureMessage(err)}`, exitCode: 1 };
+  if (err instanceof WorkflowFailedError) return { message: `the workflow failed: ${workflowFailure(err)}`, exitCode: 1 };
   return { message: null, exitCode: 1 };
+}
+
+/** What a failed workflow says went wrong: the innermost message of its failure chain (the SDK's rootCause). */
+export function workflowFailure(err: WorkflowFailedError): string {
+  return rootCause(err.cause) ?? err.message;
 }

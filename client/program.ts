@@ -31,7 +31,7 @@ export function buildProgram(): Command {
 
   program
     .command('status <runId>')
-    .description('phase, percent and ETA of a run')
+    .description('stage, steps, percent and ETA of a run')
     .action(async (runId: string) => (await import('./commands/status')).statusCommand(runId));
 
   program

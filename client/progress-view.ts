@@ -1,22 +1,22 @@
 /**
  * Progress of a run as the CLI shows it, read on demand: the run's progress query, its children's (clusters,
- * drills, a nightly's experiment), and each running phase's last heartbeat from the server's description of the
- * pending activities. With a terminal: one bar per host; without: every phase each host went through (from the
+ * drills, a nightly's experiment), and each running step's last heartbeat from the server's description of the
+ * pending activities. With a terminal: one bar per host; without: every step each host went through (from the
  * workflows' own records, so none is missed between two polls), then a line per host every 30 s.
  */
 import { defaultPayloadConverter, type Client, type WorkflowHandle } from '@temporalio/client';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
-import { progressQuery, type ActivityProgress, type PhaseProgress, type RunProgress } from '../common/core/messages';
-import { CLUSTER_PHASES, clusterPercent, detailText } from '../common/results/progress';
+import { progressQuery, type ActivityProgress, type HostProgress, type RunProgress } from '../common/core/messages';
+import { CLUSTER_STEPS, clusterPercent, detailText } from '../common/results/progress';
 
 const POLL_MS = 1_000;
 const PLAIN_EVERY_MS = 30_000;
 /** Children of children are read too (experiment → drill); deeper trees do not exist. */
 const MAX_DEPTH = 3;
 
-/** A run's progress with its children's hosts merged in and running phases refined by their heartbeats. */
+/** A run's progress with its children's hosts merged in and running steps refined by their heartbeats. */
 export interface ViewedProgress extends RunProgress {
-  /** Host ids whose phase is a cluster phase get the weighted percentage; others their workflow's own. */
+  /** Host ids whose step is a cluster step get the weighted percentage; others their workflow's own. */
   hostPercent: Record<string, number>;
 }
 
@@ -35,11 +35,11 @@ export async function readProgress(client: Client, workflowId: string, finished 
     viewed.clusters[beat.hostId] = {
       ...host,
       detail: beat.detail,
-      ...(beat.phase === host.phase ? { percent: beat.percent, etaSeconds: beat.etaSeconds } : {}),
+      ...(beat.step === host.step ? { percent: beat.percent, etaSeconds: beat.etaSeconds } : {}),
     };
   }
   for (const h of Object.values(viewed.clusters))
-    viewed.hostPercent[h.hostId] = CLUSTER_PHASES.some((p) => p.name === h.phase) ? clusterPercent(h) : progress.percent;
+    viewed.hostPercent[h.hostId] = CLUSTER_STEPS.some((s) => s.name === h.step) ? clusterPercent(h) : progress.percent;
   if (depth < MAX_DEPTH) {
     const percents: number[] = [];
     for (const child of progress.children) {
@@ -61,16 +61,16 @@ function heartbeatOf(payload: Parameters<typeof defaultPayloadConverter.fromPayl
   if (!payload) return null;
   try {
     const value = defaultPayloadConverter.fromPayload<ActivityProgress>(payload);
-    return value && typeof value.hostId === 'string' && typeof value.phase === 'string' ? value : null;
+    return value && typeof value.hostId === 'string' && typeof value.step === 'string' ? value : null;
   } catch {
     return null;
   }
 }
 
-/** "load 42% eta 12s rows 1,200,000 mb 180": a host's running phase in one line. */
-export function describePhase(p: PhaseProgress): string {
+/** "load 42% eta 12s rows 1,200,000 mb 180": a host's running step in one line. */
+export function describeStep(p: HostProgress): string {
   const eta = p.etaSeconds !== undefined ? ` eta ${p.etaSeconds}s` : '';
-  return `${p.phase}${p.percent !== undefined ? ` ${p.percent}%` : ''}${eta} ${detailText(p.detail, 6).join(' ')}`.trim();
+  return `${p.step}${p.percent !== undefined ? ` ${p.percent}%` : ''}${eta} ${detailText(p.detail, 6).join(' ')}`.trim();
 }
 
 /** Shows progress until the workflow closes, then returns its result (or throws its failure). */
@@ -80,8 +80,8 @@ export async function watchWorkflow<T>(client: Client, handle: WorkflowHandle, o
     ? new MultiBar({ format: '{host} |{bar}| {percentage}% | {info}', hideCursor: true, clearOnComplete: false, stream: out }, Presets.shades_classic)
     : null;
   const bars = new Map<string, SingleBar>();
-  /** Plain output: how many of each host's phases were printed, and when its last line was. */
-  const printed = new Map<string, { phases: number; at: number }>();
+  /** Plain output: how many of each host's steps were printed, and when its last line was. */
+  const printed = new Map<string, { steps: number; at: number }>();
   const finished = new Map<string, ViewedProgress>();
   let overall: SingleBar | undefined;
   const resultPromise = handle.result() as Promise<T>;
@@ -106,27 +106,27 @@ export async function watchWorkflow<T>(client: Client, handle: WorkflowHandle, o
   function render(progress: ViewedProgress): void {
     if (multibar) {
       overall ??= multibar.create(100, 0, { host: 'run'.padEnd(20), info: '' });
-      overall.update(progress.percent, { info: progress.phase });
+      overall.update(progress.percent, { info: progress.stage });
       for (const c of Object.values(progress.clusters)) {
         let bar = bars.get(c.hostId);
         if (!bar) bars.set(c.hostId, (bar = multibar.create(100, 0, { host: c.hostId.padEnd(20), info: '' })));
-        bar.update(progress.hostPercent[c.hostId] ?? 0, { info: describePhase(c) });
+        bar.update(progress.hostPercent[c.hostId] ?? 0, { info: describeStep(c) });
       }
       return;
     }
     for (const c of Object.values(progress.clusters)) {
-      const seen = printed.get(c.hostId) ?? { phases: 0, at: 0 };
-      const phases = c.phases ?? [];
-      // Every phase the host's workflow recorded, in order, each with its own time: none is lost between polls.
-      for (const entry of phases.slice(seen.phases)) {
-        const at = entry === phases.at(-1) ? c : { ...c, phase: entry.phase, percent: undefined, etaSeconds: undefined, detail: undefined };
-        out.write(`[${entry.at}] ${c.hostId} ${clusterPercent(at)}% ${describePhase(at)}\n`);
+      const seen = printed.get(c.hostId) ?? { steps: 0, at: 0 };
+      const steps = c.steps ?? [];
+      // Every step the host's workflow recorded, in order, each with its own time: none is lost between polls.
+      for (const entry of steps.slice(seen.steps)) {
+        const at = entry === steps.at(-1) ? c : { ...c, step: entry.step, percent: undefined, etaSeconds: undefined, detail: undefined };
+        out.write(`[${entry.at}] ${c.hostId} ${clusterPercent(at)}% ${describeStep(at)}\n`);
         seen.at = Date.now();
       }
-      seen.phases = phases.length;
-      const finishedHost = c.phase === 'done' || c.phase === 'failed';
+      seen.steps = steps.length;
+      const finishedHost = c.step === 'done' || c.step === 'failed';
       if (!finishedHost && Date.now() - seen.at > PLAIN_EVERY_MS) {
-        out.write(`[${new Date().toISOString()}] ${c.hostId} ${progress.hostPercent[c.hostId] ?? 0}% ${describePhase(c)}\n`);
+        out.write(`[${new Date().toISOString()}] ${c.hostId} ${progress.hostPercent[c.hostId] ?? 0}% ${describeStep(c)}\n`);
         seen.at = Date.now();
       }
       printed.set(c.hostId, seen);

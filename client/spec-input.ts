@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import type { ToolCheckOutcome } from '../lib/spec-checks';
 import { formatSpecProblems } from '../common/core/errors';
-import { InvalidSpecError, resolveSpec, type ExperimentSpec } from '../common/input/spec';
+import { InvalidSpecError, type ExperimentSpec } from '../common/input/spec';
+import { resolveSpec } from '../common/input/resolve';
 import { UserError } from './errors';
 
 export interface SpecFlags {

@@ -4,12 +4,10 @@
  * WAL. Two implementations: WAL-G (lib/walg.ts) and pgBackRest (lib/pgbackrest.ts).
  */
 import { chownLab } from './lab-fs';
-import type { BackupCompression, BackupKind, BackupToolName, ResolvedBackupStore } from '../common/input/backup-store';
+import type { BackupCompression, BackupKind, BackupToolName, RecoveryTarget, ResolvedBackupStore } from '../common/input/backup-store';
 import type { BackupInfo } from '../common/results/drill-result';
 import type { HostConfig } from '../common/core/hosts';
 
-/** Where recovery stops: at a time, at an LSN, or at the end of the archived WAL. */
-export type RecoveryTarget = { type: 'time'; time: string } | { type: 'lsn'; lsn: string } | { type: 'latest' };
 
 /**
  * The repository check, as the tool does it. pgBackRest's verify reads back every archived WAL file and every

@@ -1,8 +1,8 @@
 /**
  * The one owner of a host's modelled I/O cap (the device model of its modelled volume, docs/storage-emulation.md):
  * the volume's server starts with its model on; the host agent applies it again when it starts (an agent that died
- * mid-preparation left the model off) and lifts it for preparation that nothing measures (the load, making dead
- * tuples, writing a replication backlog), applying it again before the measured part. Lifting switches the model off
+ * mid-preparation left the model off) and lifts it for preparation that nothing measures (the load, what a phase
+ * prepares before its timed part), applying it again before the measured part. Lifting switches the model off
  * (I/O served at once, counted apart); applying switches it on, its budgets starting afresh.
  *
  * A host without a modelled volume makes this a no-op that says why (`liftable` false, `note`): a local disk has no

@@ -15,6 +15,7 @@
  */
 import { runProcess, toolEnv } from './process-runner';
 import { socketCgroupMatch } from './cgroups';
+import { runTag } from '../common/core/ids';
 
 /** What every table of the lab is named with; the lab's tag and the host id follow. */
 export const CUT_TABLE_PREFIX = 'storage_lab_';
@@ -30,6 +31,14 @@ export interface CutHost {
 const TABLE_HOST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,180}$/;
 /** A cgroup path as it goes between double quotes in a rule. */
 const RULE_PATH = /^[A-Za-z0-9_.@:/\\-]{1,4000}$/;
+
+/**
+ * A lab's tag in its cut tables' names: 80 bits of its hosts folder's run tag (nftables names stay short). The one
+ * place the tag is made: the provider names and finds its tables with it, and tests look for a lab's tables with it.
+ */
+export function labCutTag(hostsDir: string): string {
+  return runTag(hostsDir).slice(0, 16);
+}
 
 /** The table of a cut made around `hostId` by the lab whose tag is `labTag` (one per lab on a shared machine). */
 export function cutTableName(labTag: string, hostId: string): string {

@@ -41,7 +41,7 @@ export async function connectLocal(
 ): Promise<Client> {
   const client = localClient(config, opts);
   await client.connect();
-  // Keep idle connections from being reaped by the server's own timeouts mid-phase.
+  // Keep idle connections from being reaped by the server's own timeouts mid-step.
   client.on('error', () => undefined);
   return client;
 }

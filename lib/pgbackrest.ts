@@ -11,6 +11,7 @@ import {
   toolCompressionName,
   type BackupCompression,
   type BackupKind,
+  type RecoveryTarget,
   type ResolvedBackupStore,
 } from '../common/input/backup-store';
 import type { BackupInfo } from '../common/results/drill-result';
@@ -27,7 +28,6 @@ import {
   type BackupTool,
   type BackupToolHost,
   type BackupToolSettings,
-  type RecoveryTarget,
   type RepositoryCheck,
   type S3Credentials,
 } from './backup-tool';

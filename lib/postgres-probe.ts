@@ -55,7 +55,7 @@ export class PostgresProbe {
   private async once(): Promise<ProbeOutcome> {
     try {
       if (!this.client) {
-        // The postgres database is always there, whatever the phase does to the lab's (a restore, a drop).
+        // The postgres database is always there, whatever the step does to the lab's (a restore, a drop).
         const client = localClient(this.config, { database: 'postgres', applicationName: PROBE_APPLICATION_NAME });
         client.on('error', () => undefined);
         this.client = client;

@@ -1,5 +1,5 @@
 /**
- * The diagnostics sampler, on a connection of its own: wait events of active backends many times a second
+ * The sampler, on a connection of its own: wait events of active backends many times a second
  * (active-session-history style), cumulative statistics at both ends of the window, and, when the server's host is
  * this machine, its CPU seconds, its data device's IOPS, MB/s and latency, its I/O and memory cgroup, plus a
  * per-second series. Two uses: next to a TPS run (startSampler: the workload's backends, by application_name, over
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { waitClassShares, CPU_EVENT } from '../common/results/breakdown';
-import type { CpuUsage, DeviceRates, Diagnostics, DiagnosticsSecond, VolumeWindow } from '../common/results/sampler-and-phases';
+import type { CpuUsage, DeviceRates, SamplerReadings, SamplerSecond, VolumeWindow } from '../common/results/sampler-readings';
 import type { HostConfig } from '../common/core/hosts';
 import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
 import { deviceMajMin } from './block-devices';
@@ -56,7 +56,7 @@ export const EARLIER_WORKLOAD_WAIT_MS = 10_000;
 
 export interface RunningSampler {
   /** Stops sampling, takes the closing readings and returns what was seen. */
-  stop(): Promise<Diagnostics>;
+  stop(): Promise<SamplerReadings>;
 }
 
 /** The wait event of an active backend with none. */
@@ -163,7 +163,7 @@ export class HostCounters {
   }
 
   /** Starts a window; its end() gives the CPU seconds and device rates since. */
-  window(): { end(): { cpu: CpuUsage; device: (DeviceRates & { name: string }) | null; cgroupIo: Diagnostics['cgroupIo'] } } {
+  window(): { end(): { cpu: CpuUsage; device: (DeviceRates & { name: string }) | null; cgroupIo: SamplerReadings['cgroupIo'] } } {
     const started = performance.now();
     const cpu0 = this.cpu();
     const machine0 = machineBusySeconds();
@@ -347,7 +347,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
 
   const waitEvents: Record<string, number> = {};
   const seconds: { samples: number; active: number; dataFileRead: number }[] = [];
-  const series: DiagnosticsSecond[] = [];
+  const series: SamplerSecond[] = [];
   const pidsSeen = new Set<number>();
   let idleInTransaction = 0;
   let samples = 0;
@@ -357,7 +357,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   const byApplication = 'applicationName' in opts.sessions ? opts.sessions.applicationName : null;
 
   // Samples on a fixed grid (start + k × interval), so the rate does not drift; a sample that comes late (a slow
-  // query on a saturated host) is caught up at once, and only a backlog of more than one tick is dropped.
+  // query on a saturated host) is caught up at once, and only a lag of more than one tick is dropped.
   let nextTick = started;
   let timer: NodeJS.Timeout | undefined;
   const sample = async () => {
@@ -438,7 +438,7 @@ export async function startSampling(client: Client, opts: SamplingOptions): Prom
   }, 1000);
 
   return {
-    async stop(): Promise<Diagnostics> {
+    async stop(): Promise<SamplerReadings> {
       stopped = true;
       clearTimeout(timer);
       clearInterval(secondTimer);

@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type ResolvedBackupStore } from '../common/input/backup-store';
+import { backupStoreLocation, toolCompressionName, type BackupCompression, type BackupKind, type RecoveryTarget, type ResolvedBackupStore } from '../common/input/backup-store';
 import type { BackupInfo } from '../common/results/drill-result';
 import { formatLsn, lastArchivedSegment, parseLsn, parseSegmentName, segmentEndLsn } from '../common/core/lsn';
 import { LAB_ROLE } from '../common/core/names';
@@ -37,7 +37,6 @@ import {
   type BackupTool,
   type BackupToolHost,
   type BackupToolSettings,
-  type RecoveryTarget,
   type RepositoryCheck,
   type S3Credentials,
 } from './backup-tool';

@@ -1,7 +1,7 @@
 /**
- * Keeps a host's agent running, as systemd's Restart=always does on EC2: an agent killed mid-phase (kill -9, or the
+ * Keeps a host's agent running, as systemd's Restart=always does on EC2: an agent killed mid-step (kill -9, or the
  * kernel's OOM killer in the host's memory cgroup) comes back and takes over the host's queue, and Temporal retries
- * the phase on it. The supervisor lives outside the host's cgroups, so what kills the host's processes for memory
+ * the step on it. The supervisor lives outside the host's cgroups, so what kills the host's processes for memory
  * cannot kill it; it starts each agent inside them, so Postgres and pgbench inherit the host's limits.
  * SIGTERM stops both.
  */

@@ -18,9 +18,9 @@ export async function waitForAgent(provider: ProviderName, record: HostRecord, t
     await hostCalls(hostId, timeouts).hello.describeHost({ hostId });
   } catch (err) {
     if (!isScheduleToStartTimeout(err)) throw err;
-    const diagnosis = await providerCalls.diagnoseHost({ provider, hostId, owner: currentClaimant() });
+    const inspection = await providerCalls.inspectHost({ provider, hostId, owner: currentClaimant() });
     throw ApplicationFailure.nonRetryable(
-      `the agent of host ${hostId}${record.instanceId ? ` (instance ${record.instanceId})` : ''} did not start within ${timeouts.agentStartSeconds} s\n${diagnosis.text}`,
+      `the agent of host ${hostId}${record.instanceId ? ` (instance ${record.instanceId})` : ''} did not start within ${timeouts.agentStartSeconds} s\n${inspection.text}`,
       FAILURE_TYPES.agentUnreachable,
     );
   }
@@ -33,7 +33,7 @@ export async function waitForAgent(provider: ProviderName, record: HostRecord, t
  */
 export async function explainHostFailure(provider: ProviderName, hostId: string, err: unknown, timeouts: HostTimeouts): Promise<unknown> {
   if (!isScheduleToStartTimeout(err)) return err;
-  const d = await providerCalls.diagnoseHost({ provider, hostId, owner: currentClaimant() });
+  const d = await providerCalls.inspectHost({ provider, hostId, owner: currentClaimant() });
   const oom = d.oomKills ? `; the host's memory limit killed ${d.oomKills} process${d.oomKills === 1 ? '' : 'es'} (OOM)` : '';
   return ApplicationFailure.nonRetryable(
     `host ${hostId} stopped answering: no agent took its next task within ${timeouts.deadAfterSeconds} s (host.deadAfterSeconds); last heard from ${d.lastPollAt ?? 'never (no poll in the server\'s memory)'}${oom}\n${d.text}`,
@@ -52,7 +52,7 @@ export async function oomDuringAttempt(
   what: string,
   memoryLimitMiB: number,
 ): Promise<{ kills: number; failure: ApplicationFailure | null }> {
-  const d = await providerCalls.diagnoseHost({ provider, hostId, owner: currentClaimant() });
+  const d = await providerCalls.inspectHost({ provider, hostId, owner: currentClaimant() });
   const kills = d.oomKills ?? killsBefore;
   if (kills <= killsBefore) return { kills, failure: null };
   return {

@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import { type SpecProblem } from '../common/core/errors';
 import { hostIdFor } from '../common/core/ids';
-import { InvalidSpecError, revalidateSpec, type ExperimentSpec } from '../common/input/spec';
+import { InvalidSpecError, type ExperimentSpec } from '../common/input/spec';
+import { revalidateSpec } from '../common/input/resolve';
 import { checkedWorkflowId, parseAtDoor, refuseAtDoor, underField, type DoorInfo } from './doors';
 
 export interface ClusterInput {

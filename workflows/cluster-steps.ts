@@ -1,6 +1,6 @@
 /**
  * The cluster's steps (workflows/cluster-workflow.ts runs them in order): provisioning, configuration, the
- * checkpointed load, the measurements with their recorded attempts, and the save of the result.
+ * resumable load, the measurements (the TPS run, each phase) with their recorded attempts, and the save of the result.
  */
 import { ApplicationFailure, isCancellation } from '@temporalio/workflow';
 import type { PgbenchRun } from '../activities/host/pgbench';
@@ -8,10 +8,10 @@ import { FAILURE_TYPES } from '../common/core/errors';
 import { clusterBounds, type HostTimeouts } from '../common/input/bounds';
 import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
 import { accountRows } from '../common/input/data-size';
-import { classWorkload, volumeBytes, type ExperimentSpec } from '../common/input/spec';
+import { classWorkload, phaseContext, volumeBytes, type ExperimentSpec } from '../common/input/spec';
 import { tpsStall } from '../common/results/attempts';
 import { latencyBreakdown } from '../common/results/breakdown';
-import type { BacklogPhaseResult, VacuumPhaseResult } from '../common/results/sampler-and-phases';
+import type { Phase } from '../common/phases/kit';
 import type { ClusterResult } from '../common/results/result';
 import { explainHostFailure, oomDuringAttempt } from './agents';
 import { clusterWorkflowId, type ClusterInput } from './cluster-door';
@@ -19,9 +19,9 @@ import { UndoStack } from './compensation';
 import { failureMessage, isNonRetryable } from './failures';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
-import { hostCalls, resultCalls, type HostCalls } from './proxies';
+import { hostCalls, phaseCall, resultCalls, type HostCalls } from './proxies';
 
-/** Measured phases get this many attempts; each failed one is recorded in the result. */
+/** Measured steps (the TPS run, the phases) get this many attempts; each failed one is recorded in the result. */
 const MEASURE_ATTEMPTS = 3;
 
 /** One cluster's run as its steps see it: its input, its host's calls, the result they fill in, what it made. */
@@ -59,8 +59,8 @@ export function clusterRun(input: ClusterInput, board: ProgressBoard): ClusterRu
   return { input, spec, hostId, board, timeouts, host: hostCalls(hostId, timeouts), result, undo: new UndoStack(), storeKey, oomKills: 0 };
 }
 
-/** Enters a phase; a task of it that no agent takes means the host is dead, and the failure says so. */
-export async function phase<T>(c: ClusterRun, name: string, run: () => Promise<T>): Promise<T> {
+/** Enters a step; a task of it that no agent takes means the host is dead, and the failure says so. */
+export async function step<T>(c: ClusterRun, name: string, run: () => Promise<T>): Promise<T> {
   c.board.step(c.hostId, name);
   try {
     return await run();
@@ -94,7 +94,7 @@ export async function configure(c: ClusterRun): Promise<void> {
   c.result.postgresVersion = pg.postgresVersion;
 }
 
-/** The checkpointed load, then (when the spec asks) count(*) and count(distinct aid) against the rows asked for. */
+/** The resumable load, then (when the spec asks) count(*) and count(distinct aid) against the rows asked for. */
 export async function loadAndVerify(c: ClusterRun): Promise<void> {
   const { spec, hostId, host, result } = c;
   const { scale, chunkRows, loadWriters } = spec.data;
@@ -116,10 +116,10 @@ export async function loadAndVerify(c: ClusterRun): Promise<void> {
   result.loadSeconds = load.loadSeconds;
 }
 
-/** Restarts Postgres with the measured phases' settings (direct I/O), when no backup step did. */
+/** Restarts Postgres with the measured steps' settings (direct I/O), when no backup step did. */
 export async function restartWithDirectIo(c: ClusterRun): Promise<void> {
   const { spec, hostId } = c;
-  await c.host.setup.configurePostgres.executeWithOptions({ summary: `restart with direct I/O (${spec.postgres.directIo}) for the measured phases` }, [
+  await c.host.setup.configurePostgres.executeWithOptions({ summary: `restart with direct I/O (${spec.postgres.directIo}) for the measured steps` }, [
     { hostId, server: labPostgresSettings(spec), user: userPostgresSettings(spec.postgres.settings) },
   ]);
 }
@@ -144,7 +144,7 @@ export function pgbench(c: ClusterRun, label: string, durationSeconds: number, s
   );
 }
 
-/** The TPS run with the sampler: its figures, its diagnostics and the latency breakdown, as the result keeps them. */
+/** The TPS run with the sampler: its figures, its sampler readings and the latency breakdown, as the result keeps them. */
 export async function tpsRun(c: ClusterRun): Promise<void> {
   const { diagnostics, ...run } = await pgbench(c, 'tps', c.spec.workload.durationSeconds, true);
   const { result } = c;
@@ -158,23 +158,16 @@ export async function tpsRun(c: ClusterRun): Promise<void> {
   }
 }
 
-/** Dead tuples made with autovacuum off, then VACUUM (VERBOSE), measured. */
-export function vacuumPhase(c: ClusterRun): Promise<VacuumPhaseResult> {
-  const { bloatMB } = c.spec.phases.vacuum;
-  return measured(c, 'vacuum', () =>
-    c.host.phase.runVacuumPhase.executeWithOptions({ summary: `${bloatMB} MB of dead tuples, then VACUUM (VERBOSE)` }, [{ hostId: c.hostId, bloatMB }]),
-  );
-}
-
-/** A logical-replication backlog made by the workload, then drained, measured. */
-export function backlogPhase(c: ClusterRun): Promise<BacklogPhaseResult> {
-  const { backlogMB } = c.spec.phases.backlog;
-  const { clients, threads, script } = c.spec.workload;
-  return measured(c, 'backlog', () =>
-    c.host.phase.runBacklogPhase.executeWithOptions({ summary: `${backlogMB} MB logical-replication backlog, then drain` }, [
-      { hostId: c.hostId, backlogMB, scale: c.spec.data.scale, clients, threads, script },
-    ]),
-  );
+/**
+ * A phase after the TPS run (common/phases/registry.ts), when the spec runs it: its module makes the step (the host
+ * activity, its input, summary and bound), the workflow measures it like every measured step and keeps its result
+ * under the phase's name.
+ */
+export async function runPhase(c: ClusterRun, phase: Phase): Promise<void> {
+  const s = phase.step(c.spec.phases, phaseContext(c.spec, c.input.className), c.hostId);
+  if (!s) return;
+  const result = await step(c, phase.name, () => measured(c, phase.name, () => phaseCall(c.hostId, s, c.timeouts)));
+  Object.assign(c.result.phases, { [phase.name]: result });
 }
 
 /** Saves the cluster's result (the compensation's save: whatever happened, before the teardown). */

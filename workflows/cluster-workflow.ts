@@ -1,15 +1,16 @@
 /**
  * One cluster: one Postgres on one host of one storage class.
- * provision → configure → load (checkpointed) → WAL archiving + base backup (durability on) → warm-up →
- * TPS run with diagnostics → bloat + VACUUM → replication backlog + drain; then, whatever happened, save the
- * results and undo what the cluster made: its host, then its backup store (workflows/compensation.ts).
+ * provision → configure → load (resumable) → WAL archiving + base backup (durability on) → warm-up →
+ * TPS run with the sampler → each phase the spec runs, in the registry's order (common/phases/); then, whatever
+ * happened, save the results and undo what the cluster made: its host, then its backup store (compensation.ts).
  * The steps are in workflows/cluster-steps.ts, the door in workflows/cluster-door.ts.
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import { FAILURE_TYPES } from '../common/core/errors';
 import type { ClusterResult } from '../common/results/result';
 import { clusterInputAtDoor, type ClusterInput } from './cluster-door';
-import { backlogPhase, clusterRun, configure, loadAndVerify, pgbench, phase, provisionCluster, restartWithDirectIo, saveClusterResult, tpsRun, vacuumPhase } from './cluster-steps';
+import { PHASES } from '../common/phases/registry';
+import { clusterRun, configure, loadAndVerify, pgbench, provisionCluster, restartWithDirectIo, runPhase, saveClusterResult, step, tpsRun } from './cluster-steps';
 import { runCompensated } from './compensation';
 import { archiveAndBackUp } from './durability';
 import { failureMessage } from './failures';
@@ -26,15 +27,14 @@ export async function clusterWorkflow(rawInput: ClusterInput): Promise<ClusterRe
   const plan = async () => {
     // Registered before the host, so it is undone after it: the host archives into it until it is gone.
     if (spec.durability.enabled) undo.backupStore(c.storeKey, spec.durability.backupStore);
-    await phase(c, 'provision', () => provisionCluster(c));
-    await phase(c, 'configure', () => configure(c));
-    await phase(c, 'load', () => loadAndVerify(c));
-    if (spec.durability.enabled) result.phases.durability = await phase(c, 'backup', () => archiveAndBackUp(c.host, hostId, c.storeKey, spec));
-    else if (spec.postgres.directIo !== 'off') await phase(c, 'restart', () => restartWithDirectIo(c));
-    if (spec.workload.warmupSeconds > 0) await phase(c, 'warmup', () => pgbench(c, 'warmup', spec.workload.warmupSeconds));
-    await phase(c, 'tps', () => tpsRun(c));
-    if (spec.phases.vacuum.enabled) result.phases.vacuum = await phase(c, 'vacuum', () => vacuumPhase(c));
-    if (spec.phases.backlog.enabled) result.phases.backlog = await phase(c, 'backlog', () => backlogPhase(c));
+    await step(c, 'provision', () => provisionCluster(c));
+    await step(c, 'configure', () => configure(c));
+    await step(c, 'load', () => loadAndVerify(c));
+    if (spec.durability.enabled) result.phases.durability = await step(c, 'backup', () => archiveAndBackUp(c.host, hostId, c.storeKey, spec));
+    else if (spec.postgres.directIo !== 'off') await step(c, 'restart', () => restartWithDirectIo(c));
+    if (spec.workload.warmupSeconds > 0) await step(c, 'warmup', () => pgbench(c, 'warmup', spec.workload.warmupSeconds));
+    await step(c, 'tps', () => tpsRun(c));
+    for (const phase of PHASES) await runPhase(c, phase);
     result.status = 'ok';
   };
   const outcome = await runCompensated(board, plan, {

@@ -6,17 +6,13 @@
  * connect_timeout as parameters, no password in any form (none lands in history); the worker variable
  * `passwordEnv` names (STORAGE_LAB_DSN_PASSWORD_*) supplies it.
  */
-import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ControlActivities } from '../activities/control';
+import { patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { type DiagnoseSummary } from '../common/results/diagnose-capture';
 import { resolveDiagnoseInput, resolveDiagnoseInputBeforeDsnRules, type DiagnoseInput } from '../common/input/diagnose';
-import { NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
 import { checkedWorkflowId } from './doors';
 import { activityCause } from './failures';
+import { diagnoseCalls } from './proxies';
 import { acceptInput, searchAttributes } from './search-attributes';
-
-/** Beyond the sampled window: connecting, the closing readings, pg_test_fsync (about 16 s, bounded at 2 min), storing. */
-const OVERHEAD_SECONDS = 300;
 
 /** Runs started before the DSN and passwordEnv rules replay as they were accepted; their activity checks anew. */
 const DSN_RULES_PATCH = 'diagnose-dsn-rules';
@@ -26,12 +22,7 @@ export async function diagnoseWorkflow(input: Partial<DiagnoseInput> = {}): Prom
   const resolve = patched(DSN_RULES_PATCH) ? resolveDiagnoseInput : resolveDiagnoseInputBeforeDsnRules;
   const diagnose = acceptInput(resolve, input, () => ({ experiment: 'diagnose' }));
   setCurrentDetails(`### Diagnose\n**sampling** for ${diagnose.seconds} s (read-only), then the verdict.`);
-  // A server that is down or restarting may come back: a few attempts, spaced out; bad input is final.
-  const { diagnoseDatabase } = proxyActivities<ControlActivities>({
-    startToCloseTimeout: `${diagnose.seconds + OVERHEAD_SECONDS} seconds`,
-    heartbeatTimeout: '30 seconds',
-    retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
-  });
+  const { diagnoseDatabase } = diagnoseCalls(diagnose.seconds);
   let summary: DiagnoseSummary;
   try {
     summary = await diagnoseDatabase.executeWithOptions({ summary: `diagnose for ${diagnose.seconds} s, read-only` }, [{ runId, input: diagnose }]);

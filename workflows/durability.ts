@@ -29,7 +29,7 @@ export async function archiveAndBackUp(
   const { archiveTimeoutSeconds, backupStore, tool, compression } = spec.durability;
   const store = await providerCalls.prepareBackupStore({ runId: storeKey, store: backupStore, owner: currentClaimant() });
   const archiving = await host.setup.configureBackups({ hostId, store, tool, compression });
-  // The host writes archive_command itself, from the tool it just configured; the measured phases' settings stay.
+  // The host writes archive_command itself, from the tool it just configured; the measured steps' settings stay.
   await host.setup.configurePostgres.executeWithOptions({ summary: `archive WAL with ${archiving.tool} ${archiving.version} (archive_timeout ${archiveTimeoutSeconds} s)` }, [
     { hostId, server: labPostgresSettings(spec), user: userPostgresSettings(spec.postgres.settings), archiving: { archiveTimeoutSeconds } },
   ]);

@@ -4,25 +4,23 @@
  * One object argument with defaults, so the Temporal UI's Start Workflow form can start it: {"preset":"local-quick"}.
  */
 import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ResultsSummary } from '../activities/control';
+import { FAILURE_TYPES } from '../common/core/errors';
 import { hostIdFor, type NameScheme } from '../common/core/ids';
-import { resolveSpec, type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
+import { type ExperimentInput, type ExperimentSpec } from '../common/input/spec';
+import { resolveSpec } from '../common/input/resolve';
 import { clusterWorkflow, clusterWorkflowId, type ClusterInput } from './cluster-workflow';
 import type { DrillSummary } from '../common/results/drill-result';
+import type { ExperimentSummary, ResultsSummary } from '../common/results/result';
 import { forEachBounded, runChild, showChildren } from './children';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
-import { runExperimentDrills } from './experiment-drills';
+import { runExperimentDrills } from './drill-children';
 import { resolveOrFail } from './failures';
 import { nameScheme } from './names';
 import { currentClaimant } from './owner';
 import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { acceptInput, preflightOrFail, searchAttributes } from './search-attributes';
-
-export interface ExperimentSummary extends ResultsSummary {
-  runId: string;
-}
 
 /** The clusters of a spec, in the order they run: class by class, index by index; host ids of the run's scheme. */
 export function planClusters(spec: ExperimentSpec, runId: string, scheme: NameScheme = 'sha256'): Omit<ClusterInput, 'spec'>[] {
@@ -44,7 +42,7 @@ export function validateOrFail(input: unknown): ExperimentSpec {
 export async function experimentWorkflow(input: ExperimentInput = {}): Promise<ExperimentSummary> {
   const runId = checkedWorkflowId();
   const board = new ProgressBoard(`Experiment ${runId}`, runId);
-  board.setPhase('validating');
+  board.setStage('validating');
   const spec = acceptInput(resolveSpec, input, (s) => ({
     experiment: s.name,
     preset: s.preset ?? 'custom',
@@ -62,14 +60,14 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
   const outcome = await runCompensated(
     board,
     async () => {
-      board.setPhase('running clusters');
+      board.setStage('running clusters');
       // A cluster that fails is recorded (it saved its own result); the others still run.
       await forEachBounded(clusters, spec.maxParallelClusters, async (child) => {
         await runChild(board, child, clusterWorkflow, { ...child.cluster, spec });
       });
       // The durability drills the spec asks for, as child workflows; a cancellation stops them like the clusters.
       if (spec.durability.drills.length) {
-        board.setPhase('running drills');
+        board.setStage('running drills');
         drills = await runExperimentDrills(spec, runId, board);
       }
     },
@@ -77,19 +75,19 @@ export async function experimentWorkflow(input: ExperimentInput = {}): Promise<E
       failed: (_err, status) => (cancelled = status === 'cancelled'),
       // Results are written even when cancelled: nothing measured is lost. Each cluster undid its own host.
       async save() {
-        board.setPhase('writing results');
+        board.setStage('writing results');
         summary = await resultCalls.writeResults({ runId, spec, startedAt, cancelled, drills });
         return summary.location;
       },
     },
   );
   upsertSearchAttributes(searchAttributes({ status: summary?.status ?? outcome.status }));
-  board.setPhase(summary?.status ?? outcome.status);
+  board.setStage(summary?.status ?? outcome.status);
   if (outcome.failure || !summary) throw outcome.failure;
   if (summary.status !== 'completed')
     throw ApplicationFailure.nonRetryable(
       `experiment ${runId} did not measure every storage class; see ${summary.location}/report.md\n${summary.failedChecks.join('\n')}`,
-      'ExperimentFailedError',
+      FAILURE_TYPES.experimentFailed,
     );
   return { runId, ...summary };
 }

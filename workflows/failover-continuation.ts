@@ -128,7 +128,7 @@ export function hostRecordSchema(runId: string, n: Node) {
       taskQueue: z.enum(ids.map(hostTaskQueue) as [string, string]),
       emulated: z.boolean(),
       emulationNote: Text.optional(),
-      // iopsBudget: what the provider records since emulated volumes got one budget (absent in older continuations).
+      // iopsBudget: records made since the choice existed carry it (null where no budget is emulated).
       limits: z.object({ iops: limit, throughputMiBps: limit, memoryLimitMiB: limit, iopsBudget: z.enum(['shared', 'separate']).nullable().optional() }).strict(),
       postgres: z.object({ host: z.string().regex(IPV4, { error: 'must be an IPv4 address' }), port: z.number().int().min(1).max(65_535) }).strict(),
       instanceId: z.string().regex(/^i-[0-9a-f]{8,32}$/).optional(),

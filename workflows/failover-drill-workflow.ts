@@ -21,28 +21,30 @@ import { continueAsNew } from '@temporalio/workflow';
 import { resolveFailoverDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
-import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
+import { continuedAtDoor, type FailoverContinuation } from './failover-continuation';
 import { failoverRound } from './failover-round';
-import { checkArchive, concludeFailoverDrill, failoverDrill, failoverDrillFigures, setUpCluster } from './failover-steps';
+import { concludeFailoverDrill, failoverDrill, failoverDrillFigures, playReplicaDrill } from './failover-steps';
 import { ProgressBoard } from './progress';
 import { nameSchemeOf } from '../common/core/ids';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation): Promise<DrillSummary> {
   const runId = checkedWorkflowId();
   const continued = continuedAtDoor(runId, input, rawContinued);
   const spec = acceptInput(resolveFailoverDrill, input, drillSearchAttributes);
-  // Settings by the real server, sizes against this environment: before any host exists (once, not per continuation).
-  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+  // Settings by the real server, sizes against this environment, then the spec saved: before any host exists (once,
+  // not per continuation).
+  if (!continued) {
+    await preflightOrFail(preflightCalls.preflightDrill({ kind: 'failover', spec }));
+    await saveDrillSpec(runId, spec);
+  }
   const board = new ProgressBoard(`Failover drill ${runId}`, runId);
-  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
-  // its results folder at its start, as an experiment does.
+  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses. Its results
+  // folder was claimed when its spec was saved, before any host (saveDrillSpec).
   const scheme = continued ? nameSchemeOf(continued.records.n1.hostId) : nameScheme();
-  if (!continued && scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
   const drill = failoverDrill(runId, spec, board, continued, scheme);
   const { result } = drill;
   return runDrill({
@@ -50,18 +52,16 @@ export async function failoverDrillWorkflow(input: DrillInput = {}, rawContinued
     result,
     undo: drill.undo,
     async plan() {
-      const first = continued?.nextRound ?? 1;
-      if (!continued) await setUpCluster(drill);
-      for (let round = first; round <= spec.rounds; round++) {
-        if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
-          await continueAsNew<typeof failoverDrillWorkflow>(input, continuation(drill.state, result, round));
-        await failoverRound(drill, round);
-      }
-      if (spec.backup.enabled) await checkArchive(drill);
+      await playReplicaDrill(
+        drill,
+        continued,
+        (round) => failoverRound(drill, round),
+        (next) => continueAsNew<typeof failoverDrillWorkflow>(input, next),
+      );
       result.status = 'passed';
     },
     conclude: concludeFailoverDrill,
-    step: (name) => board.setPhase(name),
+    step: (name) => board.setStage(name),
     figures: failoverDrillFigures,
   });
 }

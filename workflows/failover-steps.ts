@@ -17,8 +17,8 @@ import { drillLabSettings, type FailoverDrillSpec, type ReplicaDrillSpec } from 
 import { synchronousStandbyNames, userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
 import { drillResultHead, repositoryVerification, type DrillSummary, type FailoverArchive, type FailoverDrillResult } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
-import { drillHostShape } from './drills';
-import { NODES, resumedState, type FailoverContinuation, type Node } from './failover-continuation';
+import { drillHostShape } from './drill-skeleton';
+import { continuation, NODES, resumedState, ROUNDS_PER_EXECUTION, type FailoverContinuation, type Node } from './failover-continuation';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
 import { currentClaimant } from './owner';
@@ -61,7 +61,7 @@ export interface ReplicaDrill<S extends ReplicaDrillSpec = ReplicaDrillSpec, R e
   settings: { server: LabServerSettings; user: Record<string, string> };
   timeouts: HostTimeouts;
   state: Pick<FailoverContinuation, 'records' | 'peers' | 'primary' | 'standbys' | 'archiving'>;
-  progress: (phase: string, done: number, hostId?: string) => void;
+  progress: (step: string, done: number, hostId?: string) => void;
 }
 
 /** The failover drill's state and steps. */
@@ -135,8 +135,8 @@ export function replicaDrill<S extends ReplicaDrillSpec, R extends ReplicaDrillR
     state: continued
       ? { ...resumedState(spec, continued), records: continued.records, primary: continued.primary, standbys: continued.standbys }
       : { records: {} as Record<Node, HostRecord>, peers: [], primary: 'n1', standbys: ['n2', 'n3'], archiving: null },
-    progress: (phase, done, hostId = client) => {
-      board.step(hostId, phase);
+    progress: (step, done, hostId = client) => {
+      board.step(hostId, step);
       board.setPercent((100 * done) / totalSteps);
     },
   };
@@ -222,6 +222,27 @@ async function startReplication(d: ReplicaDrill): Promise<void> {
       [{ hostId: hostOf[primary], store, tool, kind: 'full' }],
     );
   }
+}
+
+/**
+ * A replica drill's plan: set-up (a fresh execution only), the rounds from where a continuation left off, continuing
+ * as new every ROUNDS_PER_EXECUTION rounds (`continueWith` calls continueAsNew with the workflow's own type), then the
+ * archive check.
+ */
+export async function playReplicaDrill<Round>(
+  d: ReplicaDrill<ReplicaDrillSpec, ReplicaDrillResult & Pick<FailoverContinuation<Round>, 'startedAt' | 'rounds'>>,
+  continued: FailoverContinuation<Round> | undefined,
+  playRound: (round: number) => Promise<void>,
+  continueWith: (next: FailoverContinuation<Round>) => Promise<never>,
+): Promise<void> {
+  const first = continued?.nextRound ?? 1;
+  if (!continued) await setUpCluster(d);
+  for (let round = first; round <= d.spec.rounds; round++) {
+    if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
+      await continueWith(continuation(d.state, d.result, round));
+    await playRound(round);
+  }
+  if (d.spec.backup.enabled) await checkArchive(d);
 }
 
 /**

@@ -1,18 +1,12 @@
 /** Small helpers for reading failures in workflow code. */
 import { TimeoutType } from '@temporalio/common';
-import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure, rootCause } from '@temporalio/workflow';
 import { FAILURE_TYPES } from '../common/core/errors';
 import { InvalidSpecError } from '../common/input/spec';
 
-/** The innermost message of a failure chain: what actually went wrong, not "Activity task failed". */
+/** The innermost message of a failure chain (the SDK's rootCause): what actually went wrong, not "Activity task failed". */
 export function failureMessage(err: unknown): string {
-  let e: unknown = err;
-  let message = String(err);
-  while (e instanceof Error) {
-    if (e.message) message = e.message;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return message;
+  return rootCause(err) ?? String(err);
 }
 
 /** Whether a failure is an activity that no worker picked up in time (its agent never came up). */

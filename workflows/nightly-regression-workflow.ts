@@ -4,19 +4,16 @@
  * One object argument with defaults, for schedules and the UI: {} or {"preset":"nightly"}, plus any spec override
  * and `regression` options ({"minEffect":0.15,...}).
  */
-import {
-  ApplicationFailure,
-  ParentClosePolicy,
-  executeChild,
-  setCurrentDetails,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
-import type { Verdict } from '../analysis/regression-verdict';
+import { ApplicationFailure, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Verdict } from '../common/results/verdict';
 import { FAILURE_TYPES, formatSpecProblems } from '../common/core/errors';
 import { NIGHTLY_PRESET, verdictOptionProblems, type VerdictOptions } from '../common/input/regression-options';
 import type { ExperimentInput } from '../common/input/spec';
+import { runChild, type ChildFailure } from './children';
 import { checkedWorkflowId } from './doors';
-import { experimentWorkflow, validateOrFail, type ExperimentSummary } from './experiment-workflow';
+import type { ExperimentSummary } from '../common/results/result';
+import { experimentWorkflow, validateOrFail } from './experiment-workflow';
+import { ProgressBoard } from './progress';
 import { preflightCalls, resultCalls } from './proxies';
 import { preflightOrFail, searchAttributes } from './search-attributes';
 
@@ -50,13 +47,14 @@ export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = 
   await preflightOrFail(preflightCalls.preflight({ spec }));
   const runId = `${nightlyId}/experiment`;
   upsertSearchAttributes(searchAttributes({ experiment: spec.name, preset: spec.preset ?? 'custom', status: 'running' }));
-  details('running the experiment', `Experiment \`${runId}\` (preset ${spec.preset ?? 'custom'}): its own page shows its progress.`);
-  const summary = await executeChild(experimentWorkflow, {
-    workflowId: runId,
-    args: [experiment],
-    // Cancelling or terminating the nightly run cancels the experiment, which tears its hosts down.
-    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-  });
+  // The experiment as every parent runs a child: on the board (the progress query), cancelled with the nightly run,
+  // which then waits for it to tear its hosts down.
+  const board = new ProgressBoard(`Nightly regression ${nightlyId}`, nightlyId);
+  board.setStage('running the experiment');
+  let failure: ChildFailure | undefined;
+  const summary = await runChild(board, { workflowId: runId, label: `experiment (preset ${spec.preset ?? 'custom'})` }, experimentWorkflow, experiment, (f) => (failure = f));
+  if (!summary)
+    throw ApplicationFailure.create({ message: `experiment ${runId} failed: ${failure?.message}`, type: FAILURE_TYPES.experimentFailed, nonRetryable: true });
 
   details('comparing with the history', `Experiment \`${runId}\` ${summary.status}; comparing it with earlier runs.`);
   const verdict = await resultCalls.compareWithHistory.executeWithOptions({ summary: `verdict for ${runId}` }, [
@@ -75,6 +73,6 @@ export async function nightlyRegressionWorkflow(input: NightlyRegressionInput = 
 }
 
 /** The UI's "current details" of the nightly run. */
-function details(phase: string, text: string): void {
-  setCurrentDetails(`### Nightly regression\n**${phase}**\n\n${text}`);
+function details(stage: string, text: string): void {
+  setCurrentDetails(`### Nightly regression\n**${stage}**\n\n${text}`);
 }

@@ -17,28 +17,30 @@ import { nameSchemeOf } from '../common/core/ids';
 import { resolvePartitionDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary, PartitionRound } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
-import { ROUNDS_PER_EXECUTION, continuation, continuedAtDoor, type FailoverContinuation } from './failover-continuation';
-import { checkArchive, setUpCluster } from './failover-steps';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
+import { continuedAtDoor, type FailoverContinuation } from './failover-continuation';
+import { playReplicaDrill } from './failover-steps';
 import { partitionRound } from './partition-round';
 import { concludePartitionDrill, partitionDrill, partitionDrillFigures } from './partition-steps';
 import { ProgressBoard } from './progress';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinued?: FailoverContinuation<PartitionRound>): Promise<DrillSummary> {
   const runId = checkedWorkflowId();
   const continued = continuedAtDoor<PartitionRound>(runId, input, rawContinued, resolvePartitionDrill);
   const spec = acceptInput(resolvePartitionDrill, input, drillSearchAttributes);
-  // Settings by the real server, this machine's packet filter and cgroups: before any host exists (once).
-  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'partition', spec }));
+  // Settings by the real server, this machine's packet filter and cgroups, then the spec saved: before any host exists
+  // (once, not per continuation).
+  if (!continued) {
+    await preflightOrFail(preflightCalls.preflightDrill({ kind: 'partition', spec }));
+    await saveDrillSpec(runId, spec);
+  }
   const board = new ProgressBoard(`Partition drill ${runId}`, runId);
-  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses, and claims
-  // its results folder at its start, as an experiment does.
+  // A continued run keeps the names its first execution chose (its hosts carry them); a new one chooses. Its results
+  // folder was claimed when its spec was saved, before any host (saveDrillSpec).
   const scheme = continued ? nameSchemeOf(continued.records.n1.hostId) : nameScheme();
-  if (!continued && scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
   const drill = partitionDrill(runId, spec, board, continued, scheme);
   const { result } = drill;
   return runDrill({
@@ -46,18 +48,16 @@ export async function partitionDrillWorkflow(input: DrillInput = {}, rawContinue
     result,
     undo: drill.undo,
     async plan() {
-      const first = continued?.nextRound ?? 1;
-      if (!continued) await setUpCluster(drill);
-      for (let round = first; round <= spec.rounds; round++) {
-        if (round > first && (round - first) % ROUNDS_PER_EXECUTION === 0)
-          await continueAsNew<typeof partitionDrillWorkflow>(input, continuation(drill.state, result, round));
-        await partitionRound(drill, round);
-      }
-      if (spec.backup.enabled) await checkArchive(drill);
+      await playReplicaDrill(
+        drill,
+        continued,
+        (round) => partitionRound(drill, round),
+        (next) => continueAsNew<typeof partitionDrillWorkflow>(input, next),
+      );
       result.status = 'passed';
     },
     conclude: concludePartitionDrill,
-    step: (name) => board.setPhase(name),
+    step: (name) => board.setStage(name),
     figures: partitionDrillFigures,
   });
 }

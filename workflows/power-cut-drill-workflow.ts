@@ -13,27 +13,30 @@ import { continueAsNew } from '@temporalio/workflow';
 import { resolvePowerCutDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ROUNDS_PER_EXECUTION } from './failover-continuation';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
 import { continuedScheme, powerCutContinuation, powerCutContinuedAtDoor, type PowerCutContinuation } from './power-cut-continuation';
 import { powerCutRound } from './power-cut-round';
 import { concludePowerCutDrill, powerCutDrill, powerCutDrillFigures, setUpPowerCutDrill } from './power-cut-steps';
 import { ProgressBoard } from './progress';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
 export async function powerCutDrillWorkflow(input: DrillInput = {}, rawContinued?: PowerCutContinuation): Promise<DrillSummary> {
   const runId = checkedWorkflowId();
   const continued = powerCutContinuedAtDoor(runId, input, rawContinued, resolvePowerCutDrill);
   const spec = acceptInput(resolvePowerCutDrill, input, drillSearchAttributes);
-  // Settings by the real server, a modelled volume on this machine: before any host exists (once).
-  if (!continued) await preflightOrFail(preflightCalls.preflightDrill({ kind: 'power-cut', spec }));
+  // Settings by the real server, a modelled volume on this machine, then the spec saved: before any host exists (once,
+  // not per continuation).
+  if (!continued) {
+    await preflightOrFail(preflightCalls.preflightDrill({ kind: 'power-cut', spec }));
+    await saveDrillSpec(runId, spec);
+  }
   const board = new ProgressBoard(`Power-cut drill ${runId}`, runId);
-  // A continued run keeps the names its first execution chose; a new one chooses, and claims its results at its start.
+  // A continued run keeps the names its first execution chose; a new one chooses. Its results folder was claimed when
+  // its spec was saved, before any host (saveDrillSpec).
   const scheme = continued ? continuedScheme(continued) : nameScheme();
-  if (!continued && scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
   const drill = powerCutDrill(runId, spec, board, continued, scheme);
   const { result } = drill;
   return runDrill({
@@ -51,7 +54,7 @@ export async function powerCutDrillWorkflow(input: DrillInput = {}, rawContinued
       result.status = 'passed';
     },
     conclude: concludePowerCutDrill,
-    step: (name) => board.setPhase(name),
+    step: (name) => board.setStage(name),
     figures: powerCutDrillFigures,
   });
 }

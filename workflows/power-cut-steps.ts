@@ -13,7 +13,7 @@ import { drillLabSettings, type PowerCutDrillSpec } from '../common/input/drill-
 import { userPostgresSettings, type LabServerSettings } from '../common/input/postgres-settings';
 import { drillResultHead, type DrillSummary, type PowerCutDrillResult } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
-import { drillHostShape } from './drills';
+import { drillHostShape } from './drill-skeleton';
 import { replicaHosts } from './failover-steps';
 import { hostRequest, provisionHosts } from './hosts';
 import type { PowerCutContinuation } from './power-cut-continuation';

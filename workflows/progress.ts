@@ -1,18 +1,18 @@
 /**
  * Progress state of a workflow, read on demand: the progress query returns it and the UI shows it as "current
- * details". It records every phase each host entered and the state of each child workflow. No signals: neither
+ * details". It records every step each host entered and the state of each child workflow. No signals: neither
  * activities nor children report into it, so a workflow's history does not grow with the run's length; a reader
- * that wants the figures of a running phase asks the children (their own query) and the server (pending
+ * that wants the figures of a running step asks the children (their own query) and the server (pending
  * activities' heartbeats).
  */
 import { setCurrentDetails, setHandler } from '@temporalio/workflow';
-import { progressQuery, type ChildProgress, type PhaseProgress, type RunProgress } from '../common/core/messages';
+import { progressQuery, type ChildProgress, type HostProgress, type RunProgress } from '../common/core/messages';
 import { childrenPercent, clusterPercent, progressMarkdown } from '../common/results/progress';
 
 export class ProgressBoard {
-  private readonly hosts: Record<string, PhaseProgress> = {};
+  private readonly hosts: Record<string, HostProgress> = {};
   private readonly children: ChildProgress[] = [];
-  private phase = 'starting';
+  private stage = 'starting';
   private readonly failures: string[] = [];
   private percentOverride: number | undefined;
 
@@ -23,18 +23,18 @@ export class ProgressBoard {
     setHandler(progressQuery, () => this.snapshot());
   }
 
-  /** The run's own phase ("validating", "running clusters", "writing results", ...). */
-  setPhase(phase: string): void {
-    this.phase = phase;
+  /** The run's own stage ("validating", "running clusters", "writing results", ...). */
+  setStage(stage: string): void {
+    this.stage = stage;
     this.publish();
   }
 
-  /** A host of this workflow (a cluster's, a drill step's) entered a phase; the workflow's phase follows it. */
-  step(hostId: string, phase: string): void {
-    this.phase = phase;
+  /** A host of this workflow (a cluster's, a drill's) entered a step of its plan; the run's stage follows it. */
+  step(hostId: string, step: string): void {
+    this.stage = step;
     const at = new Date().toISOString();
-    const phases = [...(this.hosts[hostId]?.phases ?? []), { phase, at }];
-    this.hosts[hostId] = { hostId, phase, phases, at };
+    const steps = [...(this.hosts[hostId]?.steps ?? []), { step, at }];
+    this.hosts[hostId] = { hostId, step, steps, at };
     this.publish();
   }
 
@@ -46,7 +46,7 @@ export class ProgressBoard {
     this.publish();
   }
 
-  /** The run's percentage when its own steps measure it better than its hosts' phases (a drill's). */
+  /** The run's percentage when its own steps measure it better than its hosts' steps (a drill's). */
   setPercent(percent: number): void {
     this.percentOverride = Math.round(percent * 10) / 10;
     this.publish();
@@ -68,9 +68,9 @@ export class ProgressBoard {
           : 0);
     return {
       runId: this.runId,
-      phase: this.phase,
+      stage: this.stage,
       percent,
-      clusters: Object.fromEntries(hosts.map((h) => [h.hostId, { ...h, phases: [...(h.phases ?? [])] }])),
+      clusters: Object.fromEntries(hosts.map((h) => [h.hostId, { ...h, steps: [...(h.steps ?? [])] }])),
       children: this.children.map((c) => ({ ...c })),
       failures: [...this.failures],
     };

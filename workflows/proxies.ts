@@ -4,6 +4,7 @@
 import { ActivityCancellationType, proxyActivities, type ActivityInterfaceFor, type ActivityOptions } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
+import type { PhaseStep } from '../common/phases/kit';
 import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../common/core/errors';
 import type { HostTimeouts } from '../common/input/bounds';
 import { hostTaskQueue } from '../common/core/names';
@@ -76,6 +77,21 @@ export const preflightCalls = proxyActivities<ControlActivities>({
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
 });
 
+/** What a diagnose capture may take beyond its sampled window: connecting, the closing readings, pg_test_fsync (about 16 s, bounded at 2 min), storing. */
+const DIAGNOSE_OVERHEAD_SECONDS = 300;
+
+/**
+ * Diagnose's read-only capture of a server that may be a production replica: bounded by its window, and a server that
+ * is down or restarting may come back, so a few attempts, spaced out; bad input is final.
+ */
+export function diagnoseCalls(seconds: number) {
+  return proxyActivities<ControlActivities>({
+    startToCloseTimeout: `${seconds + DIAGNOSE_OVERHEAD_SECONDS} seconds`,
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+  });
+}
+
 export type { HostTimeouts };
 
 /**
@@ -108,7 +124,7 @@ export const HOST_CALL_GROUPS = {
     'checkClusterAfterPowerCut',
     'countAfterPowerCut',
   ],
-  phase: ['runVacuumPhase', 'runBacklogPhase', 'restoreBackup'],
+  bulk: ['restoreBackup'],
 } as const satisfies Record<string, readonly (keyof HostActivities)[]>;
 
 type HostCallGroupName = keyof typeof HOST_CALL_GROUPS;
@@ -141,7 +157,26 @@ export interface HostCalls {
   setup: HostCallGroup<'setup'>;
   load: HostCallGroup<'load'>;
   measure: HostCallGroup<'measure'>;
-  phase: HostCallGroup<'phase'>;
+  bulk: HostCallGroup<'bulk'>;
+}
+
+/**
+ * A phase's host activity on its host (common/phases/): one attempt, like a measurement, recorded and retried by the
+ * workflow; bounded by the host's silence and by the phase's own bound, which its module derives from its inputs.
+ */
+export function phaseCall(hostId: string, step: PhaseStep, timeouts: HostTimeouts): Promise<unknown> {
+  // Untyped: the step names its activity as its module declares it, and activities/host/phases/index.ts is typed to
+  // provide every registered phase's activity with that name, input and result.
+  const proxy = proxyActivities({
+    taskQueue: hostTaskQueue(hostId),
+    scheduleToStartTimeout: timeouts.deadAfterSeconds * 1000,
+    startToCloseTimeout: step.boundSeconds * 1000,
+    heartbeatTimeout: Math.min(60, timeouts.deadAfterSeconds) * 1000,
+    retry: { maximumAttempts: 1 },
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+  });
+  // Owned like every host call (hostCallGroup): the agent refuses a phase's activity that names no owner.
+  return proxy[step.activity].executeWithOptions({ summary: step.summary }, [{ ...step.input, owner: currentClaimant() }]);
 }
 
 /**
@@ -165,14 +200,14 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts): HostCalls {
     setup: hostCallGroup('setup', {
       taskQueue,
       scheduleToStartTimeout,
-      // Base backups copy the data set: as long as a phase that moves it, and never under 2 hours.
-      startToCloseTimeout: Math.max(2 * 3600, timeouts.phaseSeconds) * 1000,
+      // Base backups copy the data set: as long as a bulk step that moves it, and never under 2 hours.
+      startToCloseTimeout: Math.max(2 * 3600, timeouts.bulkSeconds) * 1000,
       heartbeatTimeout: silence(120),
       retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * The checkpointed load: a missed heartbeat means the agent died; the retry resumes from the database's own
+     * The resumable load: a missed heartbeat means the agent died; the retry resumes from the database's own
      * record of finished chunks, so retries are cheap and many are allowed.
      */
     load: hostCallGroup('load', {
@@ -196,13 +231,13 @@ export function hostCalls(hostId: string, timeouts: HostTimeouts): HostCalls {
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * Measured phases (VACUUM over bloat, backlog drain, a restore's fetch): one attempt each like the measurements,
-     * recorded and retried by the workflow; their bound grows with the bytes they make and move.
+     * Bulk steps (a restore's fetch): one attempt each like the measurements, recorded and retried by the workflow;
+     * their bound grows with the bytes they move.
      */
-    phase: hostCallGroup('phase', {
+    bulk: hostCallGroup('bulk', {
       taskQueue,
       scheduleToStartTimeout,
-      startToCloseTimeout: `${timeouts.phaseSeconds} seconds`,
+      startToCloseTimeout: `${timeouts.bulkSeconds} seconds`,
       heartbeatTimeout: silence(60),
       retry: { maximumAttempts: 1 },
       cancellationType: ActivityCancellationType.TRY_CANCEL,

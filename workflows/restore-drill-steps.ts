@@ -2,17 +2,16 @@
  * The restore drill's steps, in the order they run (RESTORE_DRILL_STEPS: the drill's plan and its progress are the
  * same list), each a named function of the drill's shared state.
  */
-import type { RecoveryTarget } from '../lib/backup-tool';
+import type { RecoveryTarget } from '../common/input/backup-store';
 import { hostIdFor, type NameScheme } from '../common/core/ids';
 import { lastArchivedSegment, parseSegmentName, segmentOfLsn } from '../common/core/lsn';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
 import { restoreDrillBounds, type HostTimeouts } from '../common/input/bounds';
-import { drillLabSettings, type RestoreDrillSpec } from '../common/input/drill-spec';
+import { drillLabSettings, drillVolumeBytes, type RestoreDrillSpec } from '../common/input/drill-spec';
 import { userPostgresSettings } from '../common/input/postgres-settings';
-import { drillVolumeBytes } from '../common/input/rules';
 import { drillResultHead, repositoryVerification, type DrillSummary, type RestoreDrillResult, type RestoreTarget } from '../common/results/drill-result';
 import { UndoStack } from './compensation';
-import { drillHostShape } from './drills';
+import { drillHostShape } from './drill-skeleton';
 import { hostRequest, provisionHosts } from './hosts';
 import type { ProgressBoard } from './progress';
 import { currentClaimant } from './owner';
@@ -105,7 +104,7 @@ export const RESTORE_DRILL_STEPS: Step[] = [
 /** What every drill does after its plan (runDrill). */
 const FINAL_STEPS = ['save results', 'teardown'];
 
-/** Enters a step: the run's phase, the host it runs on, and the drill's percentage, all from the one list. */
+/** Enters a step: the run's stage, the host it runs on, and the drill's percentage, all from the one list. */
 export function showStep(d: RestoreDrill, name: string): void {
   const names = [...RESTORE_DRILL_STEPS.map((s) => s.name), ...FINAL_STEPS];
   const index = names.indexOf(name);
@@ -211,7 +210,7 @@ async function fetch(d: RestoreDrill): Promise<void> {
   const marked = d.marked!;
   const target: RecoveryTarget =
     spec.target === 'time' ? { type: 'time', time: marked.target.time! } : spec.target === 'lsn' ? { type: 'lsn', lsn: marked.target.lsn! } : { type: 'latest' };
-  const fetched = await d.dst.phase.restoreBackup.executeWithOptions(
+  const fetched = await d.dst.bulk.restoreBackup.executeWithOptions(
     { summary: `fetch backup ${d.result.backup!.label} onto ${d.restore} with ${spec.backup.tool}, target ${spec.target}` },
     [{ hostId: d.restore, store: d.store!, tool: spec.backup.tool, target }],
   );

@@ -11,11 +11,10 @@
 import { resolveRestoreDrill, type DrillInput } from '../common/input/drill-spec';
 import type { DrillSummary } from '../common/results/drill-result';
 import { checkedWorkflowId } from './doors';
-import { runDrill } from './drills';
+import { runDrill, saveDrillSpec } from './drill-skeleton';
 import { ProgressBoard } from './progress';
 import { nameScheme } from './names';
-import { currentClaimant } from './owner';
-import { preflightCalls, resultCalls } from './proxies';
+import { preflightCalls } from './proxies';
 import { RESTORE_DRILL_STEPS, concludeRestoreDrill, restoreDrill, restoreDrillFigures, showStep } from './restore-drill-steps';
 import { acceptInput, drillSearchAttributes, preflightOrFail } from './search-attributes';
 
@@ -24,10 +23,10 @@ export async function restoreDrillWorkflow(input: DrillInput = {}): Promise<Dril
   const spec = acceptInput(resolveRestoreDrill, input, drillSearchAttributes);
   // Settings by the real server, sizes against this environment: before any host exists.
   await preflightOrFail(preflightCalls.preflightDrill({ kind: 'restore', spec }));
+  await saveDrillSpec(runId, spec);
   const board = new ProgressBoard(`Restore drill ${runId}`, runId);
   const scheme = nameScheme();
-  // The results folder is the drill's from its start, as an experiment's (a run under another's id stops here).
-  if (scheme === 'sha256') await resultCalls.claimRunResults({ runId, owner: currentClaimant() });
+  // The results folder is the drill's from its start (claimed by saveDrillSpec): a run under another's id stopped there.
   const drill = restoreDrill(runId, spec, board, scheme);
   return runDrill({
     board,

@@ -16,7 +16,7 @@ import { COMPARED_TOOLS, comparedDrillId, inputWithTool, resolveForEveryTool } f
 import { runChild, showChildren } from './children';
 import { runCompensated } from './compensation';
 import { checkedWorkflowId } from './doors';
-import { failedDrillSummary } from './drills';
+import { failedDrillSummary } from './drill-skeleton';
 import { ProgressBoard } from './progress';
 import { nameScheme } from './names';
 import { currentClaimant } from './owner';
@@ -64,7 +64,7 @@ export async function restoreToolComparisonWorkflow(input: DrillInput = {}): Pro
       failed: (_err, status) => (stopped = status),
       async save() {
         concludeComparison(comparison, stopped);
-        board.setPhase('save results');
+        board.setStage('save results');
         return resultCalls.saveToolComparison({ runId, comparison, owner: currentClaimant() });
       },
     },
@@ -73,7 +73,7 @@ export async function restoreToolComparisonWorkflow(input: DrillInput = {}): Pro
   if (!outcome.location) throw outcome.failure;
   board.setPercent(100);
   upsertSearchAttributes(searchAttributes({ status: comparison.status }));
-  board.setPhase(comparison.status);
+  board.setStage(comparison.status);
   if (outcome.failure) throw outcome.failure;
   if (comparison.status !== 'passed')
     throw ApplicationFailure.nonRetryable(`restore tool comparison ${runId} failed: ${comparison.verdict}`, FAILURE_TYPES.verification);

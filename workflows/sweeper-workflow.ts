@@ -5,7 +5,7 @@
  */
 import { continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
-import { planSweep, runsToCheck, type SweepDecision } from '../common/core/sweep';
+import { planSweep, runsToCheck, type SweepReport } from '../common/core/sweep';
 import { checkedWorkflowId, continuationAtDoor, parseAtDoor, refuseAtDoor, type DoorInfo } from './doors';
 import { forEachBounded } from './children';
 import { failureMessage } from './failures';
@@ -14,16 +14,6 @@ import { sweepCalls } from './proxies';
 export interface SweepInput {
   /** Report what would be removed; remove nothing. */
   dryRun?: boolean;
-}
-
-export interface SweepReport {
-  dryRun: boolean;
-  checkedAt: string;
-  /** Removed (or, in a dry run, to be removed), with the reason. */
-  removed: SweepDecision[];
-  kept: SweepDecision[];
-  /** Hosts whose removal failed; the next sweep tries them again. */
-  failed: (SweepDecision & { error: string })[];
 }
 
 /** Teardowns at once: a few, so a large leak is cleared quickly without a burst of API calls. */

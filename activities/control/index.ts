@@ -12,7 +12,7 @@ import { createResultsActivities } from './results';
 import { createSweepActivities } from './sweep';
 import type { ControlDeps } from './types';
 
-export type { ControlDeps, HostRef, ProvisionInput, ResultsSummary } from './types';
+export type { ControlDeps, HostRef, ProvisionInput } from './types';
 
 export function createControlActivities(deps: ControlDeps) {
   return {

@@ -1,5 +1,5 @@
 /**
- * Provider calls: make, tear down, kill and diagnose hosts through the provider the run names (local folders and
+ * Provider calls: make, tear down, kill and inspect hosts through the provider the run names (local folders and
  * cgroups, or EC2), and what Temporal knows of a host's agent.
  */
 import { ApplicationFailure, log } from '@temporalio/activity';
@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import { tsToDate } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { FAILURE_TYPES } from '../../common/core/errors';
-import type { DeviceCounters, HostDiagnosis, HostRecord, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, PowerCutRecord, ProviderName } from '../../common/core/hosts';
+import type { DeviceCounters, HostInspection, HostRecord, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, PowerCutRecord, ProviderName } from '../../common/core/hosts';
 import type { VolumeStats } from '../../lib/volume';
 import { hostTaskQueue } from '../../common/core/names';
 import type { HostProvider } from '../../infra/providers/host-provider';
@@ -81,9 +81,9 @@ export function createProviderActivities(deps: ControlDeps) {
      * What is known of a host that stopped answering or whose attempt failed: the provider's view (processes, OOM
      * kills, instance state, log) and Temporal's: when the host's agent last polled its queue.
      */
-    async diagnoseHost(input: HostRef): Promise<HostDiagnosis & { lastPollAt: string | null }> {
-      const diagnosis = await provider(input.provider).diagnose(input.hostId, hostActor(input));
-      return { ...diagnosis, lastPollAt: deps.client ? await lastPollAt(deps.client, hostTaskQueue(input.hostId)) : null };
+    async inspectHost(input: HostRef): Promise<HostInspection & { lastPollAt: string | null }> {
+      const inspection = await provider(input.provider).inspect(input.hostId, hostActor(input));
+      return { ...inspection, lastPollAt: deps.client ? await lastPollAt(deps.client, hostTaskQueue(input.hostId)) : null };
     },
   };
 }

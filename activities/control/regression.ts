@@ -9,7 +9,8 @@ import { writeReports } from '../../analysis/report';
 import type { ResultsStore } from '../../lib/results-store';
 import { formatSpecProblems, FAILURE_TYPES } from '../../common/core/errors';
 import { verdictOptionProblems, verdictOptions, type VerdictOptions } from '../../common/input/regression-options';
-import { decideVerdict, seedFrom, type Verdict } from '../../analysis/regression-verdict';
+import { decideVerdict, seedFrom } from '../../analysis/regression-verdict';
+import type { Verdict } from '../../common/results/verdict';
 
 export interface CompareInput {
   /** The run (experiment workflow id) to judge; its result.json must be written. */

@@ -5,9 +5,10 @@
 import { Context } from '@temporalio/activity';
 import os from 'node:os';
 import { runCost } from '../../common/input/cost';
+import type { PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
-import type { ClusterResult } from '../../common/results/result';
+import type { ClusterResult, ResultsSummary } from '../../common/results/result';
 import { aggregate, drillChecks, type EnvironmentInfo } from '../../analysis/aggregate';
 import { historyEntry, RunHistory } from '../../analysis/history';
 import { runPredictions } from '../../analysis/predictions';
@@ -16,15 +17,16 @@ import { renderDrillMarkdown, renderToolComparisonMarkdown } from '../../analysi
 import { claimRunExecution } from '../../lib/results-store';
 import type { Claimant } from '../../common/core/claims';
 import { checkedClaimant } from './owner';
-import type { ControlDeps, ResultsSummary } from './types';
+import type { ControlDeps } from './types';
 
 export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
   return {
     /**
      * Saved before anything is provisioned, so a later run (or the sweeper) knows what this one meant to create; it
-     * claims the run's folder for this execution, so a run under a finished run's id fails here, before any host.
+     * claims the run's folder for this execution (`execution`: the first of a chain that continues as new), so a run
+     * under a finished run's id fails here, before any host.
      */
-    async saveSpec(input: { runId: string; spec: ExperimentSpec; owner?: Claimant }): Promise<string> {
+    async saveSpec(input: { runId: string; spec: ExperimentSpec | RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec; owner?: Claimant }): Promise<string> {
       await claimRunExecution(deps.results, input.runId, callingExecution(input.owner));
       await deps.results.put(input.runId, 'spec.json', JSON.stringify(input.spec, null, 2));
       return deps.results.location(input.runId);

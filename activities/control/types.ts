@@ -2,7 +2,6 @@
 import type { Client } from '@temporalio/client';
 import type { Claimant } from '../../common/core/claims';
 import type { HostRequest, ProviderName } from '../../common/core/hosts';
-import type { ExperimentResult } from '../../common/results/result';
 import type { ResultsStore } from '../../lib/results-store';
 import type { HostProvider } from '../../infra/providers/host-provider';
 
@@ -30,13 +29,4 @@ export interface HostRef {
   owner?: Claimant;
   /** Set by the sweeper only: the run whose host it removes (closed, unknown or expired). */
   sweptRun?: string;
-}
-
-/** What an experiment's results say in brief, with where they are. */
-export interface ResultsSummary {
-  location: string;
-  status: ExperimentResult['status'];
-  medianTps: Record<string, number | null>;
-  ratios: ExperimentResult['ratios'];
-  failedChecks: string[];
 }

@@ -11,7 +11,8 @@ import type { BackupInfo } from '../../common/results/drill-result';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { DEFAULT_WAL_SEGMENT_BYTES, parseSegmentName, segmentName } from '../../common/core/lsn';
 import { readLabFile, removeLabFile } from '../../lib/lab-fs';
-import type { ArchivedWal, BackupTool, RecoveryTarget, RepositoryCheck } from '../../lib/backup-tool';
+import type { RecoveryTarget } from '../../common/input/backup-store';
+import type { ArchivedWal, BackupTool, RepositoryCheck } from '../../lib/backup-tool';
 import { heartbeatWhile } from '../progress';
 import { parseRecoveryLog } from '../../lib/parsers/recovery-log';
 import { backupRecordFile, backupTool, type BackupToolRecord } from './archiving';
@@ -118,7 +119,7 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
   let lastAliveCheck = 0;
   for (;;) {
     const log = readRecoveryLog(logFile);
-    ctx.heartbeat({ phase: 'recovery', restoredSegments: log.restoredSegments.length });
+    ctx.heartbeat({ step: 'recovery', restoredSegments: log.restoredSegments.length });
     const base = {
       stoppedAt: log.stopped?.at ?? null,
       lastTransactionAt: log.lastTransactionAt,

@@ -3,7 +3,7 @@
  * tool, the restore drill's writes and checks, replication and the failover drill's writer. Merged into the host
  * agent's activities by createHostActivities.
  */
-import type { RecoveryTarget } from '../../lib/backup-tool';
+import type { RecoveryTarget } from '../../common/input/backup-store';
 import type { HostDeps, HostInput } from './deps';
 import type { BackupCompression, BackupKind } from '../../common/input/backup-store';
 import {

@@ -7,8 +7,7 @@ import { assertHost, assertOwner } from './deps';
 import { configurePostgres, isRunning, stopPostgres, type ConfigurePostgresInput } from './postgres';
 import { loadData, verifyAccounts, type LoadInput } from './load';
 import { runPgbench, type PgbenchInput } from './pgbench';
-import { runVacuumPhase, type VacuumPhaseInput } from './vacuum';
-import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
+import { createPhaseActivities } from './phases';
 import { createDrillHostActivities } from './durability';
 import { watched } from './watchdog';
 
@@ -28,8 +27,7 @@ export function createHostActivities(deps: HostDeps) {
     loadData: (input: LoadInput) => loadData(deps, input),
     verifyAccounts: (input: HostInput) => verifyAccounts(deps, input),
     runPgbench: (input: PgbenchInput) => runPgbench(deps, input),
-    runVacuumPhase: (input: VacuumPhaseInput) => runVacuumPhase(deps, input),
-    runBacklogPhase: (input: BacklogPhaseInput) => runBacklogPhase(deps, input),
+    ...createPhaseActivities(deps),
     ...createDrillHostActivities(deps),
   }));
 }

@@ -1,11 +1,10 @@
 /**
  * What an earlier attempt on this host may have left running when its agent died: the workload's pgbench, a
- * pg_recvlogical, and the backends of the lab's own connections (a VACUUM, a bloat writer, a loader). A retried
- * measurement stops them first, so it measures alone and never against a ghost of itself; its result says what it
- * stopped.
+ * pg_recvlogical, and the backends of the lab's own connections (a phase's, a loader's). A retried measurement
+ * stops them first, so it measures alone and never against a ghost of itself; its result says what it stopped.
  */
 import { listKernelDir, readKernelFile } from '../../lib/lab-fs';
-import type { LeftoverCleanup } from '../../common/results/result';
+import type { LeftoverCleanup } from '../../common/results/leftovers';
 import { withConnection } from '../../lib/pg';
 import type { HostDeps } from './deps';
 

@@ -1,5 +1,5 @@
 /**
- * The checkpointed data load: pgbench's tables, pgbench_accounts filled in fixed chunks of the aid range.
+ * The resumable data load: pgbench's tables, pgbench_accounts filled in fixed chunks of the aid range.
  * Each chunk claims its id in storage_lab.load_chunks and inserts its rows in the same transaction, so a chunk
  * is done exactly once and any retry (new attempt, new agent, restarted server) resumes from the database itself.
  * Primary keys and VACUUM ANALYZE come after the load, as `pgbench -i` does them.
@@ -10,7 +10,7 @@ import type { LoadResult } from '../../common/results/result';
 import { WORKLOAD_ROLE } from '../../common/core/names';
 import { accountRows } from '../../common/input/data-size';
 import { connectLocal, withConnection } from '../../lib/pg';
-import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';
+import { every, progressReporter, StepProgress, type ReportProgress } from '../progress';
 import { assertHost, type HostDeps, type HostInput } from './deps';
 
 export interface LoadInput extends HostInput {
@@ -95,23 +95,24 @@ async function load(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
     const attemptStart = Date.now();
     let chunksDone = resumed;
     let lastBytes = 0;
-    const bytesAtStart = await relationBytes(monitor);
-    /** The heap's growth rate this attempt: the post-load steps' ETA scales from it. */
+    const chunkProgress = new StepProgress('rows', 'chunks');
+    /** The heap's growth rate this attempt, as last measured by the ETA rule: the post-load steps' ETA scales from it. */
     let lastRate: number | undefined;
     const beat = async () => {
       lastBytes = await relationBytes(monitor).catch(() => lastBytes);
       const elapsed = (Date.now() - attemptStart) / 1000;
       const rowsDone = Math.min(rows, chunksDone * input.chunkRows);
       const rowsThisAttempt = (chunksDone - resumed) * input.chunkRows;
-      const rowsEta = etaSeconds(chunksDone - resumed, total - resumed, elapsed);
+      const chunks = chunkProgress.read(chunksDone, total);
       // The primary key and VACUUM ANALYZE come after the rows: estimated from the heap they will read and write
-      // at the rate this load writes it, so the ETA covers the whole load, not only its rows.
-      const rate = elapsed > 0 ? (lastBytes - bytesAtStart) / elapsed : 0;
+      // at the rate this load writes it (the chunks' rate times a chunk's bytes), so the ETA covers the whole load.
+      const heapRate = chunks.rate !== undefined && chunksDone > 0 ? (chunks.rate * lastBytes) / chunksDone : undefined;
       const heapWhenDone = chunksDone > 0 ? (lastBytes * total) / chunksDone : 0;
-      const afterRows = rate > 0 && heapWhenDone > 0 ? (POST_LOAD_HEAP_PASSES * heapWhenDone) / rate : undefined;
+      const afterRows = heapRate ? (POST_LOAD_HEAP_PASSES * heapWhenDone) / heapRate : undefined;
       report({
         percent: Math.round((LOAD_STEP_SPANS.rows[1] * 1000 * chunksDone) / total) / 10,
-        etaSeconds: rowsEta !== undefined && afterRows !== undefined ? Math.round(rowsEta + afterRows) : undefined,
+        etaSeconds: chunks.eta !== undefined && afterRows !== undefined ? Math.round(chunks.eta + afterRows) : undefined,
+        measure: chunks.measure,
         detail: {
           step: 'rows',
           rows: rowsDone,
@@ -122,7 +123,7 @@ async function load(deps: HostDeps, input: LoadInput): Promise<LoadResult> {
           rowsPerSecond: elapsed > 0 ? Math.round(rowsThisAttempt / elapsed) : 0,
         },
       });
-      lastRate = rate > 0 ? rate : lastRate;
+      lastRate = heapRate ?? lastRate;
     };
     const stopBeat = every(HEARTBEAT_MS, () => void beat());
     try {
@@ -243,9 +244,11 @@ async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: numb
 async function emptySharedBuffers(c: Client): Promise<void> {
   const version = Number((await c.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0].v);
   if (version < 170000) return;
-  await c.query('CREATE EXTENSION IF NOT EXISTS pg_buffercache');
+  // In public, named in full: the lab's sessions have only pg_catalog on their search path (lib/pg.ts), where an
+  // extension without a schema would be created, and the server refuses to create objects in pg_catalog.
+  await c.query('CREATE EXTENSION IF NOT EXISTS pg_buffercache SCHEMA public');
   try {
-    await c.query('SELECT count(*) FROM pg_buffercache WHERE relfilenode IS NOT NULL AND pg_buffercache_evict(bufferid)');
+    await c.query('SELECT count(*) FROM public.pg_buffercache WHERE relfilenode IS NOT NULL AND public.pg_buffercache_evict(bufferid)');
   } finally {
     await c.query('DROP EXTENSION IF EXISTS pg_buffercache');
   }
@@ -322,7 +325,8 @@ const VACUUM_PROGRESS_SQL = `SELECT heap_blks_scanned AS done, heap_blks_total A
 /**
  * Runs one step after the rows on its own connection and reports its progress from `progressSql` (blocks done of
  * blocks to do); the ETA covers the step and, for the primary keys, the VACUUM after it (from the heap's bytes at
- * the rate this step scans them, or the rows' rate before there is one). Returns the step's seconds.
+ * the rate this step scans them, or the rows' rate before there is one), both by the ETA rule. Returns the step's
+ * seconds.
  */
 async function timedStep(
   deps: HostDeps,
@@ -339,6 +343,7 @@ async function timedStep(
   // A step whose agent died must not keep its backend busy: the server checks the socket every second.
   await ddl.query(`SET client_connection_check_interval = '1s'`);
   const started = Date.now();
+  const blocks = new StepProgress(step, 'blocks');
   const beat = every(HEARTBEAT_MS, () => {
     void monitor
       .query<{ done: string; total: string }>(progressSql)
@@ -346,14 +351,16 @@ async function timedStep(
         const done = Number(r.rows[0]?.done ?? 0);
         const todo = Number(r.rows[0]?.total ?? 0);
         const elapsed = (Date.now() - started) / 1000;
-        const scanRate = done > 0 && elapsed > 0 ? (done * PAGE_BYTES) / elapsed : rowsRate;
-        const left = todo > 0 && done > 0 ? ((todo - done) * elapsed) / done : undefined;
+        // Each table's scan is a measure of its own (the rule starts again when the total changes).
+        const scan = todo > 0 ? blocks.read(done, todo) : undefined;
+        const scanRate = scan?.rate !== undefined ? scan.rate * PAGE_BYTES : rowsRate;
         // After the primary keys comes VACUUM ANALYZE: about two heaps at the rate this step scans them.
         const after = step === 'primary keys' ? (scanRate ? (2 * heapBytes) / scanRate : undefined) : 0;
         const fraction = todo > 0 ? Math.min(1, done / todo) : 0;
         report({
           percent: Math.round(1000 * (fromShare + fraction * (toShare - fromShare))) / 10,
-          etaSeconds: left !== undefined && after !== undefined ? Math.round(left + after) : undefined,
+          etaSeconds: scan?.eta !== undefined && after !== undefined ? Math.round(scan.eta + after) : undefined,
+          ...(scan ? { measure: scan.measure } : {}),
           detail: { step, scannedMB: Math.round((done * PAGE_BYTES) / 1e6), heapMB: Math.round(heapBytes / 1e6), elapsedSeconds: Math.round(elapsed) },
         });
       })

@@ -1,22 +1,25 @@
 /**
  * The TPS run: the real pgbench with the spec's clients, threads, duration and script, per-second progress (-P 1)
- * and a per-transaction log (--log) from which latency percentiles are computed.
+ * and a per-transaction log (--log) from which latency percentiles are computed. And the same workload in the
+ * background until a phase stops it (startWorkload): a phase writes with it, or measures beside it.
  */
 import { Context } from '@temporalio/activity';
 import path from 'node:path';
 import readline from 'node:readline';
-import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import type { TpsRun } from '../../common/results/result';
+import type { Client } from 'pg';
 import {
   ClientGaps,
   LatencyHistogram,
   parseProgressLine,
   parseSummary,
   parseTransactionLogLine,
+  type ProgressSample,
 } from '../../lib/parsers/pgbench';
 import { libpqEnv } from '../../lib/pg';
-import { workloadAppName, workloadArgs } from '../../lib/pgbench-workload';
-import { runProcess, type RunResult } from '../../lib/process-runner';
+import { workloadAppName, workloadArgs, type WorkloadSize } from '../../lib/pgbench-workload';
+import { ProcessError, runProcess, type RunResult } from '../../lib/process-runner';
 import { heartbeatWhile, progressReporter } from '../progress';
 import { WORKLOAD_ROLE } from '../../common/core/names';
 import { safeSegment } from '../../common/core/ids';
@@ -35,12 +38,12 @@ export interface PgbenchInput extends HostInput {
   threads: number;
   durationSeconds: number;
   script: string;
-  /** Run the diagnostics sampler next to pgbench, on its own connection. */
+  /** Run the sampler next to pgbench, on its own connection. */
   sampler?: { intervalMs: number };
 }
 
 /** A TPS run and, when the sampler ran, what it saw. */
-export type PgbenchRun = TpsRun & { diagnostics?: Diagnostics };
+export type PgbenchRun = TpsRun & { diagnostics?: SamplerReadings };
 
 /** Seconds pgbench may overrun its -T before we call it hung (connection set-up, log flush). */
 const OVERRUN_SECONDS = 120;
@@ -152,4 +155,82 @@ export async function readTransactionLogs(runDir: string): Promise<{ histogram: 
     }
   }
   return { histogram, gaps };
+}
+
+/** A run of the spec's workload on a host, until it is stopped (a phase writes with it, or measures beside it). */
+export interface BackgroundWorkload {
+  /** Why it ended by itself, if it did (pgbench exited or failed): a promise of the reason; null while it runs. */
+  ended(): Promise<string> | null;
+  /** Stops it and waits for its backends to go; throws what it failed with, when it failed by itself. */
+  stop(): Promise<void>;
+}
+
+/** pgbench's -T of a background run: far longer than any phase; the phase stops it. */
+const BACKGROUND_LIMIT_SECONDS = 86_400;
+
+/**
+ * Starts the spec's workload in the background (pgbench as the client user, its application_name `label`'s), with
+ * per-second progress stamped with the epoch when `onProgress` wants it. `db` is the phase's own connection, on which
+ * stop() waits for the workload's backends to go.
+ */
+export function startWorkload(
+  deps: HostDeps,
+  db: Client,
+  run: WorkloadSize & { label: string; script: string; onProgress?: (sample: ProgressSample) => void },
+): BackgroundWorkload {
+  const ctx = Context.current();
+  const dir = path.join(deps.config.hostDir, safeSegment(run.label, 'label'));
+  makeLabDir(dir);
+  ownByClient(deps, dir);
+  const scriptFile = path.join(dir, 'script.sql');
+  writeLabFile(scriptFile, run.script, { mode: 0o644 });
+  const appName = workloadAppName(run.label);
+  const halt = new AbortController();
+  const { onProgress } = run;
+  const pgbench = runProcess(
+    clientTool(deps.config, 'pgbench'),
+    [...workloadArgs(run, scriptFile), '--time', String(BACKGROUND_LIMIT_SECONDS), ...(onProgress ? ['--progress', '1', '--progress-timestamp'] : [])],
+    {
+      ...asClientUser(deps),
+      env: workloadEnv(deps, appName),
+      cwd: dir,
+      signal: AbortSignal.any([halt.signal, ctx.cancellationSignal]),
+      ...(onProgress
+        ? {
+            onStderrLine: (line: string) => {
+              const sample = parseProgressLine(line);
+              if (sample) onProgress(sample);
+            },
+          }
+        : {}),
+    },
+  );
+  let ended = false;
+  const outcome = pgbench
+    .then(
+      () => null,
+      (err: unknown) => err,
+    )
+    .finally(() => (ended = true));
+  return {
+    ended: () => (ended ? outcome.then((err) => (err ? (err as Error).message : 'it exited')) : null),
+    async stop() {
+      halt.abort();
+      const err = await outcome;
+      // The workload was stopped on purpose; any other failure of it is real.
+      if (err && !(err instanceof ProcessError && err.reason === 'cancelled') && !ctx.cancellationSignal.aborted) throw err;
+      await waitForBackendsGone(db, appName);
+    },
+  };
+}
+
+/** pgbench's backends end once they notice their client is gone; stragglers are terminated after `graceTicks`. */
+async function waitForBackendsGone(db: Client, appName: string, graceTicks = 25): Promise<void> {
+  for (let i = 0; ; i++) {
+    const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    if (r.rows[0].n === 0) return;
+    if (i === graceTicks) await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    if (i > 100) throw new Error(`backends of ${appName} did not go away`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

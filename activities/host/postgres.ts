@@ -287,7 +287,7 @@ export async function isRunning(deps: HostDeps): Promise<boolean> {
 /** Runs pg_ctl as the Postgres user, heartbeating while it waits (crash recovery can take a while). */
 export async function pgCtl(deps: HostDeps, args: string[]): Promise<void> {
   const ctx = Context.current();
-  const stop = every(5_000, () => ctx.heartbeat({ phase: `pg_ctl ${args[0]}` }));
+  const stop = every(5_000, () => ctx.heartbeat({ step: `pg_ctl ${args[0]}` }));
   try {
     await runProcess(path.join(deps.config.pgBinDir, 'pg_ctl'), [...args, '-D', deps.config.dataDir], {
       ...asPostgresUser(deps),

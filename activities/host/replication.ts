@@ -266,7 +266,7 @@ export async function waitForStandbys(
         throw new Error(
           `standbys ${input.nodes.join(', ')} not streaming${sync ? ' synchronously' : ''} to ${deps.config.hostId} within ${input.timeoutSeconds} s; pg_stat_replication: ${JSON.stringify(standbys)}`,
         );
-      ctx.heartbeat({ phase: 'waiting for standbys', standbys });
+      ctx.heartbeat({ step: 'waiting for standbys', standbys });
       await ctx.sleep(100);
     }
   });

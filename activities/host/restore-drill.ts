@@ -195,7 +195,7 @@ export async function waitForArchive(deps: HostDeps, input: HostInput & { lsn: s
         throw new Error(
           `the archive did not reach ${input.lsn} within ${input.timeoutSeconds} s (last archived: ${s.wal ?? 'none'}; failed attempts: ${s.failed}${s.last_failed ? `, last failed: ${s.last_failed}` : ''})`,
         );
-      ctx.heartbeat({ phase: 'waiting for the archive', lastArchived: s.wal });
+      ctx.heartbeat({ step: 'waiting for the archive', lastArchived: s.wal });
       await ctx.sleep(200);
     }
   });
@@ -230,7 +230,7 @@ export async function archiveCurrentSegment(deps: HostDeps, input: HostInput & {
           new Error(`${segment} was not archived within ${input.timeoutSeconds} s (archive status: ${s.statuses.join(', ') || 'none'}; failed attempts: ${s.failed}${s.last_failed ? `, last failed: ${s.last_failed}` : ''});`),
           archiveError(deps) ?? "the archive_command's errors are in the server's log",
         );
-      ctx.heartbeat({ phase: 'waiting for the archive', segment });
+      ctx.heartbeat({ step: 'waiting for the archive', segment });
       await ctx.sleep(200);
     }
   });

@@ -1,16 +1,17 @@
 /**
  * The watchdog beside every host activity: while the activity works on its host's Postgres (a load, a TPS run, a
- * VACUUM, a backlog, a drill's step), a probe that cannot hang it (lib/postgres-probe.ts) asks the server whether it
+ * phase, a drill's step), a probe that cannot hang it (lib/postgres-probe.ts) asks the server whether it
  * answers. A server that takes connections and queries and answers none of them (every process SIGSTOPped, a wedged
  * server) blocks whatever the activity awaits on it: a sampler's closing query, a retry's cleanup, the load's
  * progress. Without the watchdog the activity then only stopped heartbeating, and its failure read "activity
- * Heartbeat timeout". With it, the activity fails, within the phase's own heartbeat timeout, with a failure that
- * names the host, the phase, that PostgreSQL stopped answering and for how long (common/core/postgres-silence.ts).
+ * Heartbeat timeout". With it, the activity fails, within the step's own heartbeat timeout, with a failure that
+ * names the host, the step, that PostgreSQL stopped answering and for how long (common/core/postgres-silence.ts).
  * On a modelled volume it watches the volume's server too: with the server gone every I/O of the host fails, and
  * the activity fails at the next probe with a failure that says so and shows the end of the server's log.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FAILURE_TYPES } from '../../common/core/errors';
+import { PHASES } from '../../common/phases/registry';
 import { describeProcesses, notAnsweringMessage, silenceVerdict, silenceWatch, SilenceClock } from '../../common/core/postgres-silence';
 import { PostgresProbe, postgresProcesses } from '../../lib/postgres-probe';
 import { tail, volumeServerPid } from '../../lib/volume';
@@ -18,30 +19,30 @@ import type { ProgressUpdate } from '../progress';
 import type { HostDeps } from './deps';
 
 /**
- * The phase an activity works in, as the cluster's and drills' progress names it: its input's label (pgbench's
+ * The step an activity works in, as the cluster's and drills' progress names it: its input's label (pgbench's
  * "warmup", "tps"), else by activity, else the activity's own name.
  */
-const PHASES: Record<string, string> = {
+const STEPS: Record<string, string> = {
   configurePostgres: 'configure',
   loadData: 'load',
   verifyAccounts: 'verify',
-  runVacuumPhase: 'vacuum',
-  runBacklogPhase: 'backlog',
+  // Each phase's activity works in the phase's own step.
+  ...Object.fromEntries(PHASES.map((p) => [p.activity, p.name])),
 };
 
-export function phaseOf(activity: string, input: unknown): string {
+export function stepOf(activity: string, input: unknown): string {
   const label = (input as { label?: unknown } | null)?.label;
   if (typeof label === 'string' && label) return label;
-  return Object.hasOwn(PHASES, activity) ? PHASES[activity] : activity;
+  return Object.hasOwn(STEPS, activity) ? STEPS[activity] : activity;
 }
 
 /**
  * Runs an activity under the watchdog. An activity without a heartbeat timeout (the agent's hello) is not watched.
- * The failure is non-retryable: a server silent for the whole phase bound on this host would keep a retry there
+ * The failure is non-retryable: a server silent for the whole step's bound on this host would keep a retry there
  * waiting as long, and the run must end within the host's bound; a server stopped for a while and continued is the
  * TPS run's stall, recorded and measured again, and stays well under this limit.
  */
-export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () => Promise<T>): Promise<T> {
+export async function watchPostgres<T>(deps: HostDeps, step: string, run: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
   const watch = silenceWatch(ctx.info.heartbeatTimeoutMs);
   if (!watch) return run();
@@ -57,7 +58,7 @@ export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () =>
       done = true;
       clearInterval(timer);
       probe.close();
-      fail(ApplicationFailure.nonRetryable(volumeServerGoneMessage(hostId, phase, volume.log), FAILURE_TYPES.hostGone));
+      fail(ApplicationFailure.nonRetryable(volumeServerGoneMessage(hostId, step, volume.log), FAILURE_TYPES.hostGone));
       return;
     }
     probe.start((outcome, atMs) => clock.record(outcome, atMs));
@@ -66,7 +67,7 @@ export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () =>
     if (verdict === 'waiting') {
       // The activity may be blocked on the server and heartbeat no more: the watchdog says it still lives, and why it waits.
       const update: ProgressUpdate = { detail: { step: 'waiting for PostgreSQL', noReplySeconds: Math.floor(silentMs / 1000) } };
-      ctx.heartbeat({ hostId, phase, ...update, at: new Date().toISOString() });
+      ctx.heartbeat({ hostId, step, ...update, at: new Date().toISOString() });
     } else if (verdict === 'dead') {
       // A reply that came while this process was busy is read before the next check: one turn of the event loop
       // (its I/O) first, so a slow agent is never taken for a silent server.
@@ -77,7 +78,7 @@ export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () =>
         clearInterval(timer);
         probe.close();
         const processes = describeProcesses(postgresProcesses(dataDir));
-        fail(ApplicationFailure.nonRetryable(notAnsweringMessage({ hostId, phase, silentMs: silent, limitMs: watch.limitMs, processes }), FAILURE_TYPES.postgresNotAnswering));
+        fail(ApplicationFailure.nonRetryable(notAnsweringMessage({ hostId, step, silentMs: silent, limitMs: watch.limitMs, processes }), FAILURE_TYPES.postgresNotAnswering));
       });
     }
   };
@@ -93,14 +94,14 @@ export async function watchPostgres<T>(deps: HostDeps, phase: string, run: () =>
 }
 
 /** Why an activity failed when its host's volume server was gone. */
-export function volumeServerGoneMessage(hostId: string, phase: string, log: string): string {
-  return `host ${hostId}: its modelled volume's server is not running (during ${phase}), so every I/O of the host fails; the end of ${log}:\n${tail(log, 10)}`;
+export function volumeServerGoneMessage(hostId: string, step: string, log: string): string {
+  return `host ${hostId}: its modelled volume's server is not running (during ${step}), so every I/O of the host fails; the end of ${log}:\n${tail(log, 10)}`;
 }
 
 /** The same host activities, each under the watchdog. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- activities take any arguments
 export function watched<T extends Record<string, (input: any) => Promise<unknown>>>(deps: HostDeps, activities: T): T {
   return Object.fromEntries(
-    Object.entries(activities).map(([name, fn]) => [name, (input: unknown) => watchPostgres(deps, phaseOf(name, input), () => fn(input))]),
+    Object.entries(activities).map(([name, fn]) => [name, (input: unknown) => watchPostgres(deps, stepOf(name, input), () => fn(input))]),
   ) as T;
 }

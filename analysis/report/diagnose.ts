@@ -5,7 +5,7 @@
 import { BREAKDOWN_LABELS, breakdownKeyOf } from '../../common/results/breakdown';
 import { syncStandbyWait, VERDICT_GROUPS, verdictLine, type DiagnoseCapture, type VerdictGroup } from '../../common/results/diagnose-capture';
 import { chartFigure, htmlPage } from './html';
-import { fmt } from './summary';
+import { fmt } from '../../common/core/format';
 import { barChart, lineChart } from './svg-charts';
 
 const MIB = 2 ** 20;

@@ -9,7 +9,7 @@ import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
 import type { ClassResult, ClusterResult, ExperimentResult } from '../../common/results/result';
 import { describeBudget, type DeviceModel } from '../../common/model/devices';
 import { throttleUse, AT_CAP } from '../bottlenecks';
-import { fmt } from './summary';
+import { fmt } from '../../common/core/format';
 
 /** The wait event whose share the reference publishes per class. */
 const DATA_FILE_READ = 'IO:DataFileRead';

@@ -5,9 +5,10 @@
  */
 import { BREAKDOWN_KEYS, BREAKDOWN_LABELS } from '../../common/results/breakdown';
 import { REFERENCE } from '../../common/results/reference';
+import { comparedPhases } from '../../common/phases/registry';
 import type { ExperimentResult } from '../../common/results/result';
 import type { RunPredictions } from '../../common/model/run-predictions';
-import { topEvents } from './diagnostics-markdown';
+import { topEvents } from './sampler-markdown';
 import { renderMarkdown } from './markdown';
 import { referenceBreakdown } from './summary';
 import { barChart, escapeXml, lineChart, type BarSeries } from './svg-charts';
@@ -21,6 +22,7 @@ th { background: #f5f5f5; }
 code { background: #f3f3f3; padding: 0 0.2rem; }
 .charts { display: grid; grid-template-columns: 1fr; gap: 1rem; }
 .charts figure { margin: 0; border: 1px solid #eee; padding: 0.5rem; }
+.charts svg { max-width: 100%; height: auto; }
 .charts figcaption { font-size: 0.85rem; color: #555; }
 li.FAIL { color: #b00020; } li.WARN { color: #8a5a00; }
 `;
@@ -38,11 +40,10 @@ export function renderCharts(result: ExperimentResult): string[] {
   const compare = result.compare;
 
   if (compare) {
-    const jobs: [string, string, number][] = [
+    const jobs: [string, string, number | null][] = [
       ['throughput', 'tps', REFERENCE.ratios.tps],
       ['latency', 'latency', REFERENCE.ratios.latency],
-      ['VACUUM', 'vacuum', REFERENCE.ratios.vacuum],
-      ['backlog drain', 'backlog', REFERENCE.ratios.backlogDrain],
+      ...comparedPhases().map((p): [string, string, number | null] => [p.label, p.ratioKey, p.reference?.ratio ?? null]),
     ];
     figure(
       barChart({
@@ -55,7 +56,7 @@ export function renderCharts(result: ExperimentResult): string[] {
         ],
         format: (v) => `${Number(v.toPrecision(3))}x`,
       }),
-      'Candidate over baseline: TPS ratio; latency, VACUUM and drain as baseline time over candidate time. Reference: POSETTE 2026.',
+      'Candidate over baseline: TPS ratio; latency and each phase as baseline time over candidate time. Reference: POSETTE 2026.',
     );
   }
 

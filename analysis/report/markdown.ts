@@ -1,15 +1,17 @@
 /** report.md: this run and the published reference side by side, then per-cluster figures and the self-checks. */
 import type { ExperimentResult } from '../../common/results/result';
 import { costMarkdown, type RunCost } from '../../common/input/cost';
-import type { Verdict } from '../regression-verdict';
+import type { Verdict } from '../../common/results/verdict';
 import { verdictMarkdown } from './verdict-markdown';
-import { diagnosticsMarkdown } from './diagnostics-markdown';
+import { samplerMarkdown } from './sampler-markdown';
 import type { RunPredictions } from '../../common/model/run-predictions';
 import { predictionsMarkdown } from './predictions-markdown';
 import { fidelityMarkdown } from './fidelity';
 import type { DrillSummary } from '../../common/results/drill-result';
 import { drillsSummaryMarkdown, durabilityMarkdown } from './drills-markdown';
-import { checkVerdict, fmt, summaryRows } from './summary';
+import { fmt } from '../../common/core/format';
+import { phaseReports, uncappedPreparation } from '../../common/phases/registry';
+import { checkVerdict, summaryRows } from './summary';
 
 export function renderMarkdown(result: ExperimentResult): string {
   const lines: string[] = [];
@@ -73,7 +75,8 @@ export function renderMarkdown(result: ExperimentResult): string {
   const uncapped = uncappedPreparationLine(result);
   if (uncapped) lines.push(uncapped, '');
 
-  lines.push(...diagnosticsMarkdown(result));
+  lines.push(...samplerMarkdown(result));
+  lines.push(...phaseReports(Object.values(result.classes).flatMap((c) => c.clusters)));
   if (result.verdict) lines.push(...verdictMarkdown(result.verdict as Verdict));
   if (result.cost) lines.push(...costMarkdown(result.cost as RunCost));
   if (result.predictions) lines.push(...predictionsMarkdown(result.predictions as RunPredictions));
@@ -104,14 +107,10 @@ export function uncappedPreparationLine(result: ExperimentResult): string | null
   const hosts = Object.values(result.classes)
     .flatMap((cls) => cls.clusters)
     .map((c) => {
-      const steps = [
-        c.load?.preparedWithoutCap ? 'load' : null,
-        c.phases.vacuum?.preparedWithoutCap ? 'making the dead tuples' : null,
-        c.phases.backlog?.preparedWithoutCap ? 'writing the backlog' : null,
-      ].filter((s) => s !== null);
+      const steps = [...(c.load?.preparedWithoutCap ? ['load'] : []), ...uncappedPreparation(c.phases)];
       return steps.length ? `${c.hostId} (${steps.join(', ')})` : null;
     })
     .filter((h) => h !== null);
   if (!hosts.length) return null;
-  return `Preparation ran with the emulated I/O cap lifted on ${hosts.join('; ')}: its seconds (load, bloat, backlog fill) are not storage figures; the cap was applied again for the warm-up, the TPS run, VACUUM and the drain.`;
+  return `Preparation ran with the emulated I/O cap lifted on ${hosts.join('; ')}: its seconds are not storage figures; the cap was applied again for every measured step (the warm-up, the TPS run, each phase's timed part).`;
 }

@@ -4,7 +4,7 @@ import { PREDICTION_GOAL_PCT, rowComparison } from '../../common/model/run-predi
 import { BASELINE_LABELS, comparisonLine, type BaselineName } from '../../common/model/baselines';
 import { SOURCE_CHECK_NAME } from '../../common/model/predict';
 import { matrixLines } from '../../common/model/matrix';
-import { fmt } from './summary';
+import { fmt } from '../../common/core/format';
 
 const signed = (v: number | null) => (v === null || Number.isNaN(v) ? '–' : `${v >= 0 ? '+' : ''}${fmt(v, 1)} %`);
 const ms = (a: number | null | undefined, b: number | null | undefined) => `${fmt(a, 2)} / ${fmt(b, 2)}`;

@@ -5,13 +5,8 @@
 import { BREAKDOWN_KEYS, BREAKDOWN_LABELS, type BreakdownKey } from '../../common/results/breakdown';
 import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
 import type { ClassResult, ExperimentResult } from '../../common/results/result';
-
-export const fmt = (v: number | null | undefined, digits = 1): string =>
-  v === null || v === undefined || Number.isNaN(v)
-    ? '–'
-    : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
-
-export const ratio = (v: number | null | undefined): string => (v === null || v === undefined ? '–' : `${fmt(v, 2)}x`);
+import { fmt, ratio } from '../../common/core/format';
+import { comparedPhases } from '../../common/phases/registry';
 
 /** One row of the summary table: this run's baseline, candidate and ratio, then the reference's. */
 export interface SummaryRow {
@@ -27,7 +22,7 @@ export interface SummaryRow {
 const refBase = () => REFERENCE.results[REFERENCE_ROLES.baseline];
 const refCand = () => REFERENCE.results[REFERENCE_ROLES.candidate];
 
-/** The reference-shaped summary: TPS, latency, VACUUM over bloat, backlog drain. Empty without a comparison. */
+/** The reference-shaped summary: TPS, latency, then each phase the reference measured too. Empty without a comparison. */
 export function summaryRows(result: ExperimentResult): SummaryRow[] {
   if (!result.compare) return [];
   const base: ClassResult | undefined = result.classes[result.compare.baseline];
@@ -53,26 +48,19 @@ export function summaryRows(result: ExperimentResult): SummaryRow[] {
       refRatio: ratio(REFERENCE.ratios.latency),
     },
   ];
-  if (spec.phases.vacuum.enabled)
+  for (const p of comparedPhases()) {
+    const metric = p.metric(spec.phases);
+    if (metric === null) continue;
     rows.push({
-      metric: `VACUUM over ${fmt(spec.phases.vacuum.bloatMB, 0)} MB of bloat (s; reference: 10 GB)`,
-      baseline: fmt(base?.phases.vacuum?.vacuumSeconds, 2),
-      candidate: fmt(cand?.phases.vacuum?.vacuumSeconds, 2),
-      ratio: ratio(result.ratios.vacuum),
-      refBaseline: fmt(refBase().vacuumSeconds),
-      refCandidate: fmt(refCand().vacuumSeconds),
-      refRatio: ratio(REFERENCE.ratios.vacuum),
+      metric,
+      baseline: fmt(p.seconds(base?.phases ?? {}), 2),
+      candidate: fmt(p.seconds(cand?.phases ?? {}), 2),
+      ratio: ratio(result.ratios[p.ratioKey]),
+      refBaseline: fmt(p.reference?.baseline),
+      refCandidate: fmt(p.reference?.candidate),
+      refRatio: ratio(p.reference?.ratio),
     });
-  if (spec.phases.backlog.enabled)
-    rows.push({
-      metric: `drain a ${fmt(spec.phases.backlog.backlogMB, 0)} MB logical-replication backlog (s; reference: 10 GB)`,
-      baseline: fmt(base?.phases.backlog?.drainSeconds, 2),
-      candidate: fmt(cand?.phases.backlog?.drainSeconds, 2),
-      ratio: ratio(result.ratios.backlog),
-      refBaseline: fmt(refBase().backlogDrainSeconds),
-      refCandidate: fmt(refCand().backlogDrainSeconds),
-      refRatio: ratio(REFERENCE.ratios.backlogDrain),
-    });
+  }
   return rows;
 }
 

@@ -1,5 +1,5 @@
 /** The regression verdict as a report section: the verdict, then per class the numbers it rests on. */
-import type { Verdict } from '../regression-verdict';
+import type { Verdict } from '../../common/results/verdict';
 
 const pct = (v: number | null | undefined): string => (v == null ? '–' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)} %`);
 const share = (v: number | null | undefined): string => (v == null ? '–' : `${(v * 100).toFixed(1)} %`);

@@ -14,10 +14,9 @@ import { WORKFLOW_TYPES } from '../../common/core/names';
 import { labPaths } from '../../lib/lab-paths';
 import { drillSection, toolComparisonTable } from '../../analysis/report/drills-markdown';
 import { connectClient, workflowUrl } from '../connection';
-import { UserError } from '../errors';
+import { UserError, workflowFailure } from '../errors';
 import { watchWorkflow } from '../progress-view';
 import { buildInput, refuseToolProblems, resolveOrUserError, timestampedId, type SpecFlags } from '../spec-input';
-import { failureMessage } from '../../workflows/failures';
 import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/input/tool-comparison';
 import { controlTaskQueue } from '../../worker/env';
 
@@ -59,7 +58,7 @@ export async function drillCommand(kind: DrillKind, flags: DrillFlags): Promise<
     } catch (err) {
       if (!(err instanceof WorkflowFailedError)) throw err;
       const printed = printDrill(runId, null);
-      throw new UserError(`${kind} drill ${runId} failed${printed ? '' : `: ${failureMessage(err)}`}`);
+      throw new UserError(`${kind} drill ${runId} failed${printed ? '' : `: ${workflowFailure(err)}`}`);
     }
     return runId;
   } finally {
@@ -87,7 +86,7 @@ async function compareToolsCommand(flags: DrillFlags): Promise<string> {
     } catch (err) {
       if (!(err instanceof WorkflowFailedError)) throw err;
       const printed = printComparison(runId, null);
-      throw new UserError(`restore tool comparison ${runId} failed${printed ? '' : `: ${failureMessage(err)}`}`);
+      throw new UserError(`restore tool comparison ${runId} failed${printed ? '' : `: ${workflowFailure(err)}`}`);
     }
     return runId;
   } finally {

@@ -10,11 +10,10 @@ import type { ExperimentSpec } from '../../common/input/spec';
 import { labPaths } from '../../lib/lab-paths';
 import { runFolderName } from '../../lib/results-store';
 import { checkExperimentWithTools } from '../../lib/spec-checks';
-import type { ExperimentSummary } from '../../workflows/experiment-workflow';
-import { failureMessage } from '../../workflows/failures';
+import type { ExperimentSummary } from '../../common/results/result';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
-import { UserError } from '../errors';
+import { UserError, workflowFailure } from '../errors';
 import { watchWorkflow } from '../progress-view';
 import { buildInput, refuseToolProblems, timestampedId, validateInput, type SpecFlags } from '../spec-input';
 
@@ -35,8 +34,8 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
   console.log(`  ${plan.hosts.length} hosts, ${plan.parallel} at a time:`);
   for (const h of plan.hosts)
     console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
-  console.log('  phases per host:');
-  for (const p of plan.phases) console.log(`    ${p}`);
+  console.log('  steps per host:');
+  for (const s of plan.steps) console.log(`    ${s}`);
   if (plan.drills.length) console.log(`  then the durability drills:\n${plan.drills.map((d) => `    ${d}`).join('\n')}`);
 }
 
@@ -74,7 +73,7 @@ export async function runCommand(flags: RunFlags): Promise<ExperimentSummary | s
       summary = flags.watch ? await watchWorkflow<ExperimentSummary>(lab.client, handle) : ((await handle.result()) as ExperimentSummary);
     } catch (err) {
       // A run refused by its preflight (or failed on the way) says why in its failure's own words, with the fix.
-      if (err instanceof WorkflowFailedError) throw new UserError(`run ${runId} failed: ${failureMessage(err)}`);
+      if (err instanceof WorkflowFailedError) throw new UserError(`run ${runId} failed: ${workflowFailure(err)}`);
       throw err;
     }
     printSummary(summary);

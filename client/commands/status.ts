@@ -1,7 +1,7 @@
 /** storage-lab status RUN and watch RUN. */
 import { connectClient, workflowUrl } from '../connection';
 import { UserError } from '../errors';
-import { describePhase, readProgress, watchWorkflow } from '../progress-view';
+import { describeStep, readProgress, watchWorkflow } from '../progress-view';
 
 export async function statusCommand(runId: string): Promise<void> {
   const lab = await connectClient();
@@ -14,10 +14,10 @@ export async function statusCommand(runId: string): Promise<void> {
     console.log(`  UI: ${workflowUrl(lab.namespace, runId)}`);
     const progress = await readProgress(lab.client, runId);
     if (progress) {
-      console.log(`  ${progress.phase}: ${progress.percent} %`);
+      console.log(`  ${progress.stage}: ${progress.percent} %`);
       for (const c of Object.values(progress.clusters)) {
-        const since = c.phases?.at(-1)?.at ?? c.at;
-        console.log(`  ${c.hostId.padEnd(22)} ${String(progress.hostPercent[c.hostId] ?? 0).padStart(5)} %  ${describePhase(c)} (since ${since})`);
+        const since = c.steps?.at(-1)?.at ?? c.at;
+        console.log(`  ${c.hostId.padEnd(22)} ${String(progress.hostPercent[c.hostId] ?? 0).padStart(5)} %  ${describeStep(c)} (since ${since})`);
       }
       for (const f of progress.failures) console.log(`  failure: ${f}`);
     }

@@ -1,7 +1,7 @@
 /** storage-lab sweep: runs the sweeper workflow on the control worker and prints what it removed (or would). */
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import type { SweepDecision } from '../../common/core/sweep';
-import type { SweepReport } from '../../workflows/sweeper-workflow';
+import type { SweepReport } from '../../common/core/sweep';
 import { controlTaskQueue } from '../../worker/env';
 import { connectClient, workflowUrl } from '../connection';
 import { timestampedId } from '../spec-input';

@@ -9,11 +9,13 @@ export const FAILURE_TYPES = {
   agentUnreachable: 'AgentUnreachableError',
   verification: 'VerificationError',
   regression: 'RegressionError',
+  /** An experiment that did not measure every storage class (its own failure, or the nightly's of it). */
+  experimentFailed: 'ExperimentFailedError',
   hostGone: 'HostGoneError',
   /** The host's memory limit killed a process of the workload: the same workload would be killed again. */
   outOfMemory: 'HostOutOfMemoryError',
   /**
-   * The host's PostgreSQL took connections and queries and answered none for a phase's whole silence bound (every
+   * The host's PostgreSQL took connections and queries and answered none for a step's whole silence bound (every
    * process stopped, a wedged server): a retry on the same host would wait as long again.
    */
   postgresNotAnswering: 'PostgresNotAnsweringError',

@@ -189,7 +189,7 @@ export interface PowerCutRecord {
 }
 
 /** What a provider can tell about a host that stopped answering, or whose attempt failed. */
-export interface HostDiagnosis {
+export interface HostInspection {
   /** Processes the kernel killed for memory in the host's memory cgroup since it was made; null where unknown. */
   oomKills: number | null;
   /** In words, for the failure message: what runs and what is gone, memory limit and peak, instance state, log tail. */

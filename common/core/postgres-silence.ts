@@ -22,10 +22,10 @@ const PROBES_PER_LIMIT = 10;
 
 /**
  * The watch of an activity, from its heartbeat timeout; null for one without (it is not watched). The limit is
- * that timeout: it is how long the lab lets the agent of this phase go silent before it calls the host dead (at
+ * that timeout: it is how long the lab lets the agent of this step go silent before it calls the host dead (at
  * most host.deadAfterSeconds, workflows/proxies.ts), and a Postgres silent for as long is dead for the same reason.
  * It is no new number to tune, and it stays above the stall a TPS run records and measures again (a server
- * stopped for a while and continued: no transaction for five seconds or more, well under every phase's timeout).
+ * stopped for a while and continued: no transaction for five seconds or more, well under every step's timeout).
  */
 export function silenceWatch(heartbeatTimeoutMs: number | undefined): SilenceWatch | null {
   if (!heartbeatTimeoutMs || !Number.isFinite(heartbeatTimeoutMs) || heartbeatTimeoutMs <= 0) return null;
@@ -83,13 +83,13 @@ export function describeProcesses(processes: PostgresProcess[] | null): string {
 }
 
 /**
- * The failure's message: the host, that PostgreSQL stopped answering, for how long, in which phase, what its
+ * The failure's message: the host, that PostgreSQL stopped answering, for how long, in which step, what its
  * processes say, and why it is not retried.
  */
-export function notAnsweringMessage(f: { hostId: string; phase: string; silentMs: number; limitMs: number; processes: string }): string {
+export function notAnsweringMessage(f: { hostId: string; step: string; silentMs: number; limitMs: number; processes: string }): string {
   const seconds = (ms: number) => Math.floor(ms / 1000);
   return (
-    `host ${f.hostId}: PostgreSQL stopped answering (no reply for ${seconds(f.silentMs)} s) during phase ${f.phase}; ${f.processes}; ` +
-    `not retried: a server silent for the phase's bound (${seconds(f.limitMs)} s, at most host.deadAfterSeconds) would keep a retry on this host waiting as long`
+    `host ${f.hostId}: PostgreSQL stopped answering (no reply for ${seconds(f.silentMs)} s) during step ${f.step}; ${f.processes}; ` +
+    `not retried: a server silent for the step's bound (${seconds(f.limitMs)} s, at most host.deadAfterSeconds) would keep a retry on this host waiting as long`
   );
 }

@@ -34,6 +34,17 @@ export interface SweepDecision extends SweepCandidate {
   reason: string;
 }
 
+/** What a sweep did: removed (or, in a dry run, would remove), kept, and failed to remove. */
+export interface SweepReport {
+  dryRun: boolean;
+  checkedAt: string;
+  /** Removed (or, in a dry run, to be removed), with the reason. */
+  removed: SweepDecision[];
+  kept: SweepDecision[];
+  /** Hosts whose removal failed; the next sweep tries them again. */
+  failed: (SweepDecision & { error: string })[];
+}
+
 export interface SweepPlan {
   remove: SweepDecision[];
   keep: SweepDecision[];

@@ -16,6 +16,9 @@ export function backupStoreLocation(store: ResolvedBackupStore): string {
   return store.kind === 'folder' ? store.path : `s3://${store.bucket}${store.path}`;
 }
 
+/** Where recovery stops: at a time, at an LSN, or at the end of the archived WAL. */
+export type RecoveryTarget = { type: 'time'; time: string } | { type: 'lsn'; lsn: string } | { type: 'latest' };
+
 /** The backup tools a host can run: WAL-G (the reference's) and Debian's pgBackRest. */
 export const BACKUP_TOOLS = ['wal-g', 'pgbackrest'] as const;
 export type BackupToolName = (typeof BACKUP_TOOLS)[number];

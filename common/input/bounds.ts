@@ -5,7 +5,7 @@
  * reason, never to cut a healthy one short.
  */
 import type { FailoverDrillSpec, PartitionDrillSpec, PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
-import { hostDeadAfterSeconds, type ExperimentSpec, type StorageClassSpec } from './spec';
+import { hostDeadAfterSeconds, storageMiBps, type ExperimentSpec, type StorageClassSpec } from './spec';
 import { accountRows, dataSetBytes } from './data-size';
 
 export interface HostTimeouts {
@@ -20,8 +20,8 @@ export interface HostTimeouts {
   loadHours: number;
   /** Upper bound of one measured run or step (pgbench duration plus overrun). */
   measureSeconds: number;
-  /** Upper bound of one measured phase (bloat + VACUUM, backlog + drain), from the sizes it works on. */
-  phaseSeconds: number;
+  /** Upper bound of one bulk step (a base backup, a restore's fetch), from the bytes it moves. */
+  bulkSeconds: number;
 }
 
 /** Bytes pgbench_accounts takes per row on disk at fillfactor 100 (482 GiB for 3.3 billion rows). */
@@ -31,13 +31,6 @@ const ROWS_PER_WRITER_SECOND = 50_000;
 /** The bound is this many times the estimate, and never under the minimum. */
 const SAFETY = 3;
 const MIN_LOAD_HOURS = 1;
-
-/** MiB/s a class's storage sustains for the estimate: its provisioned throughput, or a conservative figure. */
-export function storageMiBps(cls: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>): number {
-  if (cls.kind === 'ebs' || cls.kind === 'emulated-ebs') return cls.throughputMiBps ?? 125;
-  // Instance-store NVMe writes GB/s; the machine's own disk is unknown: assume a modest SSD.
-  return cls.kind === 'instance-store' ? 1000 : 200;
-}
 
 /**
  * Estimated seconds of a load: the rows (heap plus about as much WAL written, at the storage's throughput or the
@@ -57,10 +50,10 @@ export function loadBoundHours(rows: number, writers: number, classes: Pick<Stor
   return Math.max(MIN_LOAD_HOURS, Math.ceil((SAFETY * slowest) / 3600));
 }
 
-/** Seconds to make or move `mb` MB on the storage (VACUUM over bloat, a backlog), bounded like the load. */
-export function phaseBoundSeconds(mb: number, classes: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>[]): number {
+/** Seconds to copy `mb` MB of data on the storage (a base backup, a restore's fetch), bounded like the load. */
+export function bulkBoundSeconds(mb: number, classes: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>[]): number {
   const slowest = Math.min(...classes.map(storageMiBps));
-  // Bloat is written, read back by pgstattuple and VACUUM, and written again: about four passes.
+  // Read from one place and written to another, checked, and written again on replay: about four passes.
   return 1800 + Math.ceil((SAFETY * 4 * mb) / slowest);
 }
 
@@ -84,7 +77,8 @@ export function clusterBounds(spec: ExperimentSpec): HostTimeouts {
     deadAfterSeconds: hostDeadAfterSeconds(spec),
     loadHours: loadBoundHours(accountRows(spec.data.scale), spec.data.loadWriters, classes),
     measureSeconds: Math.max(spec.workload.durationSeconds, spec.workload.warmupSeconds) + 600,
-    phaseSeconds: phaseBoundSeconds(Math.max(spec.phases.vacuum.bloatMB, spec.phases.backlog.backlogMB), classes),
+    // A base backup copies the data set (each phase's own bound comes from its module, common/phases/).
+    bulkSeconds: bulkBoundSeconds(dataSetBytes(spec.data.scale) / 2 ** 20, classes),
   };
 }
 
@@ -100,7 +94,7 @@ function drillBounds(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSp
     deadAfterSeconds: hostDeadAfterSeconds(spec),
     loadHours: loadBoundHours(accountRows(data.scale), data.loadWriters, [spec.storageClass]),
     measureSeconds: Math.ceil(measureSeconds) + 600,
-    phaseSeconds: Math.max(Math.ceil(measureSeconds) + 600, phaseBoundSeconds(dataMB, [spec.storageClass])),
+    bulkSeconds: Math.max(Math.ceil(measureSeconds) + 600, bulkBoundSeconds(dataMB, [spec.storageClass])),
   };
 }
 

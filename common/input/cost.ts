@@ -7,7 +7,8 @@ import { dataVolumeGiB } from './aws';
 import type { SpecProblem } from '../core/errors';
 import type { ClusterResult } from '../results/result';
 import type { FailoverDrillSpec, RestoreDrillSpec } from './drill-spec';
-import { classLimits, GP3_BASELINE, LIST_PRICES_USD, volumeBytes, type ExperimentSpec, type StoragePricesUsd } from './spec';
+import { classLimits, GP3_BASELINE, LIST_PRICES_USD, phaseContext, volumeBytes, type ExperimentSpec, type StoragePricesUsd } from './spec';
+import { phasesEstimateSeconds } from '../phases/registry';
 import { accountRows, dataSetBytes } from './data-size';
 
 /** Hours in a billing month, as AWS prices GiB-months and IOPS-months. */
@@ -18,15 +19,12 @@ export const COST_ASSUMPTIONS = {
   /** Instance start plus the bootstrap's installs (apt, PGDG, Node, npm ci) and file system creation. */
   bootMinutes: 10,
   teardownMinutes: 3,
-  /** The checkpointed loader's rate per parallel writer when the CPU, not the device, limits it. */
+  /** The resumable loader's rate per parallel writer when the CPU, not the device, limits it. */
   loadRowsPerSecondPerWriter: 25_000,
   /** Bytes moved per byte of data during the load: heap and WAL written, heap read back for the indexes. */
   loadIoFactor: 2.5,
   /** Sequential write rate assumed for instance-store NVMe (gp3 uses the class's provisioned MiB/s). */
   instanceStoreMiBps: 1_000,
-  /** VACUUM and backlog-drain rates of the reference (10 GB in 964 s / 366 s and 238 s / 139 s, gp3 / NVMe). */
-  vacuumMBps: { ebs: 10_240 / 964, nvme: 10_240 / 366 },
-  backlogMBps: { ebs: 10_240 / 238, nvme: 10_240 / 139 },
   /** result.json, cluster results and reports of one run. */
   resultsGiB: 0.01,
 } as const;
@@ -74,13 +72,8 @@ export function estimatedHostHours(spec: ExperimentSpec, className: string): num
     (dataBytes * a.loadIoFactor) / (deviceMiBps * 2 ** 20),
   );
   const measureSeconds = spec.workload.warmupSeconds + spec.workload.durationSeconds;
-  const vacuumSeconds = spec.phases.vacuum.enabled
-    ? spec.phases.vacuum.bloatMB / (nvme ? a.vacuumMBps.nvme : a.vacuumMBps.ebs)
-    : 0;
-  const backlogSeconds = spec.phases.backlog.enabled
-    ? spec.phases.backlog.backlogMB / (nvme ? a.backlogMBps.nvme : a.backlogMBps.ebs)
-    : 0;
-  const seconds = (a.bootMinutes + a.teardownMinutes) * 60 + loadSeconds + measureSeconds + vacuumSeconds + backlogSeconds;
+  const phaseSeconds = phasesEstimateSeconds(spec.phases, phaseContext(spec, className), nvme ? 'nvme' : 'gp3');
+  const seconds = (a.bootMinutes + a.teardownMinutes) * 60 + loadSeconds + measureSeconds + phaseSeconds;
   return seconds / 3600;
 }
 
@@ -96,7 +89,7 @@ export function estimateCost(spec: ExperimentSpec): CostFigure {
     ...priced(spec, hosts, 'estimate'),
     wallHours: round(waves * longest, 2),
     notes: [
-      `duration model: ${a.bootMinutes} min boot, load at the slower of ${a.loadRowsPerSecondPerWriter.toLocaleString('en-US')} rows/s per writer and ${a.loadIoFactor}x the data over the device (gp3: its MiB/s; NVMe: ${a.instanceStoreMiBps} MiB/s), warm-up + run, VACUUM and backlog at the reference's rates, ${a.teardownMinutes} min teardown`,
+      `duration model: ${a.bootMinutes} min boot, load at the slower of ${a.loadRowsPerSecondPerWriter.toLocaleString('en-US')} rows/s per writer and ${a.loadIoFactor}x the data over the device (gp3: its MiB/s; NVMe: ${a.instanceStoreMiBps} MiB/s), warm-up + run, each phase at the reference's rate where it measured one (common/phases/), ${a.teardownMinutes} min teardown`,
       'on-demand list prices from the spec (aws.hourlyPriceUsd, aws.storagePriceUsd); taxes, data transfer and Temporal Cloud are not included',
     ],
   };

@@ -9,7 +9,8 @@ import type { SpecProblem } from '../core/errors';
 import type { ExperimentSpec } from './spec';
 import { userPostgresSettings, type LabServerSettings } from './postgres-settings';
 import { versionProblems } from './postgres-versions';
-import { DRILL_MAX_CONNECTIONS, drillSpecRules } from './rules';
+import { connectionProblems, MAX_TPS_PER_CPU, memoryProblems, serverLogProblems, volumeSizeProblems } from './rules';
+import { dataSetBytes } from './data-size';
 import {
   AWS_KINDS,
   AwsSchema,
@@ -80,7 +81,7 @@ const drillBase = {
 export const RestoreDrillSpecSchema = z
   .object({
     ...drillBase,
-    /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in checkpointed chunks. */
+    /** pgbench data on the source (scale 1 = 100,000 accounts), loaded in recorded, resumable chunks. */
     data: z
       .object({
         scale: int(1, 100_000, 'pgbench scale'),
@@ -528,4 +529,66 @@ export function drillInputFor(kind: ExperimentSpec['durability']['drills'][numbe
   const backup = { tool, compression, store: backupStore, archiveTimeoutSeconds };
   if (kind === 'failover' || kind === 'partition') return { ...common, backup };
   return { ...common, data: { scale: spec.data.scale, chunkRows: spec.data.chunkRows, loadWriters: spec.data.loadWriters }, backup };
+}
+
+/**
+ * A line of the drills' ledger of acknowledged commits: a decimal id up to 11 digits, the node's name, the commit's
+ * LSN (up to 17 characters) and the acknowledgement's time in ms (13 digits), separated by spaces, and its newline.
+ */
+const LEDGER_BYTES_PER_COMMIT = 48;
+
+/** Worst-case bytes of a replica or power-cut drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
+export function failoverLedgerBytes(spec: ReplicaDrillSpec | PowerCutDrillSpec, cpus: number): number {
+  // The writes before the fault (the kill, the cut) and after it; the power-cut drill writes up to its latest cut,
+  // then waits out its outage.
+  const writeSeconds =
+    'powerCut' in spec
+      ? spec.powerCut.latestSeconds + spec.writer.maxOutageSeconds
+      : ('partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds) + spec.writer.afterFailoverSeconds;
+  return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
+}
+
+/** max_connections of every drill host unless its spec sets one (common/input/drill-spec.ts drillPostgresSettings). */
+export const DRILL_MAX_CONNECTIONS = 100;
+
+/** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
+export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): number {
+  const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
+  return data + 2 * 2 ** 30;
+}
+
+/** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
+export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): SpecProblem[] {
+  // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
+  const restore = 'workload' in spec;
+  const clients = restore ? spec.workload.clients : spec.writer.connections;
+  const clientsPath = restore ? 'workload.clients' : 'writer.connections';
+  // The agent's own connection and a verification; the restore drill's marker writer besides; the partition drill's
+  // writer watches every node on a connection of its own, and probes the old primary once the cut is healed.
+  const labConnections = restore ? 3 : 'partition' in spec ? 4 : 2;
+  return [
+    ...memoryProblems({
+      limitMiB: spec.host.memoryLimitMiB,
+      sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
+      clients,
+      labConnections,
+      limitPath: 'host.memoryLimitMiB',
+      clientsPath,
+    }),
+    ...connectionProblems({
+      clients,
+      clientsPath,
+      labConnections,
+      defaultMaxConnections: DRILL_MAX_CONNECTIONS,
+      settings: spec.postgres.settings,
+      settingsPath: 'postgres.settings',
+    }),
+    ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
+    ...volumeSizeProblems(
+      spec.storageClass.sizeGiB,
+      drillVolumeBytes(spec),
+      'storageClass.sizeGiB',
+      restore ? `the data at scale ${spec.data.scale} with its indexes and 2 GiB of WAL` : '2 GiB of WAL and ledger',
+    ),
+  ];
 }

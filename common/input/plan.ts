@@ -3,7 +3,9 @@ import { dataVolumeGiB } from './aws';
 import { clusterBounds, failoverDrillBounds, formatBound, restoreDrillBounds } from './bounds';
 import { drillInputFor, resolveFailoverDrill, resolveRestoreDrill } from './drill-spec';
 import { hostIdFor } from '../core/ids';
-import { classLimits, volumeBytes, type ExperimentSpec } from './spec';
+import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec, type StorageClassSpec } from './spec';
+import { describeBudget, deviceModelOf } from '../model/devices';
+import { PHASES } from '../phases/registry';
 
 export interface PlannedHost {
   hostId: string;
@@ -15,8 +17,8 @@ export interface PlannedHost {
 
 export interface Plan {
   hosts: PlannedHost[];
-  /** Each cluster's phases in order, with the bound that ends a hung one. */
-  phases: string[];
+  /** Each cluster's steps in order, with the bound that ends a hung one. */
+  steps: string[];
   /** The durability drills after the clusters, with their steps' bounds. */
   drills: string[];
   parallel: number;
@@ -33,33 +35,40 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
         className,
         kind: cls.kind,
         instanceType: spec.provider === 'aws' ? spec.host.instanceType : null,
-        volume:
-          cls.kind === 'instance-store'
-            ? 'instance-store NVMe (comes with the instance)'
-            : cls.kind === 'local-disk'
-              ? "this machine's disk"
-              : `${gib} GiB ${cls.kind === 'ebs' ? 'gp3 EBS' : 'emulated gp3 (loop device + cgroup limits)'} at ${limits?.iops} IOPS / ${limits?.throughputMiBps} MiB/s`,
+        volume: volumeLine(cls, gib, limits),
       });
     }
   }
   const b = clusterBounds(spec);
   const bound = (seconds: number) => ` (bound ${formatBound(seconds)})`;
-  const phases = [
+  const steps = [
     `provision; the agent starts${bound(b.agentStartSeconds)}`,
     'configure Postgres',
     `load scale ${spec.data.scale} (${(spec.data.scale * 1e5).toLocaleString('en-US')} rows, ${spec.data.loadWriters} writers)${bound(b.loadHours * 3600)}`,
   ];
-  if (spec.durability.enabled) phases.push(`WAL archiving + base backup with ${spec.durability.tool}${bound(b.phaseSeconds)}`);
-  if (spec.workload.warmupSeconds > 0) phases.push(`warm-up ${spec.workload.warmupSeconds} s${bound(b.measureSeconds)}`);
+  if (spec.durability.enabled) steps.push(`WAL archiving + base backup with ${spec.durability.tool}${bound(b.bulkSeconds)}`);
+  if (spec.workload.warmupSeconds > 0) steps.push(`warm-up ${spec.workload.warmupSeconds} s${bound(b.measureSeconds)}`);
   const ownClients = Object.entries(spec.storageClasses).filter(([, c]) => c.clients !== undefined).map(([name, c]) => `${name} ${c.clients}`);
-  phases.push(
+  steps.push(
     `TPS run: ${spec.workload.clients} clients${ownClients.length ? ` (${ownClients.join(', ')})` : ''}, ${spec.workload.threads} threads, ${spec.workload.durationSeconds} s${bound(b.measureSeconds)}`,
   );
-  if (spec.phases.vacuum.enabled) phases.push(`bloat ${spec.phases.vacuum.bloatMB} MB + VACUUM${bound(b.phaseSeconds)}`);
-  if (spec.phases.backlog.enabled) phases.push(`logical-replication backlog ${spec.phases.backlog.backlogMB} MB + drain${bound(b.phaseSeconds)}`);
-  phases.push('save results', 'teardown');
-  phases.push(`a host silent for ${formatBound(b.deadAfterSeconds)} is dead (host.deadAfterSeconds)`);
-  return { hosts, phases, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length) };
+  const slowest = slowestPhaseContext(spec);
+  for (const p of PHASES) {
+    const line = p.planLine(spec.phases, slowest, bound);
+    if (line) steps.push(line);
+  }
+  steps.push('save results', 'teardown');
+  steps.push(`a host silent for ${formatBound(b.deadAfterSeconds)} is dead (host.deadAfterSeconds)`);
+  return { hosts, steps, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length) };
+}
+
+/** What a host's volume is, in words: a modelled class by its model's name and budget (common/model/devices.ts). */
+function volumeLine(cls: StorageClassSpec, gib: number, limits: ReturnType<typeof classLimits>): string {
+  if (cls.kind === 'instance-store') return 'instance-store NVMe (comes with the instance)';
+  if (cls.kind === 'local-disk') return "this machine's disk";
+  if (cls.kind === 'ebs') return `${gib} GiB gp3 EBS at ${limits?.iops} IOPS / ${limits?.throughputMiBps} MiB/s`;
+  const model = deviceModelOf(cls);
+  return model ? `${gib} GiB modelled volume: ${model.name} (${model.standsFor}), ${describeBudget(model)}` : `${gib} GiB ${cls.kind}`;
 }
 
 /** The drills an experiment runs after its clusters, each step with its bound. */
@@ -68,7 +77,7 @@ function planDrills(spec: ExperimentSpec): string[] {
     if (kind === 'restore') {
       const d = resolveRestoreDrill(drillInputFor(kind, spec));
       const b = restoreDrillBounds(d);
-      return `restore drill: load scale ${d.data.scale} with ${d.data.loadWriters} writers (bound ${formatBound(b.loadHours * 3600)}), base backup and restore with ${d.backup.tool} (bound ${formatBound(b.phaseSeconds)} each), writes and replay (bound ${formatBound(b.measureSeconds)})`;
+      return `restore drill: load scale ${d.data.scale} with ${d.data.loadWriters} writers (bound ${formatBound(b.loadHours * 3600)}), base backup and restore with ${d.backup.tool} (bound ${formatBound(b.bulkSeconds)} each), writes and replay (bound ${formatBound(b.measureSeconds)})`;
     }
     const d = resolveFailoverDrill(drillInputFor(kind, spec));
     const b = failoverDrillBounds(d);

@@ -3,6 +3,7 @@
  * (typed, from this module and the drills') apart from the spec's `postgres.settings`, so no value of the spec can
  * pose as one of the lab's; the host checks both again before it writes anything.
  */
+import { phasesNeedLogicalWal } from '../phases/registry';
 import type { SpecProblem } from '../core/errors';
 import { debugIoDirect } from './postgres-versions';
 import type { ExperimentSpec } from './spec';
@@ -66,9 +67,9 @@ export function labPostgresSettings(spec: ExperimentSpec, stage: 'load' | 'measu
     shared_buffers: `${spec.postgres.sharedBuffersMiB}MB`,
     max_wal_size: `${spec.postgres.maxWalSizeMiB}MB`,
     max_connections: String(spec.workload.clients + SPARE_CONNECTIONS),
-    // Logical decoding for the backlog phase; it also serves physical replicas and archiving.
-    wal_level: spec.phases.backlog.enabled || spec.durability.enabled ? 'logical' : 'replica',
-    // ms per block read (blk_read_time / blks_read) needs it; the reference's diagnostics turn it on.
+    // Logical decoding for a phase that decodes WAL; it also serves physical replicas and archiving.
+    wal_level: phasesNeedLogicalWal(spec.phases) || spec.durability.enabled ? 'logical' : 'replica',
+    // ms per block read (blk_read_time / blks_read) needs it; the reference's measurements turn it on.
     track_io_timing: 'on',
     // WAL write and sync time (pg_stat_wal): the server's side of the WAL cross-check of the sampled wait events.
     track_wal_io_timing: 'on',

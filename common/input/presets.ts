@@ -54,7 +54,7 @@ const predictionSizes = {
   // 60 s of warm-up: at 1,500 IOPS the page cache of a 768 MiB host (about 600 MiB beside Postgres) takes some 50 s
   // to fill with 8 kB reads, and the cache's share of the data sets the reads per transaction the model is given.
   workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
-  phases: { vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
+  phases: { checkpoint: { enabled: false }, vacuum: { enabled: false, bloatMB: 256 }, backlog: { enabled: false, backlogMB: 1024 } },
 };
 
 export const PRESETS: Record<PresetName, Record<string, unknown>> = {
@@ -78,7 +78,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     },
     data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
     workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 15, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: true, bloatMB: 256 }, backlog: { enabled: true, backlogMB: 1024 } },
+    phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 256 }, backlog: { enabled: true, backlogMB: 1024 } },
   }),
   /**
    * The reference's proportions on this machine (docs/storage-emulation.md, "reference-scaled"): memory (shared_buffers
@@ -108,7 +108,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     postgres: { sharedBuffersMiB: 32, maxWalSizeMiB: 256, settings: {} },
     data: { scale: 2, chunkRows: 20_000, loadWriters: 2 },
     workload: { clients: 8, threads: 2, durationSeconds: 5, warmupSeconds: 1, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: true, bloatMB: 8 }, backlog: { enabled: true, backlogMB: 16 } },
+    phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 8 }, backlog: { enabled: true, backlogMB: 16 } },
   }),
   /** A short regression run, compared with the history of earlier nightly runs. */
   nightly: localPreset('nightly', {
@@ -119,7 +119,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     postgres: { sharedBuffersMiB: 64, maxWalSizeMiB: 1024, settings: {} },
     data: { scale: 20, chunkRows: 100_000, loadWriters: 2 },
     workload: { clients: 16, threads: 2, durationSeconds: 30, warmupSeconds: 5, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: true, bloatMB: 32 }, backlog: { enabled: true, backlogMB: 32 } },
+    phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 32 }, backlog: { enabled: true, backlogMB: 32 } },
   }),
   /**
    * The prediction model checked against measurement: the local disk is the calibration class; emulated gp3 at
@@ -174,7 +174,7 @@ export const PRESETS: Record<PresetName, Record<string, unknown>> = {
     // A full count of 3.3 billion rows takes an hour on gp3; the chunk table already proves every chunk loaded once.
     data: { scale: 33_000, chunkRows: 5_000_000, loadWriters: 16, verifyRows: false },
     workload: { clients: 64, threads: 16, durationSeconds: 300, warmupSeconds: 60, script: RANDOM_UPDATE_SCRIPT },
-    phases: { vacuum: { enabled: true, bloatMB: 10_240 }, backlog: { enabled: true, backlogMB: 10_240 } },
+    phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 10_240 }, backlog: { enabled: true, backlogMB: 10_240 } },
     sampler: { enabled: true, intervalMs: 50 },
     durability: { enabled: false, archiveTimeoutSeconds: 60, backupStore: { kind: 'folder' } },
     aws: { region: 'us-east-1' },

@@ -1,14 +1,13 @@
 /**
- * Rules for sizes that cannot fit and workloads that cannot do what a phase needs, shared by the experiment and
- * drill specs (their zod superRefine calls these). Pure and workflow-safe: the CLI and every workflow refuse such a
- * spec before any host exists, naming the field and the fix.
+ * Rules for sizes that cannot fit and workloads that cannot do what a phase needs: the experiment's, and the pieces
+ * the drill specs' rules share (drill-spec.ts), applied as a spec is resolved. Pure and workflow-safe: the CLI and
+ * every workflow refuse such a spec before any host exists, naming the field and the fix.
  */
-import type { PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
 import type { SpecProblem } from '../core/errors';
 import { SPARE_CONNECTIONS } from './postgres-settings';
-import { dataSetBytes } from './data-size';
-import type { ExperimentSpec } from './spec';
-import { scriptProblems, scriptSql, scriptWrites } from './workload-script';
+import { slowestPhaseContext, type ExperimentSpec } from './spec';
+import { phaseSpecProblems } from '../phases/registry';
+import { scriptProblems, scriptSql } from './workload-script';
 
 /**
  * Memory of a host's processes besides the page cache (which the kernel reclaims), measured with
@@ -115,18 +114,6 @@ export function workloadScriptProblems(script: string, path: string): SpecProble
   return scriptProblems(script).map((message) => ({ path, message }));
 }
 
-/** A backlog is WAL the workload writes: a script that writes nothing cannot fill one. */
-export function backlogWorkloadProblems(script: string, backlogEnabled: boolean): SpecProblem[] {
-  if (!backlogEnabled || scriptWrites(script)) return [];
-  return [
-    {
-      path: 'workload.script',
-      message:
-        'writes nothing (no INSERT, UPDATE, DELETE, MERGE, COPY or DDL), so it cannot fill the backlog phase with WAL; add a data-modifying statement or set phases.backlog.enabled to false',
-    },
-  ];
-}
-
 /**
  * A script must run SQL: pgbench counts every pass through a script as a transaction, so one of meta-commands only
  * (`\set x 1`) makes millions a second, each a line of the transaction log, and measures nothing.
@@ -204,23 +191,6 @@ export function pgbenchLogBytes(workload: { warmupSeconds: number; durationSecon
   return (workload.warmupSeconds + workload.durationSeconds) * cpus * MAX_TPS_PER_CPU * PGBENCH_LOG_BYTES_PER_TRANSACTION;
 }
 
-/**
- * A line of the drills' ledger of acknowledged commits: a decimal id up to 11 digits, the node's name, the commit's
- * LSN (up to 17 characters) and the acknowledgement's time in ms (13 digits), separated by spaces, and its newline.
- */
-const LEDGER_BYTES_PER_COMMIT = 48;
-
-/** Worst-case bytes of a replica or power-cut drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
-export function failoverLedgerBytes(spec: ReplicaDrillSpec | PowerCutDrillSpec, cpus: number): number {
-  // The writes before the fault (the kill, the cut) and after it (drill-spec.ts writesBeforeFault; not imported here,
-  // which drill-spec.ts imports); the power-cut drill writes up to its latest cut, then waits out its outage.
-  const writeSeconds =
-    'powerCut' in spec
-      ? spec.powerCut.latestSeconds + spec.writer.maxOutageSeconds
-      : ('partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds) + spec.writer.afterFailoverSeconds;
-  return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
-}
-
 /** An explicit volume size against what the host will write to it. */
 export function volumeSizeProblems(sizeGiB: number | undefined, neededBytes: number, path: string, what: string): SpecProblem[] {
   if (sizeGiB === undefined || sizeGiB * 2 ** 30 >= neededBytes) return [];
@@ -265,56 +235,12 @@ export function experimentSpecRules(spec: ExperimentSpec, volumeBytes: number): 
     }),
     ...workloadScriptProblems(script, 'workload.script'),
     ...scriptSqlProblems(script),
-    ...backlogWorkloadProblems(script, spec.phases.backlog.enabled),
+    // What the phases the spec runs need of the rest of it (a workload that writes WAL, ...).
+    ...phaseSpecProblems(spec.phases, slowestPhaseContext(spec)),
     ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
   ];
-  const what = `the data at scale ${spec.data.scale} with its indexes, WAL up to twice postgres.maxWalSizeMiB and the phases' bloat and backlog`;
+  const what = `the data at scale ${spec.data.scale} with its indexes, WAL up to twice postgres.maxWalSizeMiB and what the phases write`;
   for (const [name, cls] of Object.entries(spec.storageClasses))
     problems.push(...volumeSizeProblems(cls.sizeGiB, volumeBytes, `storageClasses.${name}.sizeGiB`, what));
   return problems;
-}
-
-/** max_connections of every drill host unless its spec sets one (common/input/drill-spec.ts drillPostgresSettings). */
-export const DRILL_MAX_CONNECTIONS = 100;
-
-/** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
-export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): number {
-  const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
-  return data + 2 * 2 ** 30;
-}
-
-/** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
-export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): SpecProblem[] {
-  // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
-  const restore = 'workload' in spec;
-  const clients = restore ? spec.workload.clients : spec.writer.connections;
-  const clientsPath = restore ? 'workload.clients' : 'writer.connections';
-  // The agent's own connection and a verification; the restore drill's marker writer besides; the partition drill's
-  // writer watches every node on a connection of its own, and probes the old primary once the cut is healed.
-  const labConnections = restore ? 3 : 'partition' in spec ? 4 : 2;
-  return [
-    ...memoryProblems({
-      limitMiB: spec.host.memoryLimitMiB,
-      sharedBuffersMiB: spec.postgres.sharedBuffersMiB,
-      clients,
-      labConnections,
-      limitPath: 'host.memoryLimitMiB',
-      clientsPath,
-    }),
-    ...connectionProblems({
-      clients,
-      clientsPath,
-      labConnections,
-      defaultMaxConnections: DRILL_MAX_CONNECTIONS,
-      settings: spec.postgres.settings,
-      settingsPath: 'postgres.settings',
-    }),
-    ...serverLogProblems(spec.postgres.settings, 'postgres.settings'),
-    ...volumeSizeProblems(
-      spec.storageClass.sizeGiB,
-      drillVolumeBytes(spec),
-      'storageClass.sizeGiB',
-      restore ? `the data at scale ${spec.data.scale} with its indexes and 2 GiB of WAL` : '2 GiB of WAL and ledger',
-    ),
-  ];
 }

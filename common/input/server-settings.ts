@@ -85,7 +85,7 @@ export const REFUSED_SETTINGS: readonly RefusedSetting[] = [
   { name: 'shared_buffers', family: 'lab', reason: 'the memory rules size the host from it', instead: 'postgres.sharedBuffersMiB' },
   { name: 'max_wal_size', family: 'lab', reason: "the volume is sized from it (drills keep the server's default)", instead: 'postgres.maxWalSizeMiB' },
   { name: 'debug_io_direct', family: 'lab', reason: 'direct I/O is a spec field (16+)', instead: 'postgres.directIo' },
-  { name: 'wal_level', family: 'lab', reason: 'the lab sets it from the phases: logical for the backlog, replica for backups and standbys' },
+  { name: 'wal_level', family: 'lab', reason: 'the lab sets it from the phases: logical for a phase that decodes WAL, replica for backups and standbys' },
   { name: 'archive_mode', family: 'lab', reason: 'the lab archives WAL when backups are on', instead: 'durability.enabled' },
   { name: 'archive_timeout', family: 'lab', reason: 'the lab sets it with archiving (drills: backup.archiveTimeoutSeconds)', instead: 'durability.archiveTimeoutSeconds' },
   { name: 'synchronous_standby_names', family: 'lab', reason: 'the failover drill sets it from its mode (sync or async), the partition drill to ANY 1 of the standbys' },

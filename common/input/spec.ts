@@ -1,14 +1,16 @@
 /**
- * The experiment spec: one zod schema with defaults, named presets and semantic rules.
- * Pure and deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
+ * The experiment spec: one zod schema with defaults and the rules that read one section at a time; the rules that
+ * read the whole spec (sizes, the workload, the cost) are applied as it is resolved (resolve.ts). Pure and
+ * deterministic: workflows validate with it too, so a bad spec fails before anything is provisioned.
  */
 import { z } from 'zod';
 import { dataSetBytes } from './data-size';
 import { BACKUP_COMPRESSIONS, BACKUP_TOOLS, DEFAULT_BACKUP_COMPRESSION, DEFAULT_BACKUP_TOOL, backupToolProblems } from './backup-store';
-import { costCeilingProblems } from './cost';
 import { FAILURE_TYPES, formatSpecProblems, type SpecProblem } from '../core/errors';
 import { DIRECT_IO_MODES, versionProblems } from './postgres-versions';
-import { PRESETS, PRESET_NAMES, type PresetName } from './presets';
+import { PRESET_NAMES } from './presets';
+import type { PhaseContext } from '../phases/kit';
+import { PhasesSchema, phasesVolumeBytes } from '../phases/registry';
 import { ServerSettingsSchema } from './server-settings';
 import {
   AmiIdField,
@@ -27,7 +29,6 @@ import {
   SubnetIdField,
   TemporalNamespaceField,
 } from './fields';
-import { experimentSpecRules } from './rules';
 
 export const SPEC_VERSION = 1;
 
@@ -52,8 +53,6 @@ export const SPEC_LIMITS = {
   volumeGiB: 16_384,
   /** A pgbench script: the reference's is 120 bytes; 64 KiB holds any hand-written benchmark. */
   scriptBytes: 64 * 1024,
-  /** Dead tuples made for VACUUM and WAL retained for the backlog drain: 1 TB each (the reference used 10 GB). */
-  phaseMB: 1_000_000,
   /** Storage classes of one run (predict-check has 5). */
   storageClasses: 8,
   /** Clusters of one run, all classes together (seed-full has 8). */
@@ -82,13 +81,6 @@ export const int = (min: number, max: number, what: string) =>
     .min(min, { error: `must be at least ${min} (${what})` })
     .max(max, { error: `must be at most ${max} (${what})` });
 
-/** Megabytes a phase makes (dead tuples, retained WAL): positive, at most SPEC_LIMITS.phaseMB. */
-const phaseMB = (what: string) =>
-  z
-    .number({ error: `must be a number (${what})` })
-    .positive({ error: `must be positive (${what})` })
-    .max(SPEC_LIMITS.phaseMB, { error: `must be at most ${SPEC_LIMITS.phaseMB} (${what}, 1 TB)` });
-
 /** Where a storage class's data lives. Local kinds run on this machine; the others on AWS. */
 /**
  * Local kinds: the machine's own disk (`local-disk`), and modelled volumes (docs/storage-emulation.md): `emulated-ebs`
@@ -106,7 +98,7 @@ export const StorageClassSchema = z
     iops: int(100, 256_000, 'IOPS').optional(),
     /** Provisioned throughput in MiB/s; gp3's baseline is 125. */
     throughputMiBps: int(1, 4_000, 'MiB/s').optional(),
-    /** Volume size; by default large enough for the data set, its WAL and the phases' bloat. */
+    /** Volume size; by default large enough for the data set, its WAL and what the phases write. */
     sizeGiB: z
       .number({ error: 'must be a number (GiB)' })
       .positive({ error: 'must be positive (GiB)' })
@@ -324,12 +316,8 @@ export const ExperimentSpecSchema = z
           .max(SPEC_LIMITS.scriptBytes, { error: `must be at most ${SPEC_LIMITS.scriptBytes} characters (64 KiB)` }),
       })
       .strict(),
-    phases: z
-      .object({
-        vacuum: z.object({ enabled: z.boolean(), bloatMB: phaseMB('MB of dead tuples') }).strict(),
-        backlog: z.object({ enabled: z.boolean(), backlogMB: phaseMB('MB of WAL retained') }).strict(),
-      })
-      .strict(),
+    /** The measurements after the TPS run, each under its name (common/phases/registry.ts). */
+    phases: PhasesSchema,
     sampler: z.object({ enabled: z.boolean(), intervalMs: int(10, 1_000, 'ms between samples') }).strict(),
     durability: z
       .object({
@@ -398,8 +386,6 @@ export const ExperimentSpecSchema = z
       if (cls.volumeType !== undefined && cls.kind !== 'emulated-ebs')
         add(['storageClasses', name, 'volumeType'], `only an emulated-ebs class models an EBS volume type; remove it (a ${cls.kind} class has its own device)`);
     }
-    // Sizes that cannot fit (memory, connections, volume) and a workload that cannot run here (issue 9).
-    for (const p of experimentSpecRules(spec, volumeBytes(spec))) add(p.path.split('.'), p.message);
     for (const [name, cls] of Object.entries(spec.storageClasses))
       if (cls.clients !== undefined && cls.clients > spec.workload.clients)
         add(
@@ -413,9 +399,6 @@ export const ExperimentSpecSchema = z
       );
     if (spec.provider === 'aws' && !spec.aws)
       add(['aws'], 'provider "aws" needs an aws section (region, subnetId, resultsBucket, temporalAddress)');
-    // The run's own ceiling, at its own prices; the control worker's preflight applies its ceiling and prices too.
-    if (spec.provider === 'aws' && spec.aws?.maxCostUsd !== undefined)
-      for (const p of costCeilingProblems(spec, { usd: spec.aws.maxCostUsd, field: 'aws.maxCostUsd', source: 'aws.maxCostUsd' })) add(p.path.split('.'), p.message);
     // The failover drill archives too (its own store, the same tool), so every drill backs up.
     const backsUp = spec.durability.enabled || spec.durability.drills.length > 0;
     for (const p of versionProblems({
@@ -490,12 +473,30 @@ export function classLimits(cls: StorageClassSpec): { iops: number; throughputMi
   };
 }
 
-/** Bytes one host's volume needs for a spec: heap, indexes, WAL, and the phases' bloat and backlog. */
+/** MiB/s a class's storage sustains for the estimate: its provisioned throughput, or a conservative figure. */
+export function storageMiBps(cls: Pick<StorageClassSpec, 'kind' | 'throughputMiBps'>): number {
+  if (cls.kind === 'ebs' || cls.kind === 'emulated-ebs') return cls.throughputMiBps ?? 125;
+  // Instance-store NVMe writes GB/s; the machine's own disk is unknown: assume a modest SSD.
+  return cls.kind === 'instance-store' ? 1000 : 200;
+}
+
+/** What a phase reads of one class's run beside its own fragment (common/phases/kit.ts). */
+export function phaseContext(spec: ExperimentSpec, className: string): PhaseContext {
+  const { clients, threads, script } = classWorkload(spec, className);
+  return { scale: spec.data.scale, workload: { clients, threads, script }, sharedBuffersMiB: spec.postgres.sharedBuffersMiB, storageMiBps: storageMiBps(spec.storageClasses[className]) };
+}
+
+/** The phase context of the class with the slowest storage: what a plan's bounds are stated for. */
+export function slowestPhaseContext(spec: ExperimentSpec): PhaseContext {
+  const [first, ...rest] = Object.keys(spec.storageClasses).map((name) => phaseContext(spec, name));
+  return rest.reduce((slowest, c) => (c.storageMiBps < slowest.storageMiBps ? c : slowest), first);
+}
+
+/** Bytes one host's volume needs for a spec: heap, indexes, WAL, and what the phases write. */
 export function volumeBytes(spec: ExperimentSpec): number {
   const heap = dataSetBytes(spec.data.scale);
   const wal = spec.postgres.maxWalSizeMiB * 2 * 1024 * 1024;
-  const phases = (spec.phases.vacuum.bloatMB * 2 + spec.phases.backlog.backlogMB * 2) * 1e6;
-  return Math.ceil(heap + wal + phases);
+  return Math.ceil(heap + wal + phasesVolumeBytes(spec.phases));
 }
 
 
@@ -523,57 +524,15 @@ export function mergeSpec(base: unknown, override: unknown): unknown {
   return out;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+/** A JSON object (not an array, not null). */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * Resolves an input (a preset name plus overrides) into a validated spec.
- * Parse → normalise → semantic rules; every problem is reported at once with its dotted path.
- */
-export function resolveSpec(input: unknown): ExperimentSpec {
-  if (!isPlainObject(input))
-    throw new InvalidSpecError([{ path: '', message: 'must be a JSON object, for example {"preset":"local-quick"}' }]);
-  const presetName = input.preset ?? 'local-quick';
-  if (typeof presetName !== 'string' || !(PRESET_NAMES as readonly string[]).includes(presetName))
-    throw new InvalidSpecError([
-      { path: 'preset', message: `unknown preset ${JSON.stringify(presetName)}; use one of: ${PRESET_NAMES.join(', ')}` },
-    ]);
-  const merged = mergeSpec(PRESETS[presetName as PresetName], { ...input, preset: presetName });
-  const parsed = ExperimentSpecSchema.safeParse(merged, { reportInput: true });
-  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
-  const spec = parsed.data;
-  for (const cls of Object.values(spec.storageClasses)) withBudgetDefault(cls);
-  if (!spec.compare) {
-    const names = Object.keys(spec.storageClasses);
-    if (names.length >= 2) spec.compare = { baseline: names[1], candidate: names[0] };
-  }
-  return spec;
 }
 
 /** A key of a path as the message shows it: quoted (JSON) when it holds a control character, so it stays on one line. */
 function pathSegment(key: PropertyKey): string {
   const text = String(key);
   return CONTROL_CHARACTER.test(text) ? JSON.stringify(text) : text;
-}
-
-/**
- * A spec that claims to be resolved already (a child run's input): it must pass the same schema and rules again
- * and come out unchanged, so a run below the experiment works on exactly what was validated, whoever started it.
- */
-export function revalidateSpec(spec: unknown): ExperimentSpec {
-  const parsed = ExperimentSpecSchema.safeParse(spec, { reportInput: true });
-  if (!parsed.success) throw new InvalidSpecError(parsed.error.issues.map(toProblem));
-  if (canonicalJson(parsed.data) !== canonicalJson(spec))
-    throw new InvalidSpecError([{ path: '', message: 'is not a resolved spec (parsing it again changes it); pass the output of resolveSpec unchanged' }]);
-  return parsed.data;
-}
-
-/** JSON with object keys sorted, so two values compare equal whatever order their keys came in. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    isPlainObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
-  );
 }
 
 /** A zod issue as a spec problem: the dotted path and a message that says how to fix it. */

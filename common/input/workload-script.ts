@@ -63,12 +63,12 @@ export function scriptProblems(script: string): string[] {
   return problems;
 }
 
-/** Statements that write a table (and so WAL): what the backlog phase needs from the workload. */
+/** Statements that write a table (and so WAL): what a phase that fills WAL needs from the workload. */
 const WRITING_STATEMENT = /\b(insert|update|delete|merge|copy|truncate|create|drop|alter|cluster|reindex|vacuum)\b/i;
 
 /**
  * Whether a script writes: a data-modifying statement outside comments and meta-command lines. A heuristic that
- * errs towards "writes" (a keyword inside a string literal counts); the backlog phase's own guard catches the rest.
+ * errs towards "writes" (a keyword inside a string literal counts); the phase's own guard on the host catches the rest.
  */
 export function scriptWrites(script: string): boolean {
   return WRITING_STATEMENT.test(scriptSql(script));

@@ -4,7 +4,7 @@
  */
 import { breakdownCounts, breakdownTotal, SYNC_REP_EVENT } from '../results/breakdown';
 import { syncStandbyWait, type DiagnoseCapture } from '../results/diagnose-capture';
-import type { Diagnostics } from '../results/sampler-and-phases';
+import type { SamplerReadings } from '../results/sampler-readings';
 import { groupedFlushWaitMs, type PredictTarget, type WorkloadDemands } from './predict';
 import type { ClassResult, ClusterResult, ExperimentResult } from '../results/result';
 
@@ -42,7 +42,7 @@ export function targetOfClass(result: ExperimentResult, className: string): Pred
 }
 
 /** Server time per transaction by part: mean active backends / TPS (Little's law), split by sampled wait shares. */
-function serverParts(d: Diagnostics, tps: number): WorkloadDemands['serverMs'] {
+function serverParts(d: SamplerReadings, tps: number): WorkloadDemands['serverMs'] {
   const counts = breakdownCounts(d.waitEvents);
   const total = breakdownTotal(counts);
   if (total === 0 || tps <= 0) return null;
@@ -58,13 +58,13 @@ function serverParts(d: Diagnostics, tps: number): WorkloadDemands['serverMs'] {
 }
 
 /** Transactions the server committed in the sampled window, the sampler's own left out. */
-function windowTransactions(d: Diagnostics, fallback: number): number {
+function windowTransactions(d: SamplerReadings, fallback: number): number {
   const counted = d.database.xactCommit + d.database.xactRollback - (d.ownTransactions ?? d.samples);
   return counted > 0 ? counted : fallback;
 }
 
 /** A WAL flush as the source measured it: wal_sync_time / wal_sync (track_wal_io_timing), else the device's write latency. */
-function flushLatency(d: Diagnostics, notes: string[]): number | null {
+function flushLatency(d: SamplerReadings, notes: string[]): number | null {
   const syncs = d.wal?.wal_sync ?? 0;
   const time = d.wal?.wal_sync_time ?? 0;
   if (syncs > 0 && time > 0) return time / syncs;
@@ -82,7 +82,7 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   const cluster = medianCluster(cls);
   const run = cluster?.tpsRun;
   const d = cluster?.diagnostics;
-  if (!run || !d) throw new Error(`class ${className} of run ${result.runId} has no TPS run with diagnostics to take demands from`);
+  if (!run || !d) throw new Error(`class ${className} of run ${result.runId} has no TPS run with sampler readings to take demands from`);
   if (!d.cpu) throw new Error(`class ${className} of run ${result.runId} did not measure its CPU`);
   const notes: string[] = [];
   const tx = windowTransactions(d, run.tps * d.seconds);

@@ -5,7 +5,7 @@
  * and its rules) is common/input/diagnose.ts.
  */
 import { breakdownKeyOf, CPU_EVENT, SYNC_REP_EVENT } from './breakdown';
-import type { Diagnostics } from './sampler-and-phases';
+import type { SamplerReadings } from './sampler-readings';
 import { median } from '../core/stats';
 
 export const CAPTURE_KIND = 'storage-lab/diagnose-capture';
@@ -58,7 +58,7 @@ export function verdictGroupOf(event: string): VerdictGroup {
 
 /** The evidence from what the sampler saw, plus the capture's own figures. */
 export function verdictEvidence(
-  d: Pick<Diagnostics, 'waitEvents' | 'samples' | 'avgActiveSessions' | 'database' | 'cpu' | 'sessions'>,
+  d: Pick<SamplerReadings, 'waitEvents' | 'samples' | 'avgActiveSessions' | 'database' | 'cpu' | 'sessions'>,
   extra: { trackIoTiming: boolean; fsyncMs: number | null },
 ): VerdictEvidence {
   const counts: Record<string, number> = { ...d.waitEvents };
@@ -207,7 +207,7 @@ export interface DiagnoseCapture {
   settings: Record<string, string>;
   /** Whether the server's data directory is on this machine (then CPU, device and the fsync probe are its own). */
   local: { dataDirectory: string; device: string | null; memoryMiB: number; pageCacheMiB: number } | null;
-  diagnostics: Diagnostics;
+  diagnostics: SamplerReadings;
   /** Transactions a second, the capture's own left out. */
   tps: number;
   fsync: FsyncProbe | null;

@@ -2,7 +2,10 @@
  * The shape of what a run measured. `result.json` is this, versioned: later phases add fields, never rename.
  * Every figure here was measured by the code; the published reference sits beside it, labelled as such.
  */
-import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from './sampler-and-phases';
+import type { Check } from './check';
+import type { LeftoverCleanup } from './leftovers';
+import type { SamplerReadings } from './sampler-readings';
+import type { PhaseMedians, PhaseResults } from '../phases/registry';
 import type { ExperimentSpec, StorageKind } from '../input/spec';
 import type { DeviceModel } from '../model/devices';
 
@@ -30,17 +33,6 @@ export interface TpsRun {
   pgbenchVersion: string;
   /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
   cleanup?: LeftoverCleanup;
-}
-
-/**
- * What a measured attempt found still running from an earlier attempt on its host (whose agent died), and stopped
- * before it began: it measures alone, never against a ghost of itself.
- */
-export interface LeftoverCleanup {
-  /** Processes stopped, as "pgbench (pid 1234)". */
-  processes: string[];
-  /** Database backends of the lab's earlier connections that were terminated. */
-  backends: number;
 }
 
 /** A failed attempt of a phase, kept so it is visible and never averaged in. */
@@ -90,27 +82,22 @@ export interface ClusterResult {
   latencyMs?: LatencyMs;
   tpsSeries?: number[];
   failedAttempts: FailedAttempt[];
-  /** Later phases (vacuum, backlog, diagnostics) add their own keys. */
+  /** Each phase's result under its name (common/phases/). */
   phases: ClusterPhases;
   /** What the sampler saw next to the TPS run. */
-  diagnostics?: Diagnostics;
+  diagnostics?: SamplerReadings;
   /** Mean latency of the TPS run apportioned by wait shares (common/results/breakdown.ts). */
   breakdownMs?: Record<string, number>;
 }
 
-/** A cluster's measured phases by name. */
-export interface ClusterPhases {
-  vacuum?: VacuumPhaseResult;
-  backlog?: BacklogPhaseResult;
-  [phase: string]: unknown;
-}
+/**
+ * A cluster's measured phases by name (common/phases/registry.ts); `durability` holds the backup step's figures, a
+ * key older than the word "phase" meant what it means now (result.json never renames a key).
+ */
+export type ClusterPhases = PhaseResults & { durability?: unknown };
 
 /** Medians per class of the measured phases. */
-export interface ClassPhases {
-  vacuum?: { vacuumSeconds: number; deadBytes: number; requestedBytes: number; readMBps: number; writeMBps: number; clusters: number };
-  backlog?: { drainSeconds: number; backlogBytes: number; requestedBytes: number; drainMBps: number; clusters: number };
-  [phase: string]: unknown;
-}
+export type ClassPhases = PhaseMedians;
 
 export interface ClassResult {
   kind: StorageKind;
@@ -134,15 +121,6 @@ export interface ClassResult {
   boundBy?: string;
 }
 
-export interface Check {
-  name: string;
-  scope: string;
-  ok: boolean;
-  detail: string;
-  /** A failed "warning" flags a caveat (a tiny preset's data fits in RAM) rather than a wrong result; default "error". */
-  severity?: 'error' | 'warning';
-}
-
 export interface ExperimentResult {
   schemaVersion: typeof RESULT_SCHEMA_VERSION;
   runId: string;
@@ -161,4 +139,18 @@ export interface ExperimentResult {
   checks: Check[];
   /** Sections later features add (verdict, cost, drills) live under their own keys. */
   [section: string]: unknown;
+}
+
+/** What an experiment's results say in brief, with where they are. */
+export interface ResultsSummary {
+  location: string;
+  status: ExperimentResult['status'];
+  medianTps: Record<string, number | null>;
+  ratios: ExperimentResult['ratios'];
+  failedChecks: string[];
+}
+
+/** What an experiment returns: its results in brief, and its run. */
+export interface ExperimentSummary extends ResultsSummary {
+  runId: string;
 }

@@ -4,7 +4,7 @@
  * `host:<hostId>` and call the provider through this interface (local folders and cgroups, or EC2). What a host is
  * (its request, record, configuration) is common/core/hosts.ts.
  */
-import type { HostActor, HostDiagnosis, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
+import type { HostActor, HostInspection, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
 import type { VolumeStats } from '../../lib/volume';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
@@ -60,7 +60,7 @@ export interface HostProvider {
    * What a person needs when the host stopped answering or never showed up (processes, OOM kills, console, log); of
    * another run's host, only whose it is.
    */
-  diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis>;
+  inspect(hostId: string, actor?: HostActor): Promise<HostInspection>;
   /** Checks a spec against the provider's account (subnet, image, instance type) before anything is created. */
   preflight?(spec: ExperimentSpec): Promise<{ problems: string[]; warnings: string[] }>;
   /** The same for a drill: the account's subnet, image and instance type, and the drill's cost ceiling. */

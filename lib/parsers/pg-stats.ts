@@ -3,7 +3,7 @@
  * read as to_jsonb rows → deltas over a window. Pure; tested on snapshots captured from PostgreSQL 15
  * (test/fixtures/postgres-15). Columns are looked up by name, so a version that adds or renames some still parses.
  */
-import type { CheckpointDeltas, DatabaseDeltas, IoDeltas } from '../../common/results/sampler-and-phases';
+import type { CheckpointDeltas, DatabaseDeltas, IoDeltas } from '../../common/results/sampler-readings';
 
 export type StatRow = Record<string, unknown>;
 

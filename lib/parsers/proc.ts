@@ -2,7 +2,7 @@
  * Linux /proc counters → typed values: /proc/diskstats (device IOPS, MB/s, latency) and /proc/stat (CPU seconds).
  * Pure; tested on files captured on this machine (test/fixtures/linux-6.18).
  */
-import type { DeviceRates } from '../../common/results/sampler-and-phases';
+import type { DeviceRates } from '../../common/results/sampler-readings';
 
 /** Cumulative counters of one block device (Documentation/admin-guide/iostats.rst). */
 export interface DiskCounters {

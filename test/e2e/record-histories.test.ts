@@ -1,8 +1,9 @@
 /**
  * Records the workflow histories that test/workflow/replay.test.ts replays against the current workflow code, from
  * real, small runs on the real test lab (control worker, host agents, Postgres): a ci experiment and one of its
- * cluster children, a restore drill, a failover, a partition and a power-cut drill each long enough to continue as new once, the nightly regression
- * with the ci overrides, the sweeper, and diagnose on a local Postgres. Not part of `npm test` (minutes of real
+ * cluster children, a restore drill, the restore drill with each backup tool compared, a failover drill, a
+ * partition drill and a power-cut drill each long enough to continue as new once, the nightly regression with the ci
+ * overrides, the sweeper, and diagnose on a local Postgres: every workflow type the control worker registers. Not part of `npm test` (minutes of real
  * runs): skipped unless STORAGE_LAB_RECORD_HISTORIES=1. Each `it` overwrites only its own files, so one can be
  * re-recorded alone with -t. See test/fixtures/histories/README.md.
  *
@@ -16,25 +17,26 @@ import { libpqEnv, withConnection } from '../../lib/pg';
 import { startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-continuation';
-import type { SweepReport } from '../../workflows/sweeper-workflow';
+import type { SweepReport } from '../../common/core/sweep';
 import { hostRequests, localProviderFor } from '../helpers/aws-lab';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
+import { NO_PHASES } from '../helpers/phases';
 
 const maybe = process.env.STORAGE_LAB_RECORD_HISTORIES === '1' ? describe : describe.skip;
 
 const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
-/** The nightly regression's input in test/e2e/regression.test.ts: the ci preset, gp3 only, short, no VACUUM/backlog phases. */
+/** The nightly regression's input in test/e2e/regression.test.ts: the ci preset, gp3 only, short, no phases. */
 const NIGHTLY_CI = {
   preset: 'ci',
   storageClasses: { 'local-disk': null },
   compare: null,
   workload: { durationSeconds: 8, warmupSeconds: 2 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 /** One more round than an execution holds: the drill continues as new once. */
@@ -102,6 +104,12 @@ maybe('record workflow histories for the replay test', () => {
     expect(result.status).toBe('passed');
     await save(lab.client, 'restore-drill-ci', handle.workflowId, handle.firstExecutionRunId);
     expect(lab.leftovers([hostIdFor(handle.workflowId, 'source', 0), hostIdFor(handle.workflowId, 'restore', 0)])).toEqual([]);
+  });
+
+  it('a ci restore drill with each backup tool, compared', async () => {
+    const { handle, result } = await run(WORKFLOW_TYPES.restoreToolComparison, { preset: 'ci' });
+    expect(result.status).toBe('passed');
+    await save(lab.client, 'restore-tool-comparison-ci', handle.workflowId, handle.firstExecutionRunId);
   });
 
   it(`a ci failover drill of ${FAILOVER_ROUNDS} rounds (continues as new once)`, async () => {

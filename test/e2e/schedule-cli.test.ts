@@ -13,18 +13,19 @@ import { hostIdFor } from '../../common/core/ids';
 import type { NightlyRegressionSummary } from '../../workflows/nightly-regression-workflow';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { serverAddress, uniqueId } from '../helpers/temporal';
+import { NO_PHASES } from '../helpers/phases';
 
 const run = promisify(execFile);
 const CLI = path.join(__dirname, '..', '..', 'client', 'cli.js');
 
-/** The smallest nightly that measures something: gp3 only, scale 1, 3 s, no VACUUM/backlog phases. */
+/** The smallest nightly that measures something: gp3 only, scale 1, 3 s, no phases. */
 const TINY = {
   storageClasses: { 'local-disk': null },
   compare: null,
   data: { scale: 1, chunkRows: 20_000 },
   // 7 s: the verdict sets aside a run with fewer than 5 per-second samples.
   workload: { durationSeconds: 7, warmupSeconds: 0 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 describe('storage-lab schedule and history (CLI, e2e)', () => {

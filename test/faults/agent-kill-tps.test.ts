@@ -16,6 +16,7 @@ import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { readResult, waitForActivity } from '../helpers/faults';
 import { agentPids, startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
 
 const LOCAL_DISK_ONLY = {
   preset: 'ci',
@@ -24,7 +25,7 @@ const LOCAL_DISK_ONLY = {
   // The killed attempt is noticed by its heartbeat within the host's silence bound.
   host: { deadAfterSeconds: 20 },
   workload: { warmupSeconds: 0, durationSeconds: 5 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 /** Secrets a control worker's environment may hold: no host agent or tool may inherit them. */

@@ -24,8 +24,9 @@ import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, supervisorPid, waitForActivity } from '../helpers/faults';
 import { agentPids, startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
 
-const LOCAL_DISK = { preset: 'ci', storageClasses: { gp3: null }, compare: null, phases: { vacuum: { enabled: false }, backlog: { enabled: false } } };
+const LOCAL_DISK = { preset: 'ci', storageClasses: { gp3: null }, compare: null, phases: NO_PHASES };
 const kill = (pid: number | null, signal: NodeJS.Signals = 'SIGKILL') => pid && process.kill(pid, signal);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** What a scenario that completes may take on a busy 2-core machine. */
@@ -215,7 +216,7 @@ describe('dead hosts and killed attempts (faults)', () => {
   async function volumeServerKilledMidTps(): Promise<void> {
     const run = await start({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0, durationSeconds: 60 } }, 'gp3');
     await waitForActivity(lab.client, run.cluster, 'runPgbench', 'tps', 120_000, (d) => Number(d.second ?? 0) >= 2);
-    const config = JSON.parse(readFileSync(path.join(lab.paths.hostsDir, run.hostId, 'host.json'), 'utf8')) as HostConfig;
+    const config = JSON.parse(readFileSync(path.join(hostDirOf(lab.paths, run.hostId), 'host.json'), 'utf8')) as HostConfig;
     const killedAt = Date.now();
     kill(Number(readFileSync(config.volume!.pidFile, 'utf8')));
     expect((await settle(run, 180_000)).ok).toBe(false);

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { runProcess } from '../../lib/process-runner';
 import { hostIdFor, runFolderName } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { backupsDirFor } from '../../lib/lab-paths';
 import { lookupUser } from '../../lib/postgres-binaries';
 import { temporalBinary } from '../../infra/temporal/dev-server';

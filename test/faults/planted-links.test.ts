@@ -231,7 +231,7 @@ describe('root never reads through a link (faults)', () => {
 
     it("the provider's diagnose and kill (the control worker, as root) read postmaster.pid through the guard too", async () => {
       const provider = new LocalProvider({ hostsDir, agentEnv: {}, supervisorScript: '' });
-      const diagnosis = await provider.diagnose(hostId, { owner });
+      const diagnosis = await provider.inspect(hostId, { owner });
       expect(diagnosis.text).toMatch(/postgres not running/);
       expect(diagnosis.text).not.toContain(secret.secret);
       // A pid file the postgres user wrote naming a process of root's: root never kills it (it is not the postmaster).
@@ -247,7 +247,7 @@ describe('root never reads through a link (faults)', () => {
       }
       // Another run may neither kill the host nor read what runs there.
       await expect(provider.kill(hostId, { owner: { workflowId: 'other-run', execution: 'e9' } })).rejects.toMatchObject({ type: 'OwnedByAnotherRunError' });
-      expect((await provider.diagnose(hostId, { owner: { workflowId: 'other-run', execution: 'e9' } })).text).toMatch(/not described: host .* belongs to workflow "links-run" \(execution e1\)/);
+      expect((await provider.inspect(hostId, { owner: { workflowId: 'other-run', execution: 'e9' } })).text).toMatch(/not described: host .* belongs to workflow "links-run" \(execution e1\)/);
     });
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Every PostgreSQL process of a host stopped (SIGSTOP) once the TPS run's pgbench runs, and never continued (issue
  * 21), with real processes: the run fails within the host's silence bound with a failure that names the host, the
- * phase and that PostgreSQL stopped answering, for how long, and that its processes are stopped; not measured again;
+ * step and that PostgreSQL stopped answering, for how long, and that its processes are stopped; not measured again;
  * and nothing is left: host folder, mount, loop device, cgroup, and every stopped process gone (SIGKILL ends a
  * stopped process; SIGTERM would wait until it is continued). Twice: with the host's cgroups (teardown kills the
  * cgroup), and without (teardown finds the postmaster's stopped children itself).
@@ -15,6 +15,7 @@ import { FAILURE_TYPES } from '../../common/core/errors';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, waitForActivity } from '../helpers/faults';
 import { startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
 
 /** The host's silence bound in this test: the TPS run's heartbeat timeout, and so the watchdog's limit, is 20 s. */
 const DEAD_AFTER_SECONDS = 20;
@@ -25,7 +26,7 @@ const INPUT = {
   host: { deadAfterSeconds: DEAD_AFTER_SECONDS },
   // Long enough that pgbench still runs when the bound is up: the failure is the watchdog's, not pgbench's own.
   workload: { warmupSeconds: 0, durationSeconds: 120 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 /**
  * From the stop to the run's end: the limit, the probe's period (2 s at a 20 s limit), the result's save and the
@@ -135,7 +136,7 @@ async function stoppedMidTps(name: string): Promise<void> {
     expect(elapsedMs).toBeLessThan(END_WITHIN_MS);
 
     const text = new RegExp(
-      `^host ${hostId}: PostgreSQL stopped answering \\(no reply for (\\d+) s\\) during phase tps; ${stopped.size} of its ${stopped.size} processes stopped \\(state T: SIGSTOP or a debugger\\); not retried: `,
+      `^host ${hostId}: PostgreSQL stopped answering \\(no reply for (\\d+) s\\) during step tps; ${stopped.size} of its ${stopped.size} processes stopped \\(state T: SIGSTOP or a debugger\\); not retried: `,
     );
     const c = readResult(lab, runId).classes['local-disk'].clusters[0];
     console.log(`${name}: ${c.error}`);
@@ -147,7 +148,7 @@ async function stoppedMidTps(name: string): Promise<void> {
     // Final: not measured again on a host whose server does not answer.
     expect(c.failedAttempts).toEqual([]);
     // The run's failure says it too, and the cluster's failure carries the type.
-    expect(messages(err)).toContain(`failed: host ${hostId}: PostgreSQL stopped answering (no reply for ${silent} s) during phase tps`);
+    expect(messages(err)).toContain(`failed: host ${hostId}: PostgreSQL stopped answering (no reply for ${silent} s) during step tps`);
     const clusterErr = await lab.client.workflow.getHandle(cluster).result().then(() => null, (e: unknown) => e);
     // Its innermost message is the activity's own: "Workflow execution failed", "Activity task failed" wrap it.
     expect(messages(clusterErr).split('\n').pop()).toMatch(text);
@@ -164,7 +165,7 @@ async function stoppedMidTps(name: string): Promise<void> {
 }
 
 describe('PostgreSQL stopped mid-TPS and never continued (faults)', () => {
-  it('fails within the host bound naming the host, the phase and the silent server; nothing is left (cgroups)', async () => {
+  it('fails within the host bound naming the host, the step and the silent server; nothing is left (cgroups)', async () => {
     await stoppedMidTps('pg-stopped');
   });
 

@@ -233,15 +233,15 @@ describe('no run takes another run\'s host, store or folder (faults)', () => {
       expect(secondResult).toMatchObject({ runId: slash, status: 'cancelled', backupStore: secondStore });
       for (const [id, folder] of [[underscore, runFolderName(underscore)], [slash, runFolderName(slash)]])
         expect(readFileSync(path.join(lab.paths.resultsDir, folder, '.run-id'), 'utf8')).toBe(id);
-      // Each drill claimed its results folder at its start: right after its preflight, before its store and hosts.
-      for (const id of [underscore, slash]) expect((await scheduled(lab.client, id)).slice(0, 3).map((a) => a.type)).toEqual(['preflightDrill', 'claimRunResults', 'prepareBackupStore']);
+      // Each drill claimed its results folder at its start, saving its spec: right after its preflight, before its store and hosts.
+      for (const id of [underscore, slash]) expect((await scheduled(lab.client, id)).slice(0, 3).map((a) => a.type)).toEqual(['preflightDrill', 'saveSpec', 'prepareBackupStore']);
 
       // A new run under the finished drill's id: refused at its start, before a store or a host; the results stay.
       const before = readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8');
       const again = await drill(underscore);
       const refusal = (await outcome(again.result())) as Error;
       expect(String((refusal as { cause?: { cause?: Error } }).cause?.cause?.message ?? refusal)).toMatch(/finished before \(execution .*\) .* would replace them: start the run with another workflow id/);
-      expect((await scheduled(lab.client, underscore)).map((a) => a.type)).toEqual(['preflightDrill', 'claimRunResults']);
+      expect((await scheduled(lab.client, underscore)).map((a) => a.type)).toEqual(['preflightDrill', 'saveSpec']);
       expect(readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8')).toBe(before);
 
       expect(readdirSync(backups()).filter((f) => f.includes(base))).toEqual([]);

@@ -5,9 +5,10 @@
  * itself is a local one (moto boots no machine), so the whole path but the VM runs.
  */
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
-import { resolveSpec, volumeBytes, type ExperimentSpec } from '../../common/input/spec';
+import { volumeBytes, type ExperimentSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import type { Ec2Provider } from '../../infra/providers/aws/ec2-provider';
-import type { HostActor, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
+import type { HostActor, HostInspection, HostRecord, HostRequest, ManagedHost } from '../../common/core/hosts';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
 import { PROJECT_ROOT, type LabPaths } from '../../lib/lab-paths';
@@ -159,8 +160,8 @@ export class Ec2WithLocalHosts implements HostProvider {
     return this.ec2.list();
   }
 
-  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
-    const [ec2, local] = [await this.ec2.diagnose(hostId, actor), await this.local.diagnose(hostId, actor)];
+  async inspect(hostId: string, actor?: HostActor): Promise<HostInspection> {
+    const [ec2, local] = [await this.ec2.inspect(hostId, actor), await this.local.inspect(hostId, actor)];
     return { oomKills: local.oomKills, text: `${ec2.text}\n${local.text}` };
   }
 

@@ -5,23 +5,24 @@ import path from 'node:path';
 import { runFolderName } from '../../lib/results-store';
 import type { ExperimentResult } from '../../common/results/result';
 import { hostDirOf, type TestLab } from './lab';
+import { NO_PHASES } from './phases';
 
-/** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no VACUUM/backlog phases. */
+/** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no phases. */
 export const SMALL_GP3 = {
   preset: 'ci',
   storageClasses: { 'local-disk': null },
   compare: null,
   data: { scale: 10, chunkRows: 50_000 },
   workload: { warmupSeconds: 3, durationSeconds: 5 },
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 export interface PendingActivity {
   type: string;
   attempt: number;
   state: string;
-  /** The last heartbeat's details, decoded (host activities heartbeat their phase progress). */
-  details: { phase?: string; percent?: number; detail?: Record<string, unknown> } | null;
+  /** The last heartbeat's details, decoded (host activities heartbeat their step's progress). */
+  details: { step?: string; percent?: number; detail?: Record<string, unknown> } | null;
 }
 
 /** The activities a workflow is waiting for, as the server describes them. */
@@ -40,24 +41,24 @@ export async function pendingActivities(client: Client, workflowId: string): Pro
 }
 
 /**
- * Waits until a workflow has `type` pending (and, if given, heartbeating `phase`); returns it. Polls the server,
+ * Waits until a workflow has `type` pending (and, if given, heartbeating step `hostStep`); returns it. Polls the server,
  * so it works while no worker runs.
  */
 export async function waitForActivity(
   client: Client,
   workflowId: string,
   type: string,
-  phase?: string,
+  hostStep?: string,
   timeoutMs = 120_000,
   step?: (detail: Record<string, unknown>) => boolean,
 ): Promise<PendingActivity> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const found = (await pendingActivities(client, workflowId).catch(() => [])).find(
-      (a) => a.type === type && (!phase || a.details?.phase === phase) && (!step || step(a.details?.detail ?? {})),
+      (a) => a.type === type && (!hostStep || a.details?.step === hostStep) && (!step || step(a.details?.detail ?? {})),
     );
     if (found) return found;
-    if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${phase ? ` (${phase})` : ''} within ${timeoutMs / 1000} s`);
+    if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${hostStep ? ` (${hostStep})` : ''} within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

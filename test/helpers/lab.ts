@@ -11,8 +11,7 @@ import { hostFolderName } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { labPaths, type LabPaths } from '../../lib/lab-paths';
 import { detectCgroups, hostCgroupPaths } from '../../lib/cgroups';
-import { CUT_TABLE_PREFIX } from '../../lib/network-cut';
-import { runTag } from '../../common/core/ids';
+import { CUT_TABLE_PREFIX, labCutTag } from '../../lib/network-cut';
 import { startControlWorker, type ControlWorkerOptions } from '../../worker/control-worker';
 import { connect, serverAddress, uniqueId, workflowBundle } from './temporal';
 
@@ -118,7 +117,7 @@ function leftovers(paths: LabPaths, hostIds: string[]): string[] {
       for (const dir of hostCgroupPaths(cg.kind, hostId).dirs) if (existsSync(dir)) found.push(`cgroup ${dir}`);
   // The lab's network cuts (nftables tables named after its hosts folder), where this machine has nftables.
   if (process.getuid?.() === 0 && ['/usr/sbin/nft', '/sbin/nft'].some((p) => existsSync(p))) {
-    const prefix = `${CUT_TABLE_PREFIX}${runTag(paths.hostsDir)}_`;
+    const prefix = `${CUT_TABLE_PREFIX}${labCutTag(paths.hostsDir)}_`;
     const listed = JSON.parse(execFileSync('nft', ['-j', 'list', 'tables', 'inet']).toString()) as { nftables: { table?: { name: string } }[] };
     for (const e of listed.nftables) if (e.table?.name.startsWith(prefix)) found.push(`nftables table inet ${e.table.name}`);
   }

@@ -1,5 +1,5 @@
 /** A modelled gp3 volume's window for unit tests: every figure consistent (the server's and the kernel's counts agree). */
-import type { VolumeWindow } from '../../common/results/sampler-and-phases';
+import type { VolumeWindow } from '../../common/results/sampler-readings';
 
 export function gp3Window(opsPerSecond: number, seconds = 10, over: Partial<VolumeWindow> = {}): VolumeWindow {
   const reads = Math.round(opsPerSecond * seconds * 0.7);

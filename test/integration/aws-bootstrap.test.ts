@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { findWalg } from '../../lib/walg';
 import { awsRunProblems } from '../../common/input/aws';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { completeHostConfig } from '../../infra/aws/host-config';
 import { readUserDataTemplate, renderUserData, shellQuote, USER_DATA_LIMIT_BYTES, type UserDataValues } from '../../infra/aws/user-data';
 import { hostAgentRoots, PROJECT_ROOT } from '../../lib/lab-paths';
@@ -235,7 +235,7 @@ describe('storage-lab run --preset seed-full --dry-run', () => {
     expect(out.stdout).toMatch(/nvme-3 +nvme +m6id\.4xlarge +instance-store NVMe/);
     expect(out.stdout).toMatch(/gp3-0 +gp3 +m6id\.4xlarge +685 GiB gp3 EBS at 3000 IOPS \/ 125 MiB\/s/);
     // Every phase with the bound that ends it when it hangs, the drills' too, derived from the data size.
-    expect(out.stdout).toMatch(/phases per host:\n {4}provision; the agent starts \(bound 15 min\)\n[\s\S]*load scale 33000 \(3,300,000,000 rows, 16 writers\) \(bound \d+ h\)[\s\S]*teardown/);
+    expect(out.stdout).toMatch(/steps per host:\n {4}provision; the agent starts \(bound 15 min\)\n[\s\S]*load scale 33000 \(3,300,000,000 rows, 16 writers\) \(bound \d+ h\)[\s\S]*teardown/);
     expect(out.stdout).toMatch(/restore drill: load scale 33000 with 16 writers \(bound \d+ h\), base backup and restore with wal-g \(bound \d+ (h|min) each\)/);
     expect(out.stdout).toMatch(/failover drill: 1 round of kill -9 and promotion/);
     expect(out.stdout).toMatch(/Estimated cost: \$\d+\.\d\d for [\d.]+ host-hours/);

@@ -16,6 +16,7 @@ import type { ExperimentResult } from '../../common/results/result';
 import { awsInput, Ec2WithLocalHosts, localProviderFor, startAwsTestbed, TEST_BUCKET, type AwsTestbed } from '../helpers/aws-lab';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
+import { NO_PHASES } from '../helpers/phases';
 
 describe('experiment on AWS (moto) with local hosts', () => {
   let bed: AwsTestbed;
@@ -43,7 +44,7 @@ describe('experiment on AWS (moto) with local hosts', () => {
   });
 
   it('provisions through EC2, measures both classes, stores results and cost in S3, and leaves nothing', async () => {
-    const input = awsInput(bed.network, { phases: { vacuum: { enabled: false }, backlog: { enabled: false } } });
+    const input = awsInput(bed.network, { phases: NO_PHASES });
     const handle = await lab.startExperiment(input);
     runIds.push(handle.workflowId);
     const summary = (await handle.result()) as { status: string; location: string };

@@ -19,7 +19,8 @@ import { dataVolumeGiB } from '../../common/input/aws';
 import { estimateCost } from '../../common/input/cost';
 import { RESOURCE_TAGS } from '../../common/core/names';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { resolveSpec, volumeBytes } from '../../common/input/spec';
+import { volumeBytes } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { S3ResultsStore } from '../../lib/s3-results-store';
 import { clientToken } from '../../infra/providers/aws/ec2-provider';
 import { DEFAULT_AWS_POLICY } from '../../infra/providers/aws/policy';
@@ -162,7 +163,7 @@ describe('Ec2Provider and S3 on moto', () => {
     expect(await provider.teardown(req.hostId, { owner: other })).toMatch(new RegExp(`left ${record.instanceId} of run "${runId}"`));
     await expect(provider.kill(req.hostId, { owner: other })).rejects.toMatchObject({ type: 'OwnedByAnotherRunError' });
     await expect(provider.teardown(req.hostId, { sweptRun: 'colliding-run' })).rejects.toMatchObject({ type: 'OwnedByAnotherRunError' });
-    expect((await provider.diagnose(req.hostId, { owner: other })).text).toMatch(/not described: run .* owns instance/);
+    expect((await provider.inspect(req.hostId, { owner: other })).text).toMatch(/not described: run .* owns instance/);
     expect((await hostInstances()).map((i) => i.State?.Name)).toEqual(['running']);
     // Its owner removes it.
     expect(await provider.teardown(req.hostId, { owner })).toBe(`removed ${req.hostId}`);
@@ -270,7 +271,7 @@ describe('Ec2Provider and S3 on moto', () => {
     const runId = newRun();
     const [req] = hostRequests(awsSpec(bed.network, NVME_ONLY), runId);
     const record = await provider.provision(req);
-    const { text, oomKills } = await provider.diagnose(req.hostId);
+    const { text, oomKills } = await provider.inspect(req.hostId);
     expect(oomKills).toBeNull();
     expect(text).toContain(`instance ${record.instanceId} (m6id.4xlarge, ${bed.network.zone}) is running`);
     // moto's canned console text: a Linux boot log.
@@ -282,7 +283,7 @@ describe('Ec2Provider and S3 on moto', () => {
     await expect(provider.provision(req)).rejects.toThrow(/is (stopping|stopped)/);
     await provider.teardown(req.hostId);
     expect(await bed.moto.leftovers(runId)).toEqual([]);
-    expect((await provider.diagnose('no-such-host')).text).toContain('no EC2 instance tagged');
+    expect((await provider.inspect('no-such-host')).text).toContain('no EC2 instance tagged');
   });
 
   it('refuses hosts that must share a database password without an SSM parameter for it, before launching', async () => {

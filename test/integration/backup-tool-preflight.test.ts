@@ -8,7 +8,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createPreflightActivities } from '../../activities/control/preflight';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import type { HostProvider } from '../../infra/providers/host-provider';
 
 describe('backup tool preflight', () => {

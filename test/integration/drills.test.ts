@@ -17,6 +17,7 @@ import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
+import { NO_PHASES } from '../helpers/phases';
 
 describe('durability drills (integration)', () => {
   let lab: TestLab;
@@ -110,7 +111,7 @@ describe('durability drills (integration)', () => {
       compare: null,
       durability: { enabled: true, archiveTimeoutSeconds: 5 },
       workload: { durationSeconds: 2, warmupSeconds: 0 },
-      phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+      phases: NO_PHASES,
     });
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'result.json'), 'utf8'));

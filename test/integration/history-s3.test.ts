@@ -6,15 +6,16 @@ import { aggregate } from '../../analysis/aggregate';
 import { historyEntry, RunHistory } from '../../analysis/history';
 import { S3ResultsStore } from '../../lib/s3-results-store';
 import type { ClusterResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { startMoto, type Moto } from '../helpers/moto';
+import { NO_PHASES } from '../helpers/phases';
 
 const BUCKET = 'history-test';
 const GP3_ONLY = {
   preset: 'ci',
   storageClasses: { 'local-disk': null },
   compare: null,
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 function finishedRun(runId: string, preset: 'ci' | 'nightly', tps: number, finishedAt: string) {

@@ -1,5 +1,6 @@
 /**
- * The lint guards: workflow code may not import Node built-ins or activity implementations; no floating promises;
+ * The lint guards: workflow code may not import Node built-ins, activity implementations, or any type but activities'
+ * (the rest it shares through common/); the CLI no workflow code at all; no floating promises;
  * the layers import only downwards (eslint.config.js LAYERS); and the code that runs as root reads, creates, writes,
  * chowns and deletes files only through lib/lab-fs.ts.
  */
@@ -15,6 +16,10 @@ const PROBES = {
   processEnv: ['workflows', 'export const x = process.env.HOME;\n'],
   activityTypes: ['workflows', "import type { ControlActivities } from '../activities/control';\nexport type X = ControlActivities;\n"],
   activityCode: ['workflows', "import { createControlActivities } from '../activities/control';\nexport const x = createControlActivities;\n"],
+  libTypesInWorkflow: ['workflows', "import type { BackupTool } from '../lib/backup-tool';\nexport type X = BackupTool;\n"],
+  analysisTypesInWorkflow: ['workflows', "import type { TpsUnit } from '../analysis/regression-verdict';\nexport type X = TpsUnit;\n"],
+  workflowTypesInClient: ['client', "import type { SweepInput } from '../workflows/sweeper-workflow';\nexport type X = SweepInput;\n"],
+  workflowCodeInClient: ['client', "import { failureMessage } from '../workflows/failures';\nexport const x = failureMessage;\n"],
   floatingInWorkflow: ['workflows', 'async function step(): Promise<void> {}\nexport function plan(): void {\n  step();\n}\n'],
   floatingInActivity: ['activities/host', 'async function step(): Promise<void> {}\nexport function plan(): void {\n  step();\n}\n'],
   awaitedInWorkflow: ['workflows', 'async function step(): Promise<void> {}\nexport async function plan(): Promise<void> {\n  await step();\n}\n'],
@@ -89,9 +94,16 @@ describe('lint rules', () => {
     expect(errors.processEnv.join('\n')).toMatch(/no-restricted-globals/);
   });
 
-  it('lets workflows import activity types but not activity code', () => {
+  it('lets workflows import activity types but not activity code, nor the types of lib/ and analysis/', () => {
     expect(errors.activityTypes).toEqual([]);
     expect(errors.activityCode.join('\n')).toMatch(/activity types only/);
+    expect(errors.libTypesInWorkflow.join('\n')).toMatch(/common\/ and activity types only/);
+    expect(errors.analysisTypesInWorkflow.join('\n')).toMatch(/common\/ and activity types only/);
+  });
+
+  it('keeps the CLI off workflow code, types included: it reaches workflows through the Temporal client', () => {
+    expect(errors.workflowTypesInClient.join('\n')).toMatch(/no-restricted-imports: .*runs against the layers/);
+    expect(errors.workflowCodeInClient.join('\n')).toMatch(/no-restricted-imports: .*runs against the layers/);
   });
 
   it('refuses a promise nobody awaits in workflows and activities: a step of the plan that may never happen', () => {

@@ -2,6 +2,7 @@
  * The local experiment for real, at tiny sizes: real dev server, real control worker and host agents, real
  * Postgres and pgbench, emulated gp3 on a loop device under cgroup limits.
  */
+import { PHASES } from '../../common/phases/registry';
 import type { WorkflowHandle } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,21 +11,22 @@ import { hostIdFor } from '../../common/core/ids';
 import type { ExperimentResult } from '../../common/results/result';
 import { readProgress } from '../../client/progress-view';
 import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
 
 function readResult(lab: TestLab, runId: string): ExperimentResult {
   return JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(runId), 'result.json'), 'utf8'));
 }
 
-/** Polls the run's progress as the CLI reads it until a cluster is in `phase` with at least `percent` done. */
-async function waitForPhase(lab: TestLab, handle: WorkflowHandle, phase: string, percent = 0, timeoutMs = 120_000): Promise<string> {
+/** Polls the run's progress as the CLI reads it until a cluster is in `step` with at least `percent` done. */
+async function waitForStep(lab: TestLab, handle: WorkflowHandle, step: string, percent = 0, timeoutMs = 120_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const progress = await readProgress(lab.client, handle.workflowId).catch(() => null);
-    const hit = progress && Object.values(progress.clusters).find((c) => c.phase === phase && (c.percent ?? 0) >= percent);
+    const hit = progress && Object.values(progress.clusters).find((c) => c.step === step && (c.percent ?? 0) >= percent);
     if (hit) return hit.hostId;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`no cluster reached ${phase} ${percent}% within ${timeoutMs / 1000} s`);
+  throw new Error(`no cluster reached ${step} ${percent}% within ${timeoutMs / 1000} s`);
 }
 
 describe('local experiment (integration)', () => {
@@ -65,7 +67,18 @@ describe('local experiment (integration)', () => {
       expect(backlog.retainedBytes).toBeGreaterThanOrEqual(16 * 2 ** 20);
       expect(backlog.drainSeconds).toBeGreaterThan(0);
       expect(cls.phases.vacuum!.vacuumSeconds).toBe(vacuum.vacuumSeconds);
+      // The CHECKPOINT right after the TPS run, with the workload through it.
+      const checkpoint = c.phases.checkpoint!;
+      expect(checkpoint.counters.requested).toBeGreaterThanOrEqual(1);
+      expect(checkpoint.workload!.tpsBefore).toBeGreaterThan(0);
+      expect(checkpoint.workload!.tpsMinDuring).not.toBeNull();
     }
+    // Each phase's own checks hold on a real run (the checkpoint's, the VACUUM's, the backlog's).
+    const phaseCheckNames = PHASES.flatMap((p) => Object.keys(p.selfTest.breaks));
+    expect(result.checks.filter((c) => phaseCheckNames.includes(c.name) && !c.ok)).toEqual([]);
+    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.md'), 'utf8');
+    for (const heading of ['## Checkpoint after the TPS run', '## VACUUM over bloat', '## Logical-replication backlog drain']) expect(report).toContain(heading);
+    console.log(report.split('\n').filter((l) => /^\| .*(local-disk|gp3)-0 \|/.test(l)).join('\n'));
     expect(result.classes.gp3.emulated).toBe(true);
     expect(result.classes.gp3.limits.iops).toBe(3000);
     expect(result.ratios.tps).not.toBeNull();
@@ -87,10 +100,10 @@ describe('local experiment (integration)', () => {
       storageClasses: { gp3: null },
       compare: null,
       data: { scale: 20, chunkRows: 50_000 },
-      phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+      phases: NO_PHASES,
     };
     const handle = await lab.startExperiment(input);
-    const hostId = await waitForPhase(lab, handle, 'load', 10);
+    const hostId = await waitForStep(lab, handle, 'load', 10);
     const pids = agentPids(lab.paths, hostId);
     expect(pids.length).toBe(1);
     process.kill(pids[0], 'SIGKILL');
@@ -105,7 +118,7 @@ describe('local experiment (integration)', () => {
   it('leaves no processes, mounts, loop devices or cgroups when cancelled mid-run', async () => {
     const input = { preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, data: { scale: 10, chunkRows: 20_000 } };
     const handle = await lab.startExperiment(input);
-    const hostId = await waitForPhase(lab, handle, 'load', 5);
+    const hostId = await waitForStep(lab, handle, 'load', 5);
     await handle.cancel();
     await expect(handle.result()).rejects.toThrow();
     const description = await handle.describe();
@@ -131,7 +144,7 @@ describe('local experiment without cgroups (integration)', () => {
   it('still runs, and marks every class "not emulated" in the result and the report', async () => {
     const handle = await lab.startExperiment({
       preset: 'ci',
-      phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+      phases: NO_PHASES,
     });
     await handle.result();
     const result = readResult(lab, handle.workflowId);

@@ -14,8 +14,7 @@ import { planSweep } from '../../common/core/sweep';
 import { LocalProvider } from '../../infra/providers/local/local-provider';
 import { createHostCgroup, cgroupV2Mount, detectCgroups, joinScript, removeHostCgroup, type HostCgroup } from '../../lib/cgroups';
 import { freePort } from '../../lib/net';
-import { applyCut, cutRuleset, cutTableName, listCutTables, removeCut } from '../../lib/network-cut';
-import { runTag } from '../../common/core/ids';
+import { applyCut, cutRuleset, cutTableName, labCutTag, listCutTables, removeCut } from '../../lib/network-cut';
 
 const support = detectCgroups();
 const nft = ['/usr/sbin/nft', '/sbin/nft'].some((p) => existsSync(p));
@@ -47,7 +46,7 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
 maybe('a network cut between host cgroups on loopback (real nftables)', () => {
   const tag = `netcut-${process.pid}`;
   const ids = ['server', 'far', 'near'].map((n) => `${tag}-${n}`);
-  const table = cutTableName(runTag(tag), ids[0]);
+  const table = cutTableName(labCutTag(tag), ids[0]);
   let cgroups: HostCgroup[] = [];
   const procs: ChildProcess[] = [];
   let port: number;
@@ -128,8 +127,8 @@ maybe('a network cut whose host is gone (real nftables)', () => {
   it('is listed without a run label, so the sweeper removes it through the host\'s teardown; another lab\'s stays', async () => {
     const hostsDir = path.join(dir, 'hosts');
     const provider = new LocalProvider({ hostsDir, agentEnv: {}, supervisorScript: '/nonexistent' });
-    const mine = cutTableName(runTag(hostsDir), 'gone-node-1');
-    const theirs = cutTableName(runTag(path.join(dir, 'other-lab')), 'gone-node-1');
+    const mine = cutTableName(labCutTag(hostsDir), 'gone-node-1');
+    const theirs = cutTableName(labCutTag(path.join(dir, 'other-lab')), 'gone-node-1');
     tables.push(mine, theirs);
     const match = () => ({ path: 'unified', level: 1 });
     for (const table of [mine, theirs]) await applyCut(cutRuleset(table, [[{ hostId: 'gone-node-1', netDir: '/x', port: 1 }], [{ hostId: 'gone-node-2', netDir: '/y', port: 2 }]], match));

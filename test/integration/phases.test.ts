@@ -1,13 +1,14 @@
 /**
- * The VACUUM and backlog phases and the diagnostics sampler against a real Postgres at tiny sizes: a bare host in a
+ * The VACUUM and backlog phases and the sampler against a real Postgres at tiny sizes: a bare host in a
  * temporary folder, the host activities run in a mock activity context (no Temporal server needed).
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { runBacklogPhase } from '../../activities/host/backlog';
+import { runBacklogPhase } from '../../activities/host/phases/backlog';
 import { loadData } from '../../activities/host/load';
 import { runPgbench } from '../../activities/host/pgbench';
-import { runVacuumPhase } from '../../activities/host/vacuum';
-import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import { runVacuumPhase } from '../../activities/host/phases/vacuum';
+import { backlogPhase } from '../../common/phases/backlog';
+import { vacuumPhase, type VacuumPhaseResult } from '../../common/phases/vacuum';
 import { withConnection } from '../../lib/pg';
 import { latencyBreakdown } from '../../common/results/breakdown';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';
@@ -83,6 +84,7 @@ describe('measured phases on a real Postgres (integration)', () => {
       expect(r.verbose.tuples.removed).toBeGreaterThanOrEqual(r.deadTuples * 0.95);
       expect(r.vacuumSeconds).toBeGreaterThan(0);
       expect(r.autovacuumSetting).toBe('on');
+      expect(vacuumPhase.checks(hostId, { vacuum: r }).filter((c) => !c.ok)).toEqual([]);
       const opts = await query<{ reloptions: string[] | null }>("SELECT reloptions FROM pg_class WHERE relname = 'pgbench_accounts'");
       expect(opts[0].reloptions).toContain('autovacuum_enabled=on');
       last = r;
@@ -104,6 +106,8 @@ describe('measured phases on a real Postgres (integration)', () => {
     expect(r.backlogBytes).toBeGreaterThan(7 * MB);
     expect(r.drainSeconds).toBeGreaterThan(0);
     expect(r.drainMBps).toBeCloseTo(r.backlogBytes / MB / r.drainSeconds, 6);
+    // The phase's own checks hold on what a real server measured (the drained span is the WAL the slot held).
+    expect(backlogPhase.checks(hostId, { backlog: r }).filter((c) => !c.ok)).toEqual([]);
     expect(await query("SELECT 1 FROM pg_replication_slots")).toEqual([]);
     expect(await query("SELECT 1 FROM pg_publication")).toEqual([]);
   });

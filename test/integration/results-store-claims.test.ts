@@ -18,7 +18,7 @@ import { createResultsActivities } from '../../activities/control/results';
 import { createBackupStoreActivities } from '../../activities/control/backup-stores';
 import { runFolderName } from '../../common/core/ids';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { registerLabRoot } from '../../lib/lab-fs';
 import { backupsDirFor } from '../../lib/lab-paths';
 import { startMoto, type Moto } from '../helpers/moto';

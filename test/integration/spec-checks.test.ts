@@ -11,7 +11,7 @@ import { createPreflightActivities } from '../../activities/control/preflight';
 import { checkDrillWithTools, checkExperimentWithTools, checkServerSettings, settingsCatalogue } from '../../lib/spec-checks';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { REFUSED_SETTINGS, refusedSetting } from '../../common/input/server-settings';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { pgbenchLogBytes } from '../../common/input/rules';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import { findPostgresBinDir, installedPostgresMajors, unreachableServerError } from '../../lib/postgres-binaries';

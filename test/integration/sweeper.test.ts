@@ -12,7 +12,7 @@ import { WORKFLOW_TYPES } from '../../common/core/names';
 import type { HostRequest } from '../../common/core/hosts';
 import type { HostProvider } from '../../infra/providers/host-provider';
 import type { LocalProvider } from '../../infra/providers/local/local-provider';
-import type { SweepReport } from '../../workflows/sweeper-workflow';
+import type { SweepReport } from '../../common/core/sweep';
 import { awsSpec, hostRequests, localProviderFor, NVME_ONLY, startAwsTestbed, type AwsTestbed } from '../helpers/aws-lab';
 import { startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';

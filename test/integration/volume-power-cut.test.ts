@@ -8,7 +8,7 @@
  */
 import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync, chmodSync } from 'node:fs';
 import path from 'node:path';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import type { HostRequest } from '../../common/core/hosts';
 import type { LocalProvider } from '../../infra/providers/local/local-provider';
 import { labPaths, type LabPaths } from '../../lib/lab-paths';
@@ -17,6 +17,7 @@ import { runProcess } from '../../lib/process-runner';
 import { hostRequests, localProviderFor } from '../helpers/aws-lab';
 import { uniqueId } from '../helpers/temporal';
 import { volumeSupport } from '../helpers/volume';
+import { hostDirOf } from '../helpers/lab';
 import { detectCgroups } from '../../lib/cgroups';
 
 const describeIfVolumes = volumeSupport.ok && detectCgroups().kind ? describe : describe.skip;
@@ -61,9 +62,9 @@ describeIfVolumes('a power cut on a modelled volume (integration, root)', () => 
   });
 
   it('keeps what was flushed and drops what was not, then comes back on what was durable', async () => {
-    const config = JSON.parse(readFileSync(path.join(paths.hostsDir, req.hostId, 'host.json'), 'utf8'));
+    const config = JSON.parse(readFileSync(path.join(hostDirOf(paths, req.hostId), 'host.json'), 'utf8'));
     expect(config.volume.model).toBe('gp3');
-    const root = path.join(paths.hostsDir, req.hostId, 'volume');
+    const root = path.join(hostDirOf(paths, req.hostId), 'volume');
     const control = new VolumeControl(config.volume.socket);
     const durable = path.join(root, 'durable');
     const lost = path.join(root, 'never-synced');
@@ -101,7 +102,7 @@ describeIfVolumes('a power cut on a modelled volume (integration, root)', () => 
   });
 
   it('teardown leaves no mount, loop device, server or folder', async () => {
-    const hostDir = path.join(paths.hostsDir, req.hostId);
+    const hostDir = hostDirOf(paths, req.hostId);
     const socket = JSON.parse(readFileSync(path.join(hostDir, 'host.json'), 'utf8')).volume.socket as string;
     await provider.teardown(req.hostId);
     expect(existsSync(hostDir)).toBe(false);

@@ -22,7 +22,7 @@ import { markTarget, verifyRestore, waitForArchive, writeHistory } from '../../a
 import { loadData } from '../../activities/host/load';
 import { configurePostgres, stopPostgres } from '../../activities/host/postgres';
 import { withConnection } from '../../lib/pg';
-import type { RecoveryTarget } from '../../lib/backup-tool';
+import type { RecoveryTarget } from '../../common/input/backup-store';
 import { findWalg, WalG } from '../../lib/walg';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo, RestoreTarget } from '../../common/results/drill-result';

@@ -1,6 +1,7 @@
 import { aggregate, median, pgbenchConsistencyChecks, speedup } from '../../analysis/aggregate';
 import type { ClusterResult, TpsRun } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
+import { NO_PHASES } from '../helpers/phases';
 
 const env = { cpus: 2, memoryMiB: 24000, kernel: 'test', provider: 'local' };
 
@@ -34,8 +35,8 @@ function cluster(className: string, index: number, tpsRun?: TpsRun, status: Clus
 }
 
 describe('aggregate', () => {
-  // These clusters measure TPS only; a spec with the VACUUM and backlog phases on would count them as missing.
-  const spec = resolveSpec({ preset: 'ci', phases: { vacuum: { enabled: false }, backlog: { enabled: false } } });
+  // These clusters measure TPS only; a spec with its phases on would count them as missing.
+  const spec = resolveSpec({ preset: 'ci', phases: NO_PHASES });
   const aggregateOf = (clusters: ClusterResult[]) =>
     aggregate({ runId: 'r', spec, startedAt: 'a', finishedAt: 'b', environment: env, cancelled: false, clusters });
 

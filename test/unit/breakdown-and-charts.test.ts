@@ -1,16 +1,16 @@
 /** The latency breakdown, the diagnosis checks and the SVG charts: pure functions on made-up but plausible figures. */
-import { boundBy, classDiagnostics, diagnosticChecks, throttleUse } from '../../analysis/bottlenecks';
+import { boundBy, classReadings, samplerChecks, throttleUse } from '../../analysis/bottlenecks';
 import { gp3Window } from '../helpers/volume-window';
 import { fidelityMarkdown, fidelityRows, relativeDifference } from '../../analysis/report/fidelity';
 import { markdownToHtml, renderHtml } from '../../analysis/report/html';
-import { barChart, escapeXml, lineChart, niceTicks } from '../../analysis/report/svg-charts';
+import { barChart, escapeXml, lineChart, niceTicks, textWidth } from '../../analysis/report/svg-charts';
 import { aggregate } from '../../analysis/aggregate';
 import { breakdownKeyOf, latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
-import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import type { ClassResult, ClusterResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
-function diagnostics(waitEvents: Record<string, number>, over: Partial<Diagnostics> = {}): Diagnostics {
+function diagnostics(waitEvents: Record<string, number>, over: Partial<SamplerReadings> = {}): SamplerReadings {
   const samples = 100;
   return {
     serverVersionNum: 150018,
@@ -35,7 +35,7 @@ function diagnostics(waitEvents: Record<string, number>, over: Partial<Diagnosti
   };
 }
 
-function cluster(className: string, tps: number, meanMs: number, d?: Diagnostics): ClusterResult {
+function cluster(className: string, tps: number, meanMs: number, d?: SamplerReadings): ClusterResult {
   return {
     hostId: `h-${className}`,
     className,
@@ -115,41 +115,42 @@ describe('diagnosis', () => {
   it('judges a modelled volume by its own counters: near its budget, and nothing escaped', () => {
     const cls = { emulated: true, limits: { ...limits, memoryLimitMiB: 384 } } as ClassResult;
     const cold = diagnostics({ 'IO:DataFileRead': 10 }, { volume: gp3Window(300) });
-    const checks = diagnosticChecks(cluster('gp3', 100, 640, cold), cls, false);
+    const checks = samplerChecks(cluster('gp3', 100, 640, cold), cls, false);
     const engaged = checks.find((c) => c.name === 'budget engaged')!;
     expect(engaged.ok).toBe(false);
     expect(engaged.severity).toBe('warning'); // The data fits in memory: a caveat, not an error.
-    expect(diagnosticChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'budget engaged')!.severity).toBe('error');
+    expect(samplerChecks(cluster('gp3', 100, 640, cold), cls, true).find((c) => c.name === 'budget engaged')!.severity).toBe('error');
     expect(checks.find((c) => c.name === 'nothing escaped the device model')!.ok).toBe(true);
     const busy = diagnostics({ 'IO:DataFileRead': 10 }, { volume: gp3Window(2950) });
     expect(throttleUse(cluster('gp3', 1, 1, busy), limits)!.detail).toMatch(/device operations \(reads \+ writes, one budget\) 2950 of the 3000 budget/);
     expect(boundBy(cluster('gp3', 1, 1, busy), limits)?.resource).toBe('IO-bound (page reads at the IOPS budget)');
     // An emulated class whose window has no counters of its volume cannot say that nothing escaped.
-    const blind = diagnosticChecks(cluster('gp3', 1, 1, diagnostics({ 'IO:DataFileRead': 10 })), cls, true);
+    const blind = samplerChecks(cluster('gp3', 1, 1, diagnostics({ 'IO:DataFileRead': 10 })), cls, true);
     expect(blind.find((c) => c.name === 'nothing escaped the device model')).toMatchObject({ ok: false });
     // A class without a modelled device has nothing to account for.
     const free = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
-    expect(diagnosticChecks(cluster('local-disk', 1, 1, busy), free, true).find((c) => c.name === 'nothing escaped the device model')).toBeUndefined();
+    expect(samplerChecks(cluster('local-disk', 1, 1, busy), free, true).find((c) => c.name === 'nothing escaped the device model')).toBeUndefined();
   });
 
   it('checks the sampler rate and the server-side time per transaction; the breakdown is not a check (it sums by construction)', () => {
     const cls = { emulated: false, limits: { iops: null, throughputMiBps: null, memoryLimitMiB: 384 } } as ClassResult;
     // 64 clients at 2500 TPS: 25.6 ms mean; 60 active backends / 2500 TPS = 24 ms in the server.
     const d = diagnostics({ CPU: 5000, 'IO:DataFileRead': 1000 }, { avgActiveSessions: 60, samplesPerSecond: 9 });
-    const checks = diagnosticChecks(cluster('local-disk', 2500, 25.6, d), cls, true);
+    const checks = samplerChecks(cluster('local-disk', 2500, 25.6, d), cls, true);
     const by = (name: string) => checks.find((c) => c.name === name)!;
     expect(by('sampler rate').ok).toBe(false);
     expect(by('server occupancy matches the latency').ok).toBe(true);
     expect(by('sampler cost').ok).toBe(true); // 0.1 CPU s of the host's 19.6
     expect(checks.find((c) => c.name === 'latency breakdown sums to the mean latency')).toBeUndefined();
     const costly = diagnostics({ CPU: 10 }, { samplerCpuSeconds: 1 });
-    expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, costly), cls, true).find((c) => c.name === 'sampler cost')!.ok).toBe(false);
+    expect(samplerChecks(cluster('local-disk', 2500, 25.6, costly), cls, true).find((c) => c.name === 'sampler cost')!.ok).toBe(false);
     const slowClient = diagnostics({ CPU: 10 }, { avgActiveSessions: 30 });
-    expect(diagnosticChecks(cluster('local-disk', 2500, 25.6, slowClient), cls, true).find((c) => c.name === 'server occupancy matches the latency')!.ok).toBe(false);
+    expect(samplerChecks(cluster('local-disk', 2500, 25.6, slowClient), cls, true).find((c) => c.name === 'server occupancy matches the latency')!.ok).toBe(false);
   });
 
   it('takes medians per class and ratios of VACUUM and drain seconds', () => {
-    const spec = resolveSpec({ preset: 'ci' });
+    // The ci preset's phases but the checkpoint, which these clusters did not measure.
+    const spec = resolveSpec({ preset: 'ci', phases: { checkpoint: { enabled: false } } });
     const vacuum = (s: number) => ({ vacuumSeconds: s, deadBytes: 8 << 20, requestedBytes: 8 << 20, deadBytesDeviation: 0, verbose: { avgReadMBps: 1, avgWriteMBps: 2, tuples: { removed: 10 }, pages: { scanned: 1 } } });
     const backlog = (s: number) => ({ drainSeconds: s, backlogBytes: 16 << 20, requestedBytes: 16 << 20, drainMBps: 16 / s, retainedBytes: 16 << 20, reachedBeforeDrain: true });
     const a = cluster('local-disk', 2500, 25.6, diagnostics({ CPU: 9, 'IO:DataFileRead': 1 }));
@@ -163,7 +164,7 @@ describe('diagnosis', () => {
     expect(result.classes.gp3.breakdownMs!.pageReads).toBeCloseTo(37.6 / 2, 6);
     expect(result.classes.gp3.latencyMs!.p99).toBeCloseTo(37.6 * 3, 6);
     expect(result.status).toBe('completed');
-    expect(classDiagnostics([a], { iops: null, throughputMiBps: null }).waitEventShares).toEqual({ CPU: 0.9, 'IO:DataFileRead': 0.1 });
+    expect(classReadings([a], { iops: null, throughputMiBps: null }).waitEventShares).toEqual({ CPU: 0.9, 'IO:DataFileRead': 0.1 });
     // A class without its VACUUM figure did not measure everything the spec asked for.
     b.phases = {};
     expect(aggregate({ runId: 'r', spec, clusters: [a, b], startedAt: 's', finishedAt: 'f', environment: { cpus: 2, memoryMiB: 1, kernel: 'k', provider: 'local' }, cancelled: false }).status).toBe('failed');
@@ -234,6 +235,31 @@ describe('SVG charts', () => {
     expect(stacked).toContain('>30<'); // The stack's total above it.
     expect(barChart({ title: 'none', categories: ['a'], series: [{ name: 'x', values: [null] }] })).toContain('no data measured');
     expect(escapeXml('"<&>"')).toBe('&quot;&lt;&amp;&gt;&quot;');
+  });
+
+  it('sizes a chart from its labels: whole legend names, level or turned category labels, values only where they fit', () => {
+    // DejaVu Sans at 12 px without kerning: no narrower than Chromium on Debian drew it (176 px), and close to it.
+    expect(textWidth('page reads (IO:DataFileRead)')).toBeGreaterThanOrEqual(176);
+    expect(textWidth('page reads (IO:DataFileRead)')).toBeLessThan(176 * 1.02);
+    expect(textWidth('Wait', 14, true)).toBeGreaterThan(textWidth('Wait', 14));
+    const size = (svg: string) => /width="(\d+)" height="(\d+)"/.exec(svg)!.slice(1).map(Number);
+    const short = barChart({ title: 't', categories: ['a', 'b'], series: [{ name: 'x', values: [1, 2] }] });
+    expect(size(short)).toEqual([760, 312]); // The default size, 12 px above the plot for the values over the bars.
+    const longName = 'WAL write/fsync at commit (and synchronous standbys)';
+    const long = barChart({ title: 't', categories: ['a', 'b'], series: [{ name: longName, values: [1, 2] }] });
+    expect(long).toContain(`>${longName}</text>`);
+    expect(size(long)[0]).toBe(Math.ceil(64 + 496 + 14 + 18 + textWidth(longName) + 8));
+    const wide = barChart({ title: 't', categories: ['gp3-3000-mem1536-x06', 'local-c64-xxxxxxxx03'], series: [{ name: 'x', values: [1, 2] }] });
+    expect(wide).not.toMatch(/rotate\(-35/);
+    const many = Array.from({ length: 8 }, (_, i) => `gp3-3000-mem1536-x0${i}`);
+    const turned = barChart({ title: 't', categories: many, series: [{ name: 'x', values: many.map((_, i) => i + 1) }] });
+    expect(turned.match(/rotate\(-35 /g)).toHaveLength(8);
+    expect(size(turned)[1]).toBeGreaterThan(312);
+    // Eight series of four categories: a bar's slot is 12 px, too narrow for "55.6"; its tooltip carries it.
+    const crowded = barChart({ title: 't', categories: ['mean', 'p50', 'p95', 'p99'], series: many.map((name) => ({ name, values: [55.6, 1, 7, 9] })) });
+    expect(crowded).toContain(': 55.6</title>');
+    expect(crowded).not.toContain('>55.6</text>');
+    expect(crowded).toContain('>7</text>');
   });
 
   it('turns the report Markdown into HTML tables and lists', () => {

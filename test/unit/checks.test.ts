@@ -5,9 +5,10 @@
 import { aggregate, drillChecks } from '../../analysis/aggregate';
 import { boundBy } from '../../analysis/bottlenecks';
 import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
-import type { Diagnostics, DiagnosticsSecond } from '../../common/results/sampler-and-phases';
-import type { Check, ClusterResult, ExperimentResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import type { SamplerReadings, SamplerSecond } from '../../common/results/sampler-readings';
+import type { Check } from '../../common/results/check';
+import type { ClusterResult, ExperimentResult } from '../../common/results/result';
+import { resolveSpec } from '../../common/input/resolve';
 import { gp3Window } from '../helpers/volume-window';
 
 const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
@@ -18,8 +19,8 @@ function healthyCluster(): ClusterResult {
   const transactions = 20_000;
   // 60 active backends on average over 200 samples: 30 reading pages, 5 in a WAL sync, 10 waiting for it, 15 on CPU.
   const waitEvents = { 'IO:DataFileRead': 6000, 'IO:WALSync': 1000, 'LWLock:WALWrite': 2000, CPU: 3000 };
-  const second: DiagnosticsSecond = { second: 1, activeSessions: 60, dataFileRead: 30, cpuCores: 1, readIops: 2950, writeIops: 2900, readMBps: 23, writeMBps: 30 };
-  const diagnostics: Diagnostics = {
+  const second: SamplerSecond = { second: 1, activeSessions: 60, dataFileRead: 30, cpuCores: 1, readIops: 2950, writeIops: 2900, readMBps: 23, writeMBps: 30 };
+  const diagnostics: SamplerReadings = {
     serverVersionNum: 150018,
     startedAt: 't',
     seconds: 10,
@@ -96,7 +97,7 @@ const BREAKERS: Record<string, (c: ClusterResult) => Parameters<typeof drillChec
   'no failed transactions': (c) => void (c.tpsRun!.failedTransactions = 12),
   'data set larger than memory': (c) => void (c.load!.heapBytes = 100 * 2 ** 20),
   'storage emulated': (c) => void (c.emulated = false),
-  'diagnostics sampled': (c) => void delete c.diagnostics,
+  'sampler readings taken': (c) => void delete c.diagnostics,
   'sampler rate': (c) => void Object.assign(c.diagnostics!, { samplesPerSecond: 6 }),
   'sampler cost': (c) => void (c.diagnostics!.samplerCpuSeconds = 1),
   // The server timed 40 ms of reads per transaction, the samples saw 15: a sampler that misses reading backends.
@@ -129,7 +130,7 @@ describe('self-checks', () => {
     // Broken in one way, the run fails the check that guards it and no unrelated one.
     const related: Record<string, string[]> = {
       'cluster completed': ['cluster completed'],
-      'diagnostics sampled': ['diagnostics sampled'],
+      'sampler readings taken': ['sampler readings taken'],
       'storage emulated': ['storage emulated', 'data set larger than memory'],
     };
     expect(failed.every((f) => (related[name] ?? [name]).includes(f.name))).toBe(true);

@@ -1,7 +1,7 @@
 /** The cost model: prices times quantities, the duration model's shape, measured host-hours, missing prices. */
 import { actualCost, costMarkdown, estimateCost, estimatedHostHours, formatCost, HOURS_PER_MONTH, runCost } from '../../common/input/cost';
 import type { ClusterResult } from '../../common/results/result';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
 const seedFull = () => resolveSpec({ preset: 'seed-full' });
 

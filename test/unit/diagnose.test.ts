@@ -12,7 +12,7 @@ import { parse as pgParse } from 'pg-connection-string';
 import { clientConfig } from '../../lib/diagnose/connect';
 import { classify, verdictEvidence, verdictGroupOf, verdictLine } from '../../common/results/diagnose-capture';
 import { parseDiagnoseInput, parseDsn, redactDsn, resolveDiagnoseInput } from '../../common/input/diagnose';
-import type { Diagnostics } from '../../common/results/sampler-and-phases';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import { InvalidSpecError } from '../../common/input/spec';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 
@@ -23,7 +23,7 @@ const read = (...p: string[]) => readFileSync(path.join(fixtures, ...p), 'utf8')
 function sampled(waitEvents: Record<string, number>, opts: { samples?: number; idleInTransaction?: number; cores?: number } = {}) {
   const samples = opts.samples ?? 100;
   const active = Object.values(waitEvents).reduce((s, n) => s + n, 0);
-  const d: Pick<Diagnostics, 'waitEvents' | 'samples' | 'avgActiveSessions' | 'database' | 'cpu' | 'sessions'> = {
+  const d: Pick<SamplerReadings, 'waitEvents' | 'samples' | 'avgActiveSessions' | 'database' | 'cpu' | 'sessions'> = {
     waitEvents,
     samples,
     avgActiveSessions: samples ? active / samples : 0,

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { hostIdFor } from '../../common/core/ids';
 import { resolveFailoverDrill, resolvePartitionDrill, type ReplicaDrillSpec } from '../../common/input/drill-spec';
-import { resolveSpec, revalidateSpec } from '../../common/input/spec';
+import { resolveSpec, revalidateSpec } from '../../common/input/resolve';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { clusterInputAtDoor, clusterWorkflowId } from '../../workflows/cluster-door';
 import { checkedWorkflowId, continuationProblem, type DoorInfo } from '../../workflows/doors';
@@ -71,7 +71,8 @@ describe('arguments only continue-as-new passes', () => {
 });
 
 describe('the failover drill\'s continuation', () => {
-  const recorded = recordedArgs('failover-drill-ci-2');
+  // The continuation of a run recorded before `tool` and `peers` replaced the settings and pg_hba lines it carried.
+  const recorded = recordedArgs('failover-drill-ci-before-saves-spec-2');
   const runId = recorded.workflowId;
   const spec = resolveFailoverDrill(recorded.args[0]);
   const continuation = recorded.args[1] as Record<string, unknown> & { records: Record<string, { postgres: { host: string } }>; archiving: { settings: Record<string, Record<string, string>>; store: { path: string } } };
@@ -102,6 +103,12 @@ describe('the failover drill\'s continuation', () => {
     expect(problems(continuation, partition)).toEqual([]);
     expect(problems(continuation, { ...partition, rounds: 10 })).toEqual([expect.stringMatching(/^nextRound: beyond the drill's 10 rounds/)]);
     expect(problems(continuation, { ...partition, backup: { ...partition.backup, enabled: false } })).toEqual([expect.stringMatching(/^archiving: must be null/)]);
+  });
+
+  it("accepts what today's run carries: the tool, its peers, hosts' records with their IOPS budget", () => {
+    const today = recordedArgs('failover-drill-ci-2');
+    expect(failoverContinuationSchema(today.workflowId, resolveFailoverDrill(today.args[0])).safeParse(today.args[1]).error?.issues ?? []).toEqual([]);
+    expect(JSON.stringify(today.args[1])).toContain('"iopsBudget":null');
   });
 
   it('refuses a program in archive_command, pg_hba lines for the world, a host off loopback, a store elsewhere', () => {

@@ -7,7 +7,7 @@ import {
   resolveRestoreDrill,
 } from '../../common/input/drill-spec';
 import { PRESET_NAMES } from '../../common/input/presets';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { problemsOf } from '../helpers/spec-problems';
 
 describe('drill specs', () => {

@@ -5,14 +5,16 @@ import { aggregate } from '../../analysis/aggregate';
 import { environmentKey, historyEntry, RunHistory, type HistoryEntry } from '../../analysis/history';
 import { DirResultsStore } from '../../lib/results-store';
 import type { ClusterResult } from '../../common/results/result';
-import { resolveSpec, type ExperimentInput } from '../../common/input/spec';
+import { type ExperimentInput } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
+import { NO_PHASES } from '../helpers/phases';
 
 const machine = { cpus: 2, memoryMiB: 24106, kernel: 'test', provider: 'local' };
 const gp3Only: ExperimentInput = {
   preset: 'ci',
   storageClasses: { 'local-disk': null },
   compare: null,
-  phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
+  phases: NO_PHASES,
 };
 
 /** A finished run of `input` whose gp3 cluster measured `tps` every second. */

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { backupRecordFile } from '../../activities/host/archiving';
 import type { HostDeps } from '../../activities/host/deps';
-import { runBacklogPhase } from '../../activities/host/backlog';
+import { runBacklogPhase } from '../../activities/host/phases/backlog';
 import { runPgbench } from '../../activities/host/pgbench';
 import { configurePostgres, isFinalAttempt, labConfig, renderHba, renderIdent, tail, type LabConfigInput } from '../../activities/host/postgres';
 import { cloneStandby, setReplication } from '../../activities/host/replication';

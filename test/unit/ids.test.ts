@@ -21,7 +21,7 @@ import {
 } from '../../common/core/ids';
 import { base32 } from '../../common/core/sha256';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
-import { drillWorkflowId } from '../../workflows/experiment-drills';
+import { drillWorkflowId } from '../../workflows/drill-children';
 import { comparedDrillId } from '../../common/input/tool-comparison';
 
 describe('path segments', () => {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkpointDeltas, databaseDeltas, ioDeltas, numericDeltas, type StatSnapshot } from '../../lib/parsers/pg-stats';
 import { diskRates, parseDiskstats, parsePidStatCpuSeconds, parseProcStat } from '../../lib/parsers/proc';
-import { parseVacuumVerbose } from '../../lib/parsers/vacuum';
+import { parseVacuumVerbose } from '../../activities/host/phases/vacuum';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 const fixtures = path.join(PROJECT_ROOT, 'test', 'fixtures');

@@ -1,6 +1,6 @@
 /**
  * The watchdog's decisions (common/core/postgres-silence.ts, lib/postgres-probe.ts, activities/host/watchdog.ts):
- * its limit from the phase's heartbeat timeout, what counts as hearing from the server, when a silence is fatal,
+ * its limit from the step's heartbeat timeout, what counts as hearing from the server, when a silence is fatal,
  * what the failure says, and the /proc state it reads, each on data made to break it.
  */
 import { readFileSync } from 'node:fs';
@@ -11,10 +11,10 @@ import { FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES } from '../../common/core/er
 import { parsePidStatState } from '../../lib/parsers/proc';
 import { PROBE_APPLICATION_NAME, probeOutcomeOf } from '../../lib/postgres-probe';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
-import { phaseOf } from '../../activities/host/watchdog';
+import { stepOf } from '../../activities/host/watchdog';
 
 describe('the watchdog of a host activity', () => {
-  it('waits as long as the phase lets its agent be silent, and looks a tenth as often (0.5-5 s)', () => {
+  it('waits as long as the step lets its agent be silent, and looks a tenth as often (0.5-5 s)', () => {
     expect(silenceWatch(60_000)).toEqual({ limitMs: 60_000, probeEveryMs: 5_000 });
     expect(silenceWatch(20_000)).toEqual({ limitMs: 20_000, probeEveryMs: 2_000 });
     expect(silenceWatch(120_000)).toEqual({ limitMs: 120_000, probeEveryMs: 5_000 });
@@ -59,14 +59,14 @@ describe('the watchdog of a host activity', () => {
     expect(PROBE_APPLICATION_NAME).not.toMatch(/^storage-lab /);
   });
 
-  it('names the phase by the input label, the activity, or its own name', () => {
-    expect(phaseOf('runPgbench', { hostId: 'h', label: 'tps' })).toBe('tps');
-    expect(phaseOf('runPgbench', { hostId: 'h', label: 'warmup' })).toBe('warmup');
-    expect(phaseOf('loadData', { hostId: 'h' })).toBe('load');
-    expect(phaseOf('runVacuumPhase', { hostId: 'h', label: '' })).toBe('vacuum');
-    expect(phaseOf('runBacklogPhase', { hostId: 'h', label: 7 })).toBe('backlog');
-    expect(phaseOf('takeBackup', null)).toBe('takeBackup');
-    expect(phaseOf('toString', undefined)).toBe('toString');
+  it('names the step by the input label, the activity, or its own name', () => {
+    expect(stepOf('runPgbench', { hostId: 'h', label: 'tps' })).toBe('tps');
+    expect(stepOf('runPgbench', { hostId: 'h', label: 'warmup' })).toBe('warmup');
+    expect(stepOf('loadData', { hostId: 'h' })).toBe('load');
+    expect(stepOf('runVacuumPhase', { hostId: 'h', label: '' })).toBe('vacuum');
+    expect(stepOf('runBacklogPhase', { hostId: 'h', label: 7 })).toBe('backlog');
+    expect(stepOf('takeBackup', null)).toBe('takeBackup');
+    expect(stepOf('toString', undefined)).toBe('toString');
   });
 });
 
@@ -80,10 +80,10 @@ describe('the failure of a server that stopped answering', () => {
     expect(describeProcesses(null)).toBe('no postmaster found (postmaster.pid missing or not running)');
   });
 
-  it('names the host, the silence in whole seconds, the phase and the bound, and is final', () => {
-    const message = notAnsweringMessage({ hostId: 'lab-x-gp3-0', phase: 'tps', silentMs: 30_999, limitMs: 30_000, processes: '9 of its 9 processes stopped (state T: SIGSTOP or a debugger)' });
+  it('names the host, the silence in whole seconds, the step and the bound, and is final', () => {
+    const message = notAnsweringMessage({ hostId: 'lab-x-gp3-0', step: 'tps', silentMs: 30_999, limitMs: 30_000, processes: '9 of its 9 processes stopped (state T: SIGSTOP or a debugger)' });
     expect(message).toBe(
-      "host lab-x-gp3-0: PostgreSQL stopped answering (no reply for 30 s) during phase tps; 9 of its 9 processes stopped (state T: SIGSTOP or a debugger); not retried: a server silent for the phase's bound (30 s, at most host.deadAfterSeconds) would keep a retry on this host waiting as long",
+      "host lab-x-gp3-0: PostgreSQL stopped answering (no reply for 30 s) during step tps; 9 of its 9 processes stopped (state T: SIGSTOP or a debugger); not retried: a server silent for the step's bound (30 s, at most host.deadAfterSeconds) would keep a retry on this host waiting as long",
     );
     expect(NON_RETRYABLE_FAILURE_TYPES).toContain(FAILURE_TYPES.postgresNotAnswering);
   });

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { postgresSettings } from '../../common/input/postgres-settings';
 import { versionProblems } from '../../common/input/postgres-versions';
-import { InvalidSpecError, resolveSpec } from '../../common/input/spec';
+import { InvalidSpecError } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { clientTool, findClientBinDir, findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
 
 function problemsOf(resolve: () => unknown): { path: string; message: string }[] {

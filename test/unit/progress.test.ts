@@ -1,39 +1,39 @@
 import type { RunProgress } from '../../common/core/messages';
 import { childrenPercent, clusterPercent, progressMarkdown, runPercent } from '../../common/results/progress';
-import { describePhase } from '../../client/progress-view';
+import { describeStep } from '../../client/progress-view';
 
 const at = '2026-11-30T00:00:00.000Z';
 
 describe('run progress', () => {
-  it('weights phases: a cluster half-way through its load is between a quarter and a third done', () => {
-    expect(clusterPercent({ phase: 'provision', percent: 0 })).toBe(0);
-    const halfLoaded = clusterPercent({ phase: 'load', percent: 50 });
+  it('weights steps: a cluster half-way through its load is between a quarter and a third done', () => {
+    expect(clusterPercent({ step: 'provision', percent: 0 })).toBe(0);
+    const halfLoaded = clusterPercent({ step: 'load', percent: 50 });
     expect(halfLoaded).toBeGreaterThan(25);
     expect(halfLoaded).toBeLessThan(100 / 3);
-    expect(clusterPercent({ phase: 'tps', percent: 0 })).toBeGreaterThan(halfLoaded);
-    expect(clusterPercent({ phase: 'save results' })).toBeGreaterThan(clusterPercent({ phase: 'backlog', percent: 50 }));
-    expect(clusterPercent({ phase: 'done' })).toBe(100);
-    expect(clusterPercent({ phase: 'failed' })).toBe(100);
+    expect(clusterPercent({ step: 'tps', percent: 0 })).toBeGreaterThan(halfLoaded);
+    expect(clusterPercent({ step: 'save results' })).toBeGreaterThan(clusterPercent({ step: 'backlog', percent: 50 }));
+    expect(clusterPercent({ step: 'done' })).toBe(100);
+    expect(clusterPercent({ step: 'failed' })).toBe(100);
   });
 
   it('counts clusters not started yet as 0, and children by their state', () => {
-    expect(runPercent([{ phase: 'done' }], 2)).toBe(50);
+    expect(runPercent([{ step: 'done' }], 2)).toBe(50);
     expect(runPercent([], 0)).toBe(0);
     const child = (state: 'waiting' | 'running' | 'done' | 'failed') => ({ workflowId: state, label: state, state });
     expect(childrenPercent([child('done'), child('failed'), child('running'), child('waiting')])).toBe(50);
     expect(childrenPercent([])).toBe(0);
   });
 
-  it('renders short lines for the UI: a host with the phases before it, children with their state', () => {
+  it('renders short lines for the UI: a host with the steps before it, children with their state', () => {
     const progress: RunProgress = {
       runId: 'r',
-      phase: 'running clusters',
+      stage: 'running clusters',
       percent: 41.5,
       clusters: {
         'x-gp3-0': {
           hostId: 'x-gp3-0',
-          phase: 'tps',
-          phases: ['provision', 'configure', 'load', 'warmup', 'tps'].map((phase) => ({ phase, at })),
+          step: 'tps',
+          steps: ['provision', 'configure', 'load', 'warmup', 'tps'].map((step) => ({ step, at })),
           at,
         },
       },
@@ -51,11 +51,11 @@ describe('run progress', () => {
     );
   });
 
-  it('describes a running phase from its heartbeat: percent, ETA only when known, headline figures first', () => {
-    expect(describePhase({ hostId: 'h', phase: 'tps', percent: 48, etaSeconds: 31, detail: { second: 29, failed: 0, latencyMs: 32.44, tps: 1970 }, at })).toBe(
+  it('describes a running step from its heartbeat: percent, ETA only when known, headline figures first', () => {
+    expect(describeStep({ hostId: 'h', step: 'tps', percent: 48, etaSeconds: 31, detail: { second: 29, failed: 0, latencyMs: 32.44, tps: 1970 }, at })).toBe(
       'tps 48% eta 31s tps 1,970 latencyMs 32.4 second 29 failed 0',
     );
-    expect(describePhase({ hostId: 'h', phase: 'vacuum', percent: 40, detail: { step: 'VACUUM (VERBOSE)', scanEtaSeconds: 12 }, at })).toBe(
+    expect(describeStep({ hostId: 'h', step: 'vacuum', percent: 40, detail: { step: 'VACUUM (VERBOSE)', scanEtaSeconds: 12 }, at })).toBe(
       'vacuum 40% step VACUUM (VERBOSE) scanEtaSeconds 12',
     );
   });

@@ -6,7 +6,7 @@ import { aggregate } from '../../analysis/aggregate';
 import { DirResultsStore } from '../../lib/results-store';
 import { reportCommand } from '../../client/commands/report';
 import { UserError } from '../../client/errors';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 
 describe('storage-lab report', () => {
   let dir: string;

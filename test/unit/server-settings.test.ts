@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { REFUSED_SETTINGS, refusedSetting, refusedSettingsMarkdown } from '../../common/input/server-settings';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { problemsOf } from '../helpers/spec-problems';
 

@@ -5,9 +5,10 @@
  */
 import { z } from 'zod';
 import { costCeilingProblems, estimateCost, withPriceFloor } from '../../common/input/cost';
-import { FailoverDrillSpecSchema, RestoreDrillSpecSchema, resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { ExperimentSpecSchema, LIST_PRICES_USD, resolveSpec, SPEC_LIMITS } from '../../common/input/spec';
-import { failoverLedgerBytes, pgbenchLogBytes, serverLogProblems } from '../../common/input/rules';
+import { failoverLedgerBytes, FailoverDrillSpecSchema, RestoreDrillSpecSchema, resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { ExperimentSpecSchema, LIST_PRICES_USD, SPEC_LIMITS } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
+import { pgbenchLogBytes, serverLogProblems } from '../../common/input/rules';
 import { problemsOf } from '../helpers/spec-problems';
 
 type JsonSchema = {

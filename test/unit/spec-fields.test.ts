@@ -4,7 +4,7 @@
  * with the expected form, in the experiment spec and both drills.
  */
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { AMI_ID, ENDPOINT_URL, HOST_AND_PORT, S3_BUCKET, SAFE_RELATIVE_PATH } from '../../common/input/fields';
 import { problemsOf } from '../helpers/spec-problems';
 

@@ -1,7 +1,8 @@
 import { resolveFailoverDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { PRESET_NAMES } from '../../common/input/presets';
 import { HOST_MEMORY, memoryProblems, perClientMiB } from '../../common/input/rules';
-import { resolveSpec, volumeBytes } from '../../common/input/spec';
+import { volumeBytes } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { problemsOf } from '../helpers/spec-problems';
 
 const ci = (over: Record<string, unknown>) => ({ preset: 'ci', ...over });

@@ -1,5 +1,7 @@
 import { PRESET_NAMES } from '../../common/input/presets';
-import { classLimits, classWorkload, InvalidSpecError, mergeSpec, resolveSpec, revalidateSpec } from '../../common/input/spec';
+import { classLimits, classWorkload, InvalidSpecError, mergeSpec } from '../../common/input/spec';
+import { resolveSpec, revalidateSpec } from '../../common/input/resolve';
+import { planRun } from '../../common/input/plan';
 
 function problemsOf(input: unknown): { path: string; message: string }[] {
   try {
@@ -88,6 +90,15 @@ describe("an emulated EBS class's IOPS budget", () => {
     expect(() => resolveSpec({ preset: 'local-quick', storageClasses: { nvme: { volumeType: 'io2' } } })).toThrow(/storageClasses\.nvme\.volumeType: only an emulated-ebs class/);
     expect(() => resolveSpec({ preset: 'local-quick', storageClasses: { nvme: { iops: 3000 } } })).toThrow(/storageClasses\.nvme\.iops: a nvme class has no provisioned IOPS/);
     expect(() => resolveSpec({ preset: 'local-quick', provider: 'aws' })).toThrow(/"nvme" cannot run on provider "aws"/);
+  });
+
+  it("is named in the dry run's plan by its model and budget (an nvme class has no IOPS to print as undefined)", () => {
+    const volumes = planRun(resolveSpec({ preset: 'local-quick' }), 'plan-test').hosts.map((h) => [h.className, h.volume]);
+    expect(volumes).toEqual([
+      ['gp3', expect.stringMatching(/GiB modelled volume: gp3 \(EBS gp3 at 3000 IOPS and 125 MiB\/s\), 3,000 IOPS and 125 MiB\/s, reads and writes together$/)],
+      ['nvme', expect.stringMatching(/GiB modelled volume: nvme \(m6id\.4xlarge's instance-store NVMe SSD \(1 x 950 GB\)\), 268,336 read \/ 134,168 write IOPS/)],
+    ]);
+    expect(volumes.join(' ')).not.toMatch(/undefined|cgroup/);
   });
 
   it('stays as it was in a spec resolved before the choice (a recorded history): separate limits, unchanged by revalidation', () => {

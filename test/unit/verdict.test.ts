@@ -9,10 +9,9 @@ import {
   predictionTTest,
   runSpread,
   seedFrom,
-  VERDICT_METHOD,
   type TpsUnit,
-  type Verdict,
 } from '../../analysis/regression-verdict';
+import { VERDICT_METHOD, type Verdict } from '../../common/results/verdict';
 import { verdictMarkdown } from '../../analysis/report/verdict-markdown';
 import { powerCeiling, SECOND_NOISE, simulateVerdicts, targetMet, wilsonInterval, type Decide, type SimulationCase } from '../../bench/verdict-error-rates';
 import { DEFAULT_VERDICT_OPTIONS, verdictOptionProblems, verdictOptions } from '../../common/input/regression-options';

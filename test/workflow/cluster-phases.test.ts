@@ -1,7 +1,8 @@
 /**
  * The cluster workflow's measured phases on the real dev server with mocked activities: the sampler runs with the
- * TPS run only, VACUUM and backlog follow in that order, a failed phase attempt is recorded and retried, and the
- * result carries diagnostics, the breakdown and both phases before teardown. Each cluster runs as the lab runs it,
+ * TPS run only, the phases follow in the registry's order (the checkpoint, VACUUM, the backlog), a failed phase
+ * attempt is recorded and retried, and the result carries the sampler's readings, the breakdown and every phase
+ * before teardown. Each cluster runs as the lab runs it,
  * the child of an experiment of one storage class (a cluster started directly is refused at its door).
  */
 import { ApplicationFailure } from '@temporalio/activity';
@@ -10,7 +11,11 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
 import type { PgbenchInput } from '../../activities/host/pgbench';
-import type { BacklogPhaseResult, Diagnostics, VacuumPhaseResult } from '../../common/results/sampler-and-phases';
+import type { BacklogPhaseResult } from '../../common/phases/backlog';
+import { checkpointPhase } from '../../common/phases/checkpoint';
+import { PHASES } from '../../common/phases/registry';
+import type { VacuumPhaseResult } from '../../common/phases/vacuum';
+import type { SamplerReadings } from '../../common/results/sampler-readings';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import type { ClusterResult } from '../../common/results/result';
@@ -37,7 +42,7 @@ async function executeCluster(client: Client, taskQueue: string, runId: string, 
   return client.workflow.getHandle(clusterWorkflowId(runId, 'local-disk', 0)).result();
 }
 
-const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as Diagnostics;
+const diagnostics = { samplesPerSecond: 10, waitEvents: { 'IO:DataFileRead': 3, CPU: 1 } } as unknown as SamplerReadings;
 
 describe('clusterWorkflow measured phases (mocked activities)', () => {
   let connection: NativeConnection;
@@ -49,13 +54,16 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     await connection.close();
   });
 
-  it('runs the sampler with the TPS run, then VACUUM and backlog, recording a failed attempt', async () => {
+  it('runs the sampler with the TPS run, then the checkpoint, VACUUM and backlog, recording a failed attempt', async () => {
     const calls: string[] = [];
     const runId = uniqueId('exp-phases');
     const hostId = hostIdFor(runId, 'local-disk', 0);
     const taskQueue = uniqueId('cluster-phases');
     let saved: ClusterResult | undefined;
     let vacuumAttempts = 0;
+    // The owner each host activity named: the agent refuses one that names none (activities/host/deps.ts assertOwner).
+    const owners: Record<string, unknown> = {};
+    const owned = (activity: string, input: unknown) => (owners[activity] = (input as { owner?: unknown }).owner);
     const control: Partial<ControlActivities> = {
       ...experimentSteps,
       async provisionHost({ request }) {
@@ -69,7 +77,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         calls.push('teardown');
       },
       // A failed attempt asks whether the host's memory limit killed something during it: here it did not.
-      async diagnoseHost() {
+      async inspectHost() {
         calls.push('diagnose');
         return { oomKills: 0, text: 'host h: agent running', lastPollAt: null };
       },
@@ -81,7 +89,8 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       async configurePostgres() {
         return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
       },
-      async loadData() {
+      async loadData(input) {
+        owned('loadData', input);
         return { rows: 200000, chunks: 10, chunksResumed: 0, loadSeconds: 1, indexSeconds: 0, vacuumSeconds: 0, heapBytes: 1, rowsPerSecond: 1 };
       },
       async verifyAccounts() {
@@ -93,13 +102,20 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         return input.sampler ? { ...run, diagnostics } : run;
       },
       async runVacuumPhase(input) {
+        owned('runVacuumPhase', input);
         calls.push(`vacuum ${input.bloatMB}`);
         if (++vacuumAttempts === 1) throw ApplicationFailure.retryable('server closed the connection unexpectedly');
         return { vacuumSeconds: 1.5, deadBytes: 8 << 20 } as VacuumPhaseResult;
       },
       async runBacklogPhase(input) {
+        owned('runBacklogPhase', input);
         calls.push(`backlog ${input.backlogMB} ${input.clients}`);
         return { drainSeconds: 0.5, reachedBeforeDrain: true } as BacklogPhaseResult;
+      },
+      async runCheckpointPhase(input) {
+        owned('runCheckpointPhase', input);
+        calls.push(`checkpoint workload=${input.workload}`);
+        return checkpointPhase.selfTest.healthy;
       },
     };
     const workers = [
@@ -113,14 +129,18 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       for (const w of workers) w.shutdown();
       await Promise.all(running);
     }
-    expect(calls).toEqual(['pgbench warmup sampler=off', 'pgbench tps sampler=50', 'vacuum 8', 'diagnose', 'vacuum 8', 'backlog 16 8', 'save', 'teardown']);
+    expect(calls).toEqual(['pgbench warmup sampler=off', 'pgbench tps sampler=50', 'checkpoint workload=true', 'vacuum 8', 'diagnose', 'vacuum 8', 'backlog 16 8', 'save', 'teardown']);
     expect(saved!.status).toBe('ok');
     expect(saved!.diagnostics).toEqual(diagnostics);
     expect(saved!.tpsRun).not.toHaveProperty('diagnostics');
     expect(saved!.breakdownMs).toEqual({ pageReads: 60, walFsync: 0, lockAndScheduler: 0, cpu: 20, other: 0 });
     expect(saved!.phases.vacuum?.vacuumSeconds).toBe(1.5);
     expect(saved!.phases.backlog?.drainSeconds).toBe(0.5);
+    expect(saved!.phases.checkpoint).toEqual(checkpointPhase.selfTest.healthy);
     expect(saved!.failedAttempts).toEqual([expect.objectContaining({ phase: 'vacuum', attempt: 1 })]);
+    // Every phase's activity names the cluster's workflow as its owner, as the load's does.
+    expect(owners.loadData).toMatchObject({ workflowId: clusterWorkflowId(runId, 'local-disk', 0) });
+    expect(owners).toEqual({ loadData: owners.loadData, runCheckpointPhase: owners.loadData, runVacuumPhase: owners.loadData, runBacklogPhase: owners.loadData });
   });
 
   /** Runs a ci cluster against fake activities; `host` overrides what the host's agent does; `calls` logs the steps. */
@@ -178,7 +198,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const running = [agent.run(), controlWorker.run()];
     let outcome: unknown;
     try {
-      const input = { phases: { vacuum: { enabled: false }, backlog: { enabled: false } }, workload: { warmupSeconds: 0 }, ...overrides };
+      const input = { phases: Object.fromEntries(PHASES.map((p) => [p.name, { enabled: false }])), workload: { warmupSeconds: 0 }, ...overrides };
       outcome = await executeCluster(client, taskQueue, runId, input).catch((err: unknown) => err);
     } finally {
       if (agent.getState() === 'RUNNING') agent.shutdown();
@@ -238,7 +258,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const { outcome, saved, calls } = await runCluster(
       {},
       {
-        async diagnoseHost({ hostId }) {
+        async inspectHost({ hostId }) {
           return { oomKills: 0, text: `host ${hostId}: supervisor not running, agent not running, postgres running (pid 4242)`, lastPollAt: '2026-12-01T00:00:00.000Z' };
         },
       },
@@ -266,7 +286,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
         },
       },
       {
-        async diagnoseHost({ hostId }) {
+        async inspectHost({ hostId }) {
           return { oomKills: 2, text: `host ${hostId}: memory cgroup: limit 384 MiB, peak 384 MiB, 2 processes killed for memory (OOM)`, lastPollAt: null };
         },
       },

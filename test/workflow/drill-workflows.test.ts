@@ -17,6 +17,7 @@ import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
 import { COLLISION_PROOF_NAMES_PATCH } from '../../workflows/names';
+import { DRILL_SAVES_SPEC_PATCH } from '../../workflows/drill-skeleton';
 import { fakeHostRecord } from '../helpers/fake-host';
 import { patchesOf } from '../helpers/patches';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
@@ -33,6 +34,10 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[], stuckHost?: stri
     async preflightDrill() {
       calls.push('preflightDrill');
       return { warnings: [] };
+    },
+    async saveSpec({ spec }) {
+      calls.push(`saveSpec ${'rounds' in spec ? 'failover' : 'restore'}`);
+      return '/tmp/results/run';
     },
     async prepareBackupStore() {
       calls.push('prepareBackupStore');
@@ -352,8 +357,8 @@ describe('drill workflows with mocked activities', () => {
     expect(result.verification.backupVerify).toMatchObject({ ok: false, tool: 'wal-g', seconds: 0.25, missingWal: ['000000010000000000000005'] });
     expect(result.verification.backupVerify!.detail).toMatch(/^wal-g wal-verify: integrity FAILURE/);
     expect(result.verdict).toContain('repository: wal-g wal-verify: integrity FAILURE');
-    // The spec was checked before anything was created.
-    expect(calls[0]).toBe('preflightDrill');
+    // The spec was checked, then saved, before anything was created.
+    expect(calls.slice(0, 3)).toEqual(['preflightDrill', 'saveSpec restore', 'prepareBackupStore']);
     // The source died at the failure point, before the restore; nothing is verified after a failed recovery.
     expect(calls.indexOf(`kill ${source}`)).toBeLessThan(calls.indexOf(`provision ${restore}`));
     expect(calls).not.toContain(`verifyRestore ${restore}`);
@@ -376,8 +381,8 @@ describe('drill workflows with mocked activities', () => {
     expect(saved).toHaveLength(1);
     const undo = calls.slice(calls.indexOf('saveDrillResult') + 1);
     expect(undo).toEqual([`teardown ${restore}`, `teardown ${source}`, 'removeBackupStore']);
-    // A run started on this code takes the patch; runs recorded before it replay their old order.
-    expect(patchesOf(history)).toEqual([COLLISION_PROOF_NAMES_PATCH, UNDO_IN_REVERSE_PATCH]);
+    // A run started on this code takes the patches; runs recorded before them replay their old commands.
+    expect(patchesOf(history)).toEqual([DRILL_SAVES_SPEC_PATCH, COLLISION_PROOF_NAMES_PATCH, UNDO_IN_REVERSE_PATCH]);
   });
 
   it('compares the tools: WAL-G then pgBackRest, the second run though the first failed, both saved in one table', async () => {

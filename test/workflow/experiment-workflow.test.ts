@@ -8,7 +8,7 @@ import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
-import { resolveSpec } from '../../common/input/spec';
+import { resolveSpec } from '../../common/input/resolve';
 import { fakeHostRecord } from '../helpers/fake-host';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -35,7 +35,7 @@ function fakeControl(calls: Calls): Partial<ControlActivities> {
     async teardownHost({ hostId }) {
       calls.push(`teardown ${hostId}`);
     },
-    async diagnoseHost() {
+    async inspectHost() {
       return { oomKills: 0, text: 'no agent log', lastPollAt: null };
     },
     async writeResults({ cancelled }) {

@@ -9,7 +9,7 @@ import { HistoryHarness, type StepDurations } from '../../bench/history-harness'
 import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-continuation';
 import { serverAddress, uniqueId } from '../helpers/temporal';
 
-const CI_DURATIONS: StepDurations = { load: 120, backup: 20, warmup: 5, tps: 30, vacuum: 30, backlog: 30, restore: 20, writes: 10 };
+const CI_DURATIONS: StepDurations = { load: 120, backup: 20, warmup: 5, tps: 30, phase: 30, restore: 20, writes: 10 };
 
 describe('history budget (unit-sized)', () => {
   let harness: HistoryHarness;

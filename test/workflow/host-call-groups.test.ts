@@ -9,7 +9,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { HostActivities } from '../../activities/host';
 import { HOST_CALL_GROUPS, hostCalls, type HostCalls } from '../../workflows/proxies';
 
-const timeouts = { agentStartSeconds: 60, deadAfterSeconds: 180, loadHours: 2, measureSeconds: 600, phaseSeconds: 600 };
+const timeouts = { agentStartSeconds: 60, deadAfterSeconds: 180, loadHours: 2, measureSeconds: 600, bulkSeconds: 600 };
 
 /** Compiled, never called: each line reaches an activity through a group whose retries are not meant for it. */
 export function misroutedCalls(calls: HostCalls): unknown[] {
@@ -20,7 +20,7 @@ export function misroutedCalls(calls: HostCalls): unknown[] {
     calls.setup.writeHistory,
     // @ts-expect-error: configuration is idempotent and retried; a measurement gets one attempt.
     calls.measure.configurePostgres,
-    // @ts-expect-error: the load resumes from its checkpoints over 30 attempts; nothing else may.
+    // @ts-expect-error: the load resumes from its recorded chunks over 30 attempts; nothing else may.
     calls.load.runVacuumPhase,
     // @ts-expect-error: the hello fails fast when no agent polls; a phase waits for its host.
     calls.hello.runBacklogPhase,

@@ -16,6 +16,7 @@ import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
 import { COLLISION_PROOF_NAMES_PATCH } from '../../workflows/names';
 import { swapModule } from '../helpers/bundle-swap';
+import { DRILL_SAVES_SPEC_PATCH } from '../../workflows/drill-skeleton';
 import { patchesOf } from '../helpers/patches';
 import { workflowBundle } from '../helpers/temporal';
 
@@ -25,12 +26,17 @@ const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 const EXPECTED: Record<string, string> = {
   'experiment-ci': WORKFLOW_TYPES.experiment,
   'cluster-ci': WORKFLOW_TYPES.cluster,
+  'cluster-ci-before-checkpoint': WORKFLOW_TYPES.cluster,
   'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
+  'restore-drill-ci-before-saves-spec': WORKFLOW_TYPES.restoreDrill,
   'restore-drill-ci-before-undo-in-reverse': WORKFLOW_TYPES.restoreDrill,
+  'restore-tool-comparison-ci': WORKFLOW_TYPES.restoreToolComparison,
   'failover-drill-ci-1': WORKFLOW_TYPES.failoverDrill,
   'failover-drill-ci-2': WORKFLOW_TYPES.failoverDrill,
   'partition-drill-ci-1': WORKFLOW_TYPES.partitionDrill,
   'partition-drill-ci-2': WORKFLOW_TYPES.partitionDrill,
+  'failover-drill-ci-before-saves-spec-1': WORKFLOW_TYPES.failoverDrill,
+  'failover-drill-ci-before-saves-spec-2': WORKFLOW_TYPES.failoverDrill,
   'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
   sweeper: WORKFLOW_TYPES.sweeper,
   diagnose: WORKFLOW_TYPES.diagnose,
@@ -82,18 +88,29 @@ describe('recorded workflow histories replay against the current workflow code',
     Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level }, forward: {} } } });
   });
 
-  it('holds a history of every workflow the recorder runs, and a continued-as-new failover and partition drill', () => {
+  it('holds a history of every workflow the recorder runs, of every workflow type, and a continued-as-new failover and partition drill', () => {
     expect(Object.fromEntries(fixtures.map((f) => [f.name, f.type]))).toEqual(expect.objectContaining(EXPECTED));
+    expect(new Set(fixtures.map((f) => f.type))).toEqual(new Set(Object.values(WORKFLOW_TYPES)));
     for (const name of ['failover-drill-ci-1', 'partition-drill-ci-1']) {
       const first = fixtures.find((f) => f.name === name)!;
       expect(first.history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     }
   });
 
-  it('holds the restore drill on both sides of the undo-in-reverse patch', () => {
+  it('holds the cluster with the checkpoint phase, and from before it existed (its spec has no fragment for it)', () => {
+    const activities = (name: string) =>
+      (fixtures.find((f) => f.name === name)!.history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities('cluster-ci')).toContain('runCheckpointPhase');
+    expect(activities('cluster-ci-before-checkpoint')).not.toContain('runCheckpointPhase');
+  });
+
+  it('holds the drills on both sides of their patches (drill-saves-spec, undo-in-reverse)', () => {
     const patches = (name: string) => patchesOf(fixtures.find((f) => f.name === name)!.history);
-    expect(patches('restore-drill-ci')).toEqual([UNDO_IN_REVERSE_PATCH]);
+    expect(patches('restore-drill-ci')).toEqual([DRILL_SAVES_SPEC_PATCH, UNDO_IN_REVERSE_PATCH]);
+    expect(patches('restore-drill-ci-before-saves-spec')).toEqual([UNDO_IN_REVERSE_PATCH]);
     expect(patches('restore-drill-ci-before-undo-in-reverse')).toEqual([]);
+    expect(patches('failover-drill-ci-1')).toEqual([DRILL_SAVES_SPEC_PATCH]);
+    expect(patches('failover-drill-ci-before-saves-spec-1')).toEqual([]);
   });
 
   it('replays every recorded history without a determinism violation or any other replay error', async () => {

@@ -10,7 +10,8 @@ import type { temporal } from '@temporalio/proto';
 import type { ControlActivities } from '../../activities/control';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import type { SweepCandidate } from '../../common/core/sweep';
-import { REMOVALS_PER_EXECUTION, type SweepReport } from '../../workflows/sweeper-workflow';
+import type { SweepReport } from '../../common/core/sweep';
+import { REMOVALS_PER_EXECUTION } from '../../workflows/sweeper-workflow';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 
 describe('sweeperWorkflow in batches (mocked activities)', () => {

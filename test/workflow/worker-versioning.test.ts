@@ -13,7 +13,7 @@ import { keepAlive } from '../../activities/heartbeat';
 import { runProcess } from '../../lib/process-runner';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { temporalBinary } from '../../infra/temporal/dev-server';
-import type { SweepReport } from '../../workflows/sweeper-workflow';
+import type { SweepReport } from '../../common/core/sweep';
 import { retireWhenDrained } from '../../worker/control-worker';
 import { deploymentOptions, makeCurrent, versionStatus } from '../../worker/versioning';
 import { releaseSignal, type ProbeInput } from '../fixtures/versioning/probe';

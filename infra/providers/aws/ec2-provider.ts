@@ -41,7 +41,7 @@ import { classLimits, LIST_PRICES_USD, volumeBytes, type AwsSpec, type Experimen
 import { AMI_ID } from '../../../common/input/fields';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../../common/input/rules';
 import { readUserDataTemplate, renderUserData } from '../../aws/user-data';
-import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
+import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost } from '../../../common/core/hosts';
 import { describeClaimant } from '../../../common/core/claims';
 import { ownedByAnotherRun } from '../../../lib/claims';
 import type { HostProvider } from '../host-provider';
@@ -180,7 +180,7 @@ export class Ec2Provider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
+  async inspect(hostId: string, actor?: HostActor): Promise<HostInspection> {
     const other = (await this.instancesOf(hostId, null)).find((i) => !actorMatches(i.Tags, actor));
     if (other) return { oomKills: null, text: `host ${hostId}: not described: ${ownerOfTags(other.Tags)} owns instance ${other.InstanceId}, not ${whoAsks(actor)}` };
     // The instance's memory is not partitioned by cgroups on AWS: OOM kills are in its console output, if anywhere.

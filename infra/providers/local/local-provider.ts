@@ -13,7 +13,7 @@ import { closeSync, existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { describeClaimant, hostIndexOf, ownedBy, ownerRefusal, type OwnerRecord } from '../../../common/core/claims';
 import { FAILURE_TYPES } from '../../../common/core/errors';
-import { hostFolderName, runTag, safeSegment, segmentProblem } from '../../../common/core/ids';
+import { hostFolderName, safeSegment, segmentProblem } from '../../../common/core/ids';
 import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
@@ -36,8 +36,8 @@ import { backupsDirFor, ensureDir, hostsKeyFile, socketPathProblem } from '../..
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
-import type { HostActor, HostConfig, HostDiagnosis, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
-import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
+import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
+import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, labCutTag, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
 import type { HostProvider, PowerCutReport } from '../host-provider';
 import {
   createHostCgroup,
@@ -360,7 +360,7 @@ export class LocalProvider implements HostProvider {
     return [...hosts.values()];
   }
 
-  async diagnose(hostId: string, actor?: HostActor): Promise<HostDiagnosis> {
+  async inspect(hostId: string, actor?: HostActor): Promise<HostInspection> {
     const hostDir = this.hostDir(hostId);
     // Another run's host: only whose it is, nothing of what runs there or its log.
     const refusal = this.refusal(hostId, hostDir, actor, 'diagnose');
@@ -602,11 +602,6 @@ function loopImage(name: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** This lab's tag in its cut tables' names: 80 bits of its hosts folder's run tag (nftables names stay short). */
-function labCutTag(hostsDir: string): string {
-  return runTag(hostsDir).slice(0, 16);
 }
 
 /** The record workflows see: the config without the host-local paths. */

@@ -1,35 +1,23 @@
 /**
- * The logical-replication backlog phase: a publication and a pgoutput slot; the spec's workload (pgbench) writes
+ * The backlog phase, host half (its workflow-safe half is common/phases/backlog.ts): a publication and a pgoutput slot; the spec's workload (pgbench) writes
  * while no consumer is connected, until the slot holds the requested WAL back (pg_wal_lsn_diff); then a real
  * consumer (pg_recvlogical) drains the slot up to that LSN, and the phase times it: seconds and MB/s.
  * The slot and publication are dropped afterwards, on failure too, and a retry first drops what an earlier attempt left.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import path from 'node:path';
 import type { Client } from 'pg';
-import type { BacklogPhaseResult } from '../../common/results/sampler-and-phases';
-import { FAILURE_TYPES } from '../../common/core/errors';
-import { LAB_DATABASE } from '../../common/core/names';
-import { clientTool } from '../../lib/postgres-binaries';
-import { makeLabDir, writeLabFile } from '../../lib/lab-fs';
-import { connectLocal, libpqEnv } from '../../lib/pg';
-import { ProcessError, runProcess } from '../../lib/process-runner';
-import { etaSeconds, every, progressReporter } from '../progress';
-import { asClientUser, asPostgresUser, assertHost, ownByClient, type HostDeps, type HostInput } from './deps';
-import { stopLeftovers } from './leftovers';
-import { workloadAppName, workloadArgs } from '../../lib/pgbench-workload';
-import { refuseScript, workloadEnv } from './pgbench';
-import { HostCounters } from '../../lib/sampler';
-
-export interface BacklogPhaseInput extends HostInput {
-  /** WAL the slot must hold back before the consumer starts, in MB of 2^20 bytes. */
-  backlogMB: number;
-  /** The spec's workload, which writes the backlog. */
-  scale: number;
-  clients: number;
-  threads: number;
-  script: string;
-}
+import type { BacklogPhaseInput, BacklogPhaseResult } from '../../../common/phases/backlog';
+import { FAILURE_TYPES } from '../../../common/core/errors';
+import { lsnDiff } from '../../../common/core/lsn';
+import { LAB_DATABASE } from '../../../common/core/names';
+import { clientTool } from '../../../lib/postgres-binaries';
+import { connectLocal, libpqEnv } from '../../../lib/pg';
+import { runProcess } from '../../../lib/process-runner';
+import { every, progressReporter, StepProgress } from '../../progress';
+import { asPostgresUser, assertHost, type HostDeps } from '../deps';
+import { stopLeftovers } from '../leftovers';
+import { refuseScript, startWorkload } from '../pgbench';
+import { HostCounters } from '../../../lib/sampler';
 
 const SLOT = 'storage_lab_backlog';
 const PUBLICATION = 'storage_lab_backlog';
@@ -39,8 +27,6 @@ const POLL_MS = 200;
 /** A workload that adds less WAL than this in a window writes nothing worth a backlog (checkpoints add a little). */
 const NO_WAL_WINDOW_MS = 30_000;
 const MIN_WAL_PER_WINDOW = 2 ** 20;
-/** The workload's -T: far longer than any fill; the phase stops it as soon as the backlog is big enough. */
-const FILL_LIMIT_SECONDS = 86_400;
 
 export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput): Promise<BacklogPhaseResult> {
   assertHost(deps, input);
@@ -76,12 +62,14 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
 
       // Fill: the workload runs with no consumer until the slot holds the requested WAL back.
       const fillStarted = Date.now();
+      const fill = new StepProgress('writing backlog', 'bytes');
       await fillBacklog(deps, db, input, requested, (retained) => {
         // The fill's own ETA; the drain after it has none until it runs, so the phase has none yet.
-        const stepEta = etaSeconds(retained, requested, (Date.now() - fillStarted) / 1000);
+        const { eta, measure } = fill.read(retained, requested);
         report({
           percent: Math.min(49, Math.round((50 * retained) / requested)),
-          detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+          measure,
+          detail: { step: 'writing backlog', backlogMB: Math.round(retained / MB), requestedMB: Math.round(requested / MB), ...(eta !== undefined ? { stepEtaSeconds: eta } : {}) },
         });
       });
       return { startLsn, fillSeconds: (Date.now() - fillStarted) / 1000 };
@@ -97,13 +85,16 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
     const counters = new HostCounters(deps.config);
     const window = counters.window();
     const drainStarted = Date.now();
+    const drain = new StepProgress('draining', 'bytes');
     const stopProgress = every(1_000, () => {
       void slotState(db)
         .then((s) => {
           const done = Math.max(0, backlogBytes - Math.max(0, s.lagToTarget(targetLsn)));
+          const { eta, measure } = drain.read(done, backlogBytes);
           report({
             percent: 50 + Math.min(49, Math.round((50 * done) / Math.max(1, backlogBytes))),
-            etaSeconds: etaSeconds(done, backlogBytes, (Date.now() - drainStarted) / 1000),
+            etaSeconds: eta,
+            measure,
             detail: { step: 'draining', drainedMB: Math.round(done / MB), backlogMB: Math.round(backlogBytes / MB) },
           });
         })
@@ -187,14 +178,8 @@ async function slotState(db: Client): Promise<SlotState> {
     confirmedFlushLsn: confirmed,
     currentLsn: row.current,
     retainedBytes: Number(row.retained),
-    lagToTarget: (targetLsn) => lsnBytes(targetLsn) - lsnBytes(confirmed),
+    lagToTarget: (targetLsn) => lsnDiff(targetLsn, confirmed),
   };
-}
-
-/** An LSN ("16/B374D848") as a byte position. */
-export function lsnBytes(lsn: string): number {
-  const [hi, lo] = lsn.split('/');
-  return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
 }
 
 /** Runs the workload until the slot retains `requested` bytes, then stops it and waits for its backends to go. */
@@ -206,24 +191,7 @@ async function fillBacklog(
   onProgress: (retained: number) => void,
 ): Promise<void> {
   const ctx = Context.current();
-  const dir = path.join(deps.config.hostDir, 'backlog');
-  makeLabDir(dir);
-  ownByClient(deps, dir);
-  const scriptFile = path.join(dir, 'script.sql');
-  writeLabFile(scriptFile, input.script, { mode: 0o644 });
-  const appName = workloadAppName('backlog');
-  const stop = new AbortController();
-  const workload = runProcess(clientTool(deps.config, 'pgbench'), [...workloadArgs(input, scriptFile), '--time', String(FILL_LIMIT_SECONDS)], {
-    ...asClientUser(deps),
-    env: workloadEnv(deps, appName),
-    cwd: dir,
-    signal: AbortSignal.any([stop.signal, ctx.cancellationSignal]),
-  });
-  let ended = false;
-  const outcome = workload.then(
-    () => null,
-    (err: unknown) => err,
-  ).finally(() => (ended = true));
+  const workload = startWorkload(deps, db, { label: 'backlog', ...input });
   const window = { at: Date.now(), bytes: 0 };
   try {
     for (;;) {
@@ -239,30 +207,13 @@ async function fillBacklog(
           );
         Object.assign(window, { at: Date.now(), bytes: retainedBytes });
       }
-      if (ended) {
-        const err = await outcome;
-        throw new Error(`the workload ended before the slot held ${requested} bytes back: ${err ? (err as Error).message : 'it exited'}`);
-      }
+      const ended = workload.ended();
+      if (ended) throw new Error(`the workload ended before the slot held ${requested} bytes back: ${await ended}`);
       if (ctx.cancellationSignal.aborted) throw new Error('backlog phase cancelled');
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
   } finally {
-    stop.abort();
-    const err = await outcome;
-    // The workload was stopped on purpose; any other failure of it is real.
-    if (err && !(err instanceof ProcessError && err.reason === 'cancelled') && !ctx.cancellationSignal.aborted) throw err;
-    await waitForBackendsGone(db, appName);
-  }
-}
-
-/** pgbench's backends end once they notice their client is gone; stragglers are terminated after `graceTicks`. */
-async function waitForBackendsGone(db: Client, appName: string, graceTicks = 25): Promise<void> {
-  for (let i = 0; ; i++) {
-    const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]);
-    if (r.rows[0].n === 0) return;
-    if (i === graceTicks) await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [appName]);
-    if (i > 100) throw new Error(`backends of ${appName} did not go away`);
-    await new Promise((r) => setTimeout(r, 200));
+    await workload.stop();
   }
 }
 

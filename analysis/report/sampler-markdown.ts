@@ -1,6 +1,7 @@
-/** report.md sections for the diagnostics: the latency breakdown next to the reference, wait events, phases, samplers. */
+/** report.md sections from the sampler's readings: the latency breakdown next to the reference, wait events, each TPS run's readings. */
 import type { ExperimentResult } from '../../common/results/result';
-import { breakdownRows, fmt } from './summary';
+import { fmt } from '../../common/core/format';
+import { breakdownRows } from './summary';
 
 const MIB = 2 ** 20;
 const pct = (v: number | undefined) => (v === undefined ? '–' : `${fmt(v * 100, 1)} %`);
@@ -12,7 +13,7 @@ export function topEvents(shares: Record<string, number> | undefined, count: num
     .slice(0, count);
 }
 
-export function diagnosticsMarkdown(result: ExperimentResult): string[] {
+export function samplerMarkdown(result: ExperimentResult): string[] {
   const lines: string[] = [];
   const rows = breakdownRows(result);
   if (rows.length && result.compare) {
@@ -44,25 +45,9 @@ export function diagnosticsMarkdown(result: ExperimentResult): string[] {
   }
 
   const clusters = Object.values(result.classes).flatMap((c) => c.clusters);
-  if (clusters.some((c) => c.phases.vacuum || c.phases.backlog)) {
-    lines.push('## VACUUM over bloat and replication backlog', '');
-    lines.push(
-      '| host | dead MiB (requested) | VACUUM (s) | pages scanned | tuples removed | VACUUM read / write MB/s | device r / w IOPS during VACUUM | backlog MiB (requested) | drain (s) | drain MB/s |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-    );
-    for (const c of clusters) {
-      const v = c.phases.vacuum;
-      const b = c.phases.backlog;
-      lines.push(
-        `| ${c.hostId} | ${v ? `${fmt(v.deadBytes / MIB)} (${fmt(v.requestedBytes / MIB)})` : '–'} | ${fmt(v?.vacuumSeconds, 2)} | ${fmt(v?.verbose.pages.scanned, 0)} | ${fmt(v?.verbose.tuples.removed, 0)} | ${v ? `${fmt(v.verbose.avgReadMBps)} / ${fmt(v.verbose.avgWriteMBps)}` : '–'} | ${v?.device ? `${fmt(v.device.readIops, 0)} / ${fmt(v.device.writeIops, 0)}` : '–'} | ${b ? `${fmt(b.backlogBytes / MIB)} (${fmt(b.requestedBytes / MIB)})` : '–'} | ${fmt(b?.drainSeconds, 2)} | ${fmt(b?.drainMBps)} |`,
-      );
-    }
-    lines.push('');
-  }
-
   const diagnosed = clusters.filter((c) => c.diagnostics);
   if (diagnosed.length) {
-    lines.push('## Diagnostics of the TPS runs', '');
+    lines.push('## Sampler readings of the TPS runs', '');
     lines.push(
       '| host | samples/s | active backends | CPU s (cores busy) | device r / w IOPS | device r / w MiB/s | read latency (ms) | ms per block read | checkpoints | WAL MiB |',
       '|---|---|---|---|---|---|---|---|---|---|',

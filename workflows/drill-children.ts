@@ -1,5 +1,5 @@
 /**
- * The durability drills as a phase of an experiment (spec.durability.drills): each runs as a child workflow on
+ * The durability drills as children of an experiment (spec.durability.drills): each runs as a child workflow on
  * hosts like the candidate class's, with the experiment's data size, Postgres settings and backup store. A drill
  * that fails is recorded with its verdict; it does not stop the others.
  */
@@ -7,7 +7,7 @@ import type { DrillSummary } from '../common/results/drill-result';
 import { drillInputFor, type DrillInput } from '../common/input/drill-spec';
 import type { ExperimentSpec } from '../common/input/spec';
 import { runChild, showChildren } from './children';
-import { failedDrillSummary } from './drills';
+import { failedDrillSummary } from './drill-skeleton';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
 import { partitionDrillWorkflow } from './partition-drill-workflow';
 import type { ProgressBoard } from './progress';

@@ -1,25 +1,20 @@
 /**
- * The bloat + VACUUM phase: with autovacuum off on pgbench_accounts, batched UPDATEs leave the requested bytes of
- * dead tuples (measured with pgstattuple_approx, cross-checked with the heap's growth), then VACUUM (VERBOSE) on
- * the table is timed and its report parsed, with the device's IOPS and the host's CPU during it.
+ * The VACUUM phase, host half (its workflow-safe half is common/phases/vacuum.ts): with autovacuum off on
+ * pgbench_accounts, batched UPDATEs leave the requested bytes of dead tuples (measured with pgstattuple_approx,
+ * cross-checked with the heap's growth), then VACUUM (VERBOSE) on the table is timed and its report parsed (tested on
+ * output captured from real servers, test/fixtures/postgres-15), with the device's IOPS and the host's CPU during it.
  * Retry-safe: an attempt first vacuums away whatever an earlier one left, and the table's own autovacuum setting
  * is kept in the database, so a retry restores the original and not the phase's override.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from 'pg';
-import type { VacuumPhaseResult } from '../../common/results/sampler-and-phases';
-import { FAILURE_TYPES } from '../../common/core/errors';
-import { connectLocal } from '../../lib/pg';
-import { etaSeconds, every, progressReporter, type ReportProgress } from '../progress';
-import { parseVacuumVerbose } from '../../lib/parsers/vacuum';
-import { assertHost, type HostDeps, type HostInput } from './deps';
-import { stopLeftovers } from './leftovers';
-import { HostCounters } from '../../lib/sampler';
-
-export interface VacuumPhaseInput extends HostInput {
-  /** Dead tuple bytes to produce, in MB of 2^20 bytes (as Postgres counts MB). */
-  bloatMB: number;
-}
+import type { VacuumPhaseInput, VacuumPhaseResult, VacuumVerboseReport } from '../../../common/phases/vacuum';
+import { FAILURE_TYPES } from '../../../common/core/errors';
+import { connectLocal } from '../../../lib/pg';
+import { every, progressReporter, StepProgress, type ReportProgress } from '../../progress';
+import { assertHost, type HostDeps } from '../deps';
+import { stopLeftovers } from '../leftovers';
+import { HostCounters } from '../../../lib/sampler';
 
 const TABLE_NAME = 'pgbench_accounts';
 /** The table, schema-qualified: the lab's sessions search pg_catalog only. */
@@ -189,7 +184,7 @@ async function makeBloat(
     await holder.query('SELECT 1'); // Takes the snapshot.
     // Index scans over small aid ranges; a sequential scan would read the whole table for every batch.
     await writer.query('SET enable_seqscan = off');
-    const started = Date.now();
+    const progress = new StepProgress('making dead tuples', 'bytes');
     let rowsUpdated = 0;
     let rowsMeasured = 0;
     let nextAid = 1;
@@ -206,11 +201,12 @@ async function makeBloat(
         rows -= n;
         nextAid = nextAid + n > maxAid ? 1 : nextAid + n;
         const done = after.deadBytes - before.deadBytes + (rowsUpdated - rowsMeasured) * tupleBytes;
-        const stepEta = etaSeconds(done, requested, (Date.now() - started) / 1000);
+        const { eta, measure } = progress.read(Math.round(done), requested);
         report({
           percent: Math.min(99, Math.round((100 * done) / requested)),
+          measure,
           // The step's ETA only: the VACUUM after it has no estimate until it scans, so the phase has none.
-          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated, ...(stepEta !== undefined ? { stepEtaSeconds: stepEta } : {}) },
+          detail: { step: 'making dead tuples', deadMB: Math.round(done / MB), requestedMB: Math.round(requested / MB), rows: rowsUpdated, ...(eta !== undefined ? { stepEtaSeconds: eta } : {}) },
         });
       }
       after = await tupleStats(db, report);
@@ -245,6 +241,7 @@ async function vacuum(
   const cancel = () => void monitor.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
   ctx.cancellationSignal.addEventListener('abort', cancel);
   const started = Date.now();
+  const scanProgress = new StepProgress(`${step}: heap blocks scanned`, 'blocks');
   const stopProgress = every(PROGRESS_MS, () => {
     void monitor
       .query<{ phase: string; scanned: string; total: string; passes: string }>(
@@ -258,10 +255,13 @@ async function vacuum(
         const total = Number(p?.total ?? 0);
         const elapsed = (Date.now() - started) / 1000;
         const phase = p?.phase ?? 'starting';
-        // Pages scanned of pages to scan give the heap scan's ETA; the index and heap passes after it have none.
-        const scanEta = phase === 'scanning heap' ? etaSeconds(scanned, total, elapsed) : undefined;
+        // Pages scanned of pages to scan give the heap scan's ETA; the index and heap passes after it have none. The
+        // scan is read in every phase, so a pause for an index pass counts against the rate it resumes with.
+        const scan = total > 0 ? scanProgress.read(scanned, total) : undefined;
+        const scanEta = phase === 'scanning heap' ? scan?.eta : undefined;
         report({
           percent: total > 0 ? Math.min(99, Math.round((100 * scanned) / total)) : undefined,
+          ...(scan ? { measure: scan.measure } : {}),
           detail: { step, phase, scannedMB: Math.round((scanned * BLOCK_BYTES) / MB), elapsedSeconds: Math.round(elapsed), ...(scanEta !== undefined ? { scanEtaSeconds: scanEta } : {}) },
         });
       })
@@ -275,4 +275,56 @@ async function vacuum(
     ctx.cancellationSignal.removeEventListener('abort', cancel);
     await conn.end().catch(() => undefined);
   }
+}
+
+/**
+ * VACUUM (VERBOSE) output → typed results. The input is the INFO messages as psql prints them ("INFO:  ..." lines);
+ * the phase joins the notices it receives over its connection into the same text.
+ */
+const FINISHED_RE = /^(?:INFO:\s+)?finished vacuuming "(?<rel>[^"]+)": index scans: (?<scans>\d+)\s*$/;
+
+/** Parses every relation VACUUM (VERBOSE) reported on; throws when a relation's report lacks a line it always has. */
+export function parseVacuumVerbose(text: string): VacuumVerboseReport[] {
+  const lines = text.split(/\r?\n/);
+  const starts = lines.flatMap((line, i) => (FINISHED_RE.test(line) ? [i] : []));
+  return starts.map((start, n) => parseSection(lines.slice(start, starts[n + 1] ?? lines.length)));
+}
+
+function parseSection(lines: string[]): VacuumVerboseReport {
+  const head = FINISHED_RE.exec(lines[0])!.groups!;
+  const body = lines.slice(1).join('\n');
+  const required = (re: RegExp, what: string): RegExpExecArray => {
+    const m = re.exec(body);
+    if (!m) throw new Error(`VACUUM VERBOSE report of ${head.rel} has no "${what}" line`);
+    return m;
+  };
+  const num = (s: string) => Number(s);
+  const pages = required(/^pages: (\d+) removed, (\d+) remain, (\d+) scanned/m, 'pages');
+  const tuples = required(/^tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable/m, 'tuples');
+  const rates = required(/^avg read rate: ([\d.]+) MB\/s, avg write rate: ([\d.]+) MB\/s/m, 'avg read rate');
+  const buffers = required(/^buffer usage: (\d+) hits, (\d+) (?:misses|reads), (\d+) dirtied/m, 'buffer usage');
+  const wal = required(/^WAL usage: (\d+) records, (\d+) full page images, (\d+) bytes/m, 'WAL usage');
+  const cpu = required(/^system usage: CPU: user: ([\d.]+) s, system: ([\d.]+) s, elapsed: ([\d.]+) s/m, 'system usage');
+  // A non-aggressive VACUUM that cannot get a page's cleanup lock leaves its dead tuples (PostgreSQL 15+).
+  const missed = /^tuples missed: (\d+) dead from (\d+) pages not removed due to cleanup lock contention/m.exec(body);
+  const deadItems = /^index scan (?:not )?needed: (\d+) pages from table \([\d.]+% of total\) had (\d+) dead item identifiers removed/m.exec(body);
+  const io = /^I\/O timings: read: ([\d.]+) ms, write: ([\d.]+) ms/m.exec(body);
+  const indexes = [...body.matchAll(/^index "([^"]+)": pages: (\d+) in total, (\d+) newly deleted, (\d+) currently deleted, (\d+) reusable/gm)].map(
+    (m) => ({ name: m[1], pages: num(m[2]), newlyDeleted: num(m[3]), currentlyDeleted: num(m[4]), reusable: num(m[5]) }),
+  );
+  return {
+    relation: head.rel,
+    indexScans: num(head.scans),
+    pages: { removed: num(pages[1]), remain: num(pages[2]), scanned: num(pages[3]) },
+    tuples: { removed: num(tuples[1]), remain: num(tuples[2]), deadNotYetRemovable: num(tuples[3]) },
+    missedDead: missed ? { tuples: num(missed[1]), pages: num(missed[2]) } : { tuples: 0, pages: 0 },
+    deadItems: deadItems ? { pages: num(deadItems[1]), identifiersRemoved: num(deadItems[2]) } : null,
+    indexes,
+    ioTimingsMs: io ? { read: num(io[1]), write: num(io[2]) } : null,
+    avgReadMBps: num(rates[1]),
+    avgWriteMBps: num(rates[2]),
+    buffers: { hits: num(buffers[1]), misses: num(buffers[2]), dirtied: num(buffers[3]) },
+    wal: { records: num(wal[1]), fullPageImages: num(wal[2]), bytes: num(wal[3]) },
+    cpu: { userSeconds: num(cpu[1]), systemSeconds: num(cpu[2]), elapsedSeconds: num(cpu[3]) },
+  };
 }

@@ -3,7 +3,7 @@
  * skeleton (one failure record, the verdict made from the result just before it is saved, then the undo), its status
  * on the board and in the search attributes, and its summary returned or its failure raised.
  */
-import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { FAILURE_TYPES } from '../common/core/errors';
 import type { PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from '../common/input/drill-spec';
 import type { DrillResult, DrillSummary } from '../common/results/drill-result';
@@ -22,6 +22,18 @@ export function drillHostShape(spec: RestoreDrillSpec | ReplicaDrillSpec | Power
   const backup = 'backup' in spec ? spec.backup : null;
   const backsUp = backup !== null && (!('enabled' in backup) || backup.enabled);
   return { storageClass: spec.storageClass, memoryLimitMiB: spec.host.memoryLimitMiB, volumeBytes, passwordScope: runId, s3Backups: backsUp && backup.store.kind === 's3' };
+}
+
+/** Drills recorded before they saved their spec replay without the save (test/fixtures/histories). */
+export const DRILL_SAVES_SPEC_PATCH = 'drill-saves-spec';
+
+/**
+ * Saves the drill's spec before it makes anything, as the experiment does (docs/architecture.md, the workflow
+ * skeleton), and claims its results folder for its chain of executions: a failover drill continues as new, and its
+ * result is saved by its last execution under the same claim.
+ */
+export async function saveDrillSpec(runId: string, spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): Promise<void> {
+  if (patched(DRILL_SAVES_SPEC_PATCH)) await resultCalls.saveSpec({ runId, spec, owner: currentClaimant() });
 }
 
 /** A drill's plan and what it makes of its result. */
@@ -63,7 +75,7 @@ export async function runDrill<R extends DrillResult>(drill: DrillRun<R>): Promi
   });
   board.setPercent(100);
   upsertSearchAttributes(searchAttributes({ status: result.status }));
-  board.setPhase(result.status);
+  board.setStage(result.status);
   if (outcome.failure) throw outcome.failure;
   if (result.status !== 'passed')
     throw ApplicationFailure.nonRetryable(`${result.kind.replace('-', ' ')} ${result.runId} failed: ${result.verdict}\nresults: ${outcome.location}`, FAILURE_TYPES.verification);

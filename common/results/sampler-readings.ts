@@ -1,8 +1,8 @@
 /**
- * What the diagnostics sampler and the VACUUM and backlog phases measure, as stored in result.json.
+ * What the sampler reads over a window (beside a TPS run, or in a diagnose capture), and the device and CPU figures
+ * every measurement shares, as stored in result.json.
  * Types only (plus nothing that needs Node), so workflows, activities and the report share them.
  */
-import type { LeftoverCleanup } from './result';
 
 /** A device's activity over an interval, from /proc/diskstats. MB is 2^20 bytes, as Postgres counts it. */
 export interface DeviceRates {
@@ -33,7 +33,7 @@ export interface CpuUsage {
 }
 
 /** One second of the sampled window. */
-export interface DiagnosticsSecond {
+export interface SamplerSecond {
   second: number;
   /** Mean number of active workload backends over the second's samples. */
   activeSessions: number;
@@ -143,7 +143,7 @@ export interface IoDeltas {
 }
 
 /** Everything the sampler saw next to one TPS run. */
-export interface Diagnostics {
+export interface SamplerReadings {
   serverVersionNum: number;
   startedAt: string;
   /** Wall seconds of the sampled window. */
@@ -172,7 +172,7 @@ export interface Diagnostics {
   samplerCpuSeconds: number | null;
   /** The host's data device over the window; null when the host's device is not known. */
   device: (DeviceRates & { name: string }) | null;
-  series: DiagnosticsSecond[];
+  series: SamplerSecond[];
   /** What could not be measured, and why. */
   notes: string[];
   /** Transactions the sampler's own connection ran in the window (read-only), to leave out of the server's counts. */
@@ -191,97 +191,4 @@ export interface Diagnostics {
   memory?: { cacheMiB: number; anonMiB: number; limitMiB: number | null } | null;
   /** Client backends seen: mean idle in a transaction, distinct pids seen active or in a transaction (diagnose). */
   sessions?: { avgIdleInTransaction: number; distinctBackends: number };
-}
-
-/** What VACUUM (VERBOSE) reports for one relation (one "finished vacuuming" message). */
-export interface VacuumVerboseReport {
-  /** database.schema.table as VACUUM names it. */
-  relation: string;
-  indexScans: number;
-  pages: { removed: number; remain: number; scanned: number };
-  tuples: { removed: number; remain: number; deadNotYetRemovable: number };
-  /** Dead tuples left on pages another backend had pinned (PostgreSQL 15+ prints the line only when there are any;
-   * results recorded before the parser read it have no field). */
-  missedDead?: { tuples: number; pages: number };
-  /** Heap pages that held dead item identifiers, and how many identifiers the index pass removed. */
-  deadItems: { pages: number; identifiersRemoved: number } | null;
-  indexes: { name: string; pages: number; newlyDeleted: number; currentlyDeleted: number; reusable: number }[];
-  /** Time spent in reads and writes (only with track_io_timing = on). */
-  ioTimingsMs: { read: number; write: number } | null;
-  avgReadMBps: number;
-  avgWriteMBps: number;
-  /** Shared-buffer hits, misses (PostgreSQL 17 calls them reads) and pages dirtied. */
-  buffers: { hits: number; misses: number; dirtied: number };
-  wal: { records: number; fullPageImages: number; bytes: number };
-  cpu: { userSeconds: number; systemSeconds: number; elapsedSeconds: number };
-}
-
-/** The bloat + VACUUM phase of one cluster. Sizes in bytes; MB in requests is 2^20 bytes, as Postgres counts it. */
-export interface VacuumPhaseResult {
-  table: string;
-  /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
-  cleanup?: LeftoverCleanup;
-  requestedBytes: number;
-  /** Dead tuple bytes produced, by pgstattuple_approx (after minus before). */
-  deadBytes: number;
-  deadTuples: number;
-  /** deadBytes / requestedBytes - 1. */
-  deadBytesDeviation: number;
-  /**
-   * Growth of the heap's used space (table_len - approx_free_space) while the bloat was made: the cross-check of
-   * deadBytes, since the new row versions take new space (new pages, or free space an earlier VACUUM left).
-   */
-  usedBytesGrowth: number;
-  relationBytesBefore: number;
-  relationBytesAfter: number;
-  rowsUpdated: number;
-  /**
-   * True when the host's emulated I/O cap was lifted for the preparation (the clearing VACUUM, making the dead tuples, pgstattuple_approx) and applied again before VACUUM (VERBOSE):
-   * their seconds are then not storage figures. False or absent: preparation ran capped (a real volume, or results
-   * from before it was lifted).
-   */
-  preparedWithoutCap?: boolean;
-  bloatSeconds: number;
-  /** Untimed VACUUM that cleared earlier dead tuples (the TPS run's) before the bloat was made. */
-  preVacuumSeconds: number;
-  /** Wall seconds of VACUUM (VERBOSE) on the table. */
-  vacuumSeconds: number;
-  verbose: VacuumVerboseReport;
-  device: (DeviceRates & { name: string }) | null;
-  cpu: CpuUsage | null;
-  /** The table's autovacuum_enabled reloption before the phase, restored after (null: unset). */
-  autovacuumSetting: string | null;
-}
-
-/** The replication backlog + drain phase of one cluster. */
-export interface BacklogPhaseResult {
-  slot: string;
-  /** Leftovers of an earlier attempt that this one stopped first (absent: there were none). */
-  cleanup?: LeftoverCleanup;
-  plugin: string;
-  publication: string;
-  requestedBytes: number;
-  /** The slot's confirmed_flush_lsn when the workload started, and pg_current_wal_lsn() when it stopped. */
-  startLsn: string;
-  targetLsn: string;
-  /** WAL the consumer must decode: targetLsn - startLsn. */
-  backlogBytes: number;
-  /** WAL the slot held back when the workload stopped (pg_current_wal_lsn() - restart_lsn). */
-  retainedBytes: number;
-  /** True when the slot held at least the requested size before the consumer started. */
-  reachedBeforeDrain: boolean;
-  /**
-   * True when the host's emulated I/O cap was lifted for the preparation (the checkpoint, writing the backlog) and applied again before the drain:
-   * their seconds are then not storage figures. False or absent: preparation ran capped (a real volume, or results
-   * from before it was lifted).
-   */
-  preparedWithoutCap?: boolean;
-  fillSeconds: number;
-  drainSeconds: number;
-  /** backlogBytes / drainSeconds, in MB (2^20 bytes) a second. */
-  drainMBps: number;
-  confirmedFlushLsn: string;
-  consumer: string;
-  device: (DeviceRates & { name: string }) | null;
-  cpu: CpuUsage | null;
 }
