@@ -212,7 +212,8 @@ async function initCluster(deps: HostDeps, dataChecksums: boolean): Promise<void
     ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256', ...(dataChecksums ? ['--data-checksums'] : [])],
     { ...asPostgresUser(deps), cwd: config.hostDir, timeoutMs: 600_000 },
   );
-  appendLabFile(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`, { owner: deps.osUser });
+  // Durable, as initdb left the rest of the cluster: a power cut must not leave the include line's bytes as zeros.
+  appendLabFile(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`, { owner: deps.osUser, durable: true });
 }
 
 /** The server's log file (pg_ctl -l); it lives in the host folder, not on the volume under test. */
@@ -336,7 +337,11 @@ export function renderIdent(deps: Pick<HostDeps, 'osUser' | 'clientUser'>, agent
   return `# Written by Storage Lab: which OS user may connect over the socket as which role.\n${lines.join('\n')}\n`;
 }
 
-/** Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it). */
+/**
+ * Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it), durably:
+ * the server reads it when it starts again after a crash or a power cut, as it reads what ALTER SYSTEM wrote (which it
+ * flushes too).
+ */
 export function writeOwned(deps: HostDeps, file: string, text: string): void {
-  writeLabFile(file, text, { mode: 0o600, owner: deps.osUser });
+  writeLabFile(file, text, { mode: 0o600, owner: deps.osUser, durable: true });
 }
