@@ -114,7 +114,6 @@ export function roundEntry(
       redoDoneLsn: recovery.log.redoDoneLsn,
       fatal: recovery.log.fatal?.message ?? null,
       detail: recovery.detail,
-      ...(recovery.afterStart ? { afterStart: recovery.afterStart } : {}),
     },
     lostCommits: counted ? counted.lost : null,
     lostSample: counted ? counted.lostSample : [],

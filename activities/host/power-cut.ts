@@ -6,11 +6,11 @@
  * not answer included: the drill reports that as the round's outcome (a corrupt cluster), it does not retry it away.
  */
 import { Context } from '@temporalio/activity';
-import { readLabFile } from '../../lib/lab-fs';
+import path from 'node:path';
+import { labFileSize, readLabFile } from '../../lib/lab-fs';
 import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
 import { parseRecoveryLog, type RecoveryLog } from '../../lib/parsers/recovery-log';
 import { clientTool } from '../../lib/postgres-binaries';
-import { memoryState } from '../../lib/cgroups';
 import { libpqEnv, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
 import type { DurabilitySettings, PowerCutClusterCheck } from '../../common/results/drill-result';
@@ -19,20 +19,6 @@ import { asPostgresUser, assertHost, closeSocketDir, type HostDeps, type HostInp
 import { countLostCommits, type LedgerCount } from './failover-writer';
 import { isRunning, pgCtl, serverLog, tail } from './postgres';
 import type { PeerAddress } from './replication';
-
-/** How long a recovered server must stay up before the drill counts on it. */
-const SETTLE_MS = 2_000;
-
-/** Processes the kernel killed for memory in the host's memory cgroup so far; null without one. */
-function oomKills(deps: HostDeps): number | null {
-  const cg = deps.config.cgroup;
-  if (!cg?.memoryDir) return null;
-  try {
-    return memoryState({ kind: cg.kind, memoryDir: cg.memoryDir }).oomKills;
-  } catch {
-    return null;
-  }
-}
 
 /** Bytes of the server log read for the recovery's lines: the last start's lines are at its end. */
 const RECOVERY_LOG_BYTES = 64 * 1024;
@@ -82,15 +68,28 @@ export interface PowerCutRecovery {
   log: CrashRecoveryLog;
   /** Why it did not come back (pg_ctl's failure and the log's last lines); empty when it did. */
   detail: string;
-  /** A server that stopped right after its recovery (and was started again): why, as far as the host can tell. */
-  afterStart?: string[];
+}
+
+/**
+ * Where a started server listens, from its postmaster.pid (line 4 its port, line 5 its socket folder): a server that
+ * came back without the lab's settings listens where PostgreSQL's defaults say (port 5432, the distribution's socket
+ * folder), and the lab's clients are refused. Null when the file is not there or says no port.
+ */
+export function listensAt(pidFile: string | null): { port: number; socketDir: string } | null {
+  const lines = (pidFile ?? '').split('\n');
+  const port = Number(lines[3]);
+  return lines.length >= 5 && Number.isInteger(port) && port > 0 ? { port, socketDir: lines[4] } : null;
 }
 
 /** Starts PostgreSQL on the data folder a power cut left, within `timeoutSeconds`, and times its crash recovery. */
 export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { timeoutSeconds: number }): Promise<PowerCutRecovery> {
   assertHost(deps, input);
+  const { config } = deps;
   closeSocketDir(deps);
-  if (await isRunning(deps)) throw new Error(`host ${deps.config.hostId}: PostgreSQL runs already; a power cut leaves none running`);
+  if (await isRunning(deps)) throw new Error(`host ${config.hostId}: PostgreSQL runs already; a power cut leaves none running`);
+  // This start's lines only: a start that fails before it logs "starting PostgreSQL" (its configuration refused)
+  // must not be read as the start before the cut, which was ready.
+  const logFrom = labFileSize(serverLog(deps)) ?? 0;
   const started = Date.now();
   let detail = '';
   try {
@@ -99,22 +98,17 @@ export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { 
     detail = `${(err as Error).message.split('\n')[0]}\n${tail(serverLog(deps), 15)}`;
   }
   const seconds = (Date.now() - started) / 1000;
-  const text = readLabFile(serverLog(deps), { maxBytes: RECOVERY_LOG_BYTES, tail: true }) ?? '';
-  // The server must stay up once it said it was ready: one that dies at once (killed for memory in the host's
-  // cgroup, say) is named, with the host's OOM kills, and started again so the count and the checks can run.
-  const afterStart: string[] = [];
-  if (detail === '')
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const oomBefore = oomKills(deps);
-      await new Promise((r) => setTimeout(r, SETTLE_MS));
-      if (await isRunning(deps)) break;
-      const oom = oomKills(deps);
-      afterStart.push(
-        `the server stopped within ${SETTLE_MS / 1000} s of its recovery${oom !== null && oomBefore !== null ? ` (${oom - oomBefore} OOM kills in the host's memory cgroup meanwhile, ${oom} in all)` : ''}; its log ends: ${tail(serverLog(deps), 3).split('\n').join(' | ')}`,
-      );
-      await pgCtl(deps, ['start', '-w', '-t', String(Math.max(1, Math.round(input.timeoutSeconds))), '-l', serverLog(deps)]);
+  const text = readLabFile(serverLog(deps), { maxBytes: RECOVERY_LOG_BYTES, tail: true, from: logFrom }) ?? '';
+  if (detail === '') {
+    // Up, but where? Without the lab's settings it listens where no lab client looks.
+    const at = listensAt(readLabFile(path.join(config.dataDir, 'postmaster.pid'), { maxBytes: 4096 }));
+    if (at && at.port !== config.postgres.port) {
+      detail = `the server started, but listening on port ${at.port} (sockets in ${at.socketDir}), not on the lab's port ${config.postgres.port}: without the lab's settings (storage-lab.conf, or postgresql.conf's include of it, lost)\n${tail(serverLog(deps), 5)}`;
+      // Stopped cleanly, so its socket and lock files outside the host's folder go with it (a kill would leave them).
+      await pgCtl(deps, ['stop', '-m', 'fast', '-w', '-t', '60']);
     }
-  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail, ...(afterStart.length ? { afterStart } : {}) };
+  }
+  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail };
 }
 
 /** pg_amcheck's findings (exit code 0 clean, 2 corruption found, 1 it could not check), the checksums, the settings. */

@@ -198,7 +198,6 @@ export function powerCutSection(r: PowerCutDrillResult): string[] {
   for (const x of r.rounds) {
     if (x.lostSample.length) lines.push(`- round ${x.round}: acknowledged commits missing, first ids ${x.lostSample.join(', ')}`);
     if (x.countError) lines.push(`- round ${x.round}: the ledger could not be counted: ${cell(x.countError)}`);
-    for (const note of x.recovery.afterStart ?? []) lines.push(`- round ${x.round}: ${cell(note)}; started again`);
     if (x.check && !x.check.amcheck.ok) lines.push(`- round ${x.round}: pg_amcheck: ${cell(x.check.amcheck.detail)}`);
   }
   lines.push('');

@@ -368,8 +368,6 @@ export interface PowerCutRecovery {
   /** The FATAL or PANIC that stopped it, when it did not come back. */
   fatal: string | null;
   detail: string;
-  /** The server stopped right after its recovery and was started again (why, as the host saw it). */
-  afterStart?: string[];
 }
 
 /** One power cut: writes on the primary, the cut at a random moment, crash recovery, then the count and the checks. */

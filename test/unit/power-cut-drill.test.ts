@@ -7,7 +7,10 @@ import { resolvePowerCutDrill, DRILL_PRESET_NAMES } from '../../common/input/dri
 import { powerCutContinuationSchema } from '../../workflows/power-cut-continuation';
 import { cutMoment, concludePowerCutDrill } from '../../workflows/power-cut-steps';
 import { roundEntry } from '../../workflows/power-cut-round';
-import { amcheckOutcome, crashRecoveryLog } from '../../activities/host/power-cut';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { amcheckOutcome, crashRecoveryLog, listensAt } from '../../activities/host/power-cut';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue } from '../../common/core/names';
 import type { PowerCutDrillResult, PowerCutClusterCheck } from '../../common/results/drill-result';
@@ -169,6 +172,42 @@ describe('reading a crash recovery from the server log', () => {
     expect(crashRecoveryLog(log)).toMatchObject({ crashRecovery: true, redoDoneLsn: '0/1BBB820', redoSeconds: 0.15, readyAt: '2026-12-03T04:00:05.300Z', fatal: null, startedAt: '2026-12-03T04:00:05.000Z' });
     // A clean start after it: no crash recovery.
     expect(crashRecoveryLog(log.split('\n').slice(0, 2).join('\n'))).toMatchObject({ crashRecovery: false, redoSeconds: null });
+  });
+
+  // A real drill's server log (PostgreSQL 15): the start before the cut, the cut's I/O errors, then the start after it,
+  // refused at once: postgresql.conf's last line, appended without a flush, came back as zeros. That start logs no
+  // "starting PostgreSQL" (and in GMT: the log_timezone it could not read), so its FATAL is found only in this start's
+  // own lines (recoverAfterPowerCut reads the log from where it stood before pg_ctl start).
+  const torn = readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'postgres-15', 'power-cut-torn-config.txt'), 'utf8');
+  it("names the FATAL of a start refused before it logged 'starting PostgreSQL' (a configuration file the cut tore)", () => {
+    const thisStart = torn.slice(torn.indexOf('2026-12-03 07:52:16.564 GMT'));
+    expect(crashRecoveryLog(thisStart)).toMatchObject({
+      startedAt: null,
+      readyAt: null,
+      crashRecovery: false,
+      fatal: { message: expect.stringMatching(/^configuration file ".*\/pgdata\/postgresql\.conf" contains errors$/) },
+    });
+    // The whole log would read as the start before the cut, ready and without a FATAL: what the drill reported before.
+    expect(crashRecoveryLog(torn)).toMatchObject({ readyAt: '2026-12-03T07:52:00.760Z', fatal: null });
+  });
+});
+
+describe('where a started server listens (postmaster.pid)', () => {
+  // Written by a real PostgreSQL 15 started with the lab's settings (port and socket folder of its own).
+  const pid = readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'postgres-15', 'postmaster-pid.txt'), 'utf8');
+  it("reads the port and the socket folder the server chose", () => {
+    expect(listensAt(pid)).toEqual({ port: 35093, socketDir: '/tmp/storage-lab-suite-Q2rVtn/power-cut-Hk2mLp/hosts/x3fd9kq2wz7mbn4c/run' });
+  });
+  it("reads a server that came back without the lab's settings: PostgreSQL's defaults", () => {
+    const lines = pid.split('\n');
+    lines[3] = '5432';
+    lines[4] = '/var/run/postgresql';
+    expect(listensAt(lines.join('\n'))).toEqual({ port: 5432, socketDir: '/var/run/postgresql' });
+  });
+  it('says nothing of a file that is not there, or names no port yet', () => {
+    expect(listensAt(null)).toBeNull();
+    expect(listensAt(pid.split('\n').slice(0, 3).join('\n'))).toBeNull();
+    expect(listensAt(['1', '/d', '1', '', '', ''].join('\n'))).toBeNull();
   });
 });
 
