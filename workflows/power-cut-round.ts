@@ -73,6 +73,14 @@ export async function powerCutRound(d: PowerCutDrill, round: number): Promise<vo
   if (!entry.ok) throw ApplicationFailure.nonRetryable(`round ${round}: ${entry.error}`, FAILURE_TYPES.verification);
 }
 
+/**
+ * What a count's failure says of the cluster: the lab's role password is set (and committed) when the server is
+ * configured, before any cut, so a server that refuses it came back without that committed change.
+ */
+export function countErrorMeaning(error: string): string {
+  return /password authentication failed for user/.test(error) ? ' (the lab role\'s password, committed before the first cut, did not survive it: committed changes were lost)' : '';
+}
+
 /** A round's record, and whether it passed; every problem named, with the setting that decides it where one does. */
 export function roundEntry(
   d: Pick<PowerCutDrill, 'host' | 'result'>,
@@ -89,7 +97,7 @@ export function roundEntry(
       `PostgreSQL did not come back from the power cut${settings}: ${recovery.log.fatal ? `${recovery.log.fatal.message} (${recovery.detail.split('\n')[0]})` : recovery.detail.split('\n')[0]}; the server log ends: ${recovery.detail.split('\n').slice(-3).join(' | ')}`,
     );
   const counted = count?.ok ? count.count : null;
-  if (count && !count.ok) problems.push(`the acknowledged commits could not be counted after the cut${settings}: ${count.error}`);
+  if (count && !count.ok) problems.push(`the acknowledged commits could not be counted after the cut${settings}: ${count.error}${countErrorMeaning(count.error)}`);
   if (counted && counted.lost > 0)
     problems.push(`${counted.lost} acknowledged commits lost by the power cut${settings} (first ids ${counted.lostSample.join(', ')})`);
   if (check && !check.amcheck.ok) problems.push(`corrupt cluster after the power cut${settings}: pg_amcheck: ${check.amcheck.detail}`);
@@ -114,6 +122,7 @@ export function roundEntry(
       redoDoneLsn: recovery.log.redoDoneLsn,
       fatal: recovery.log.fatal?.message ?? null,
       detail: recovery.detail,
+      ...(recovery.lockFile ? { lockFile: recovery.lockFile } : {}),
     },
     lostCommits: counted ? counted.lost : null,
     lostSample: counted ? counted.lostSample : [],

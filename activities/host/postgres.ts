@@ -276,12 +276,21 @@ export function readPassword(deps: Pick<HostDeps, 'config'>): string {
   return text.trim();
 }
 
+/**
+ * pg_ctl status on a PID file that names no process: one a power cut left empty or as zeros (never flushed, with
+ * fsync = off). No server runs on it; PostgreSQL refuses to start until it is gone (power-cut.ts removes it then).
+ */
+const PID_FILE_NAMES_NO_SERVER = /pg_ctl: (the PID file ".*" is empty|invalid data in PID file ".*")/;
+
+/** Whether the host's PostgreSQL runs, as pg_ctl status says. */
 export async function isRunning(deps: HostDeps): Promise<boolean> {
   const r = await runProcess(path.join(deps.config.pgBinDir, 'pg_ctl'), ['status', '-D', deps.config.dataDir], {
     ...asPostgresUser(deps),
     cwd: deps.config.hostDir,
-    okExitCodes: [0, 3, 4],
+    okExitCodes: [0, 1, 3, 4],
   });
+  if (r.exitCode === 1 && !PID_FILE_NAMES_NO_SERVER.test(r.stderr))
+    throw new Error(`pg_ctl status -D ${deps.config.dataDir} exited with code 1: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ')}`);
   return r.exitCode === 0;
 }
 

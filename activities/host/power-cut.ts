@@ -7,7 +7,7 @@
  */
 import { Context } from '@temporalio/activity';
 import path from 'node:path';
-import { labFileSize, readLabFile } from '../../lib/lab-fs';
+import { labFileSize, readLabFile, removeLabFile } from '../../lib/lab-fs';
 import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
 import { parseRecoveryLog, type RecoveryLog } from '../../lib/parsers/recovery-log';
 import { clientTool } from '../../lib/postgres-binaries';
@@ -68,6 +68,26 @@ export interface PowerCutRecovery {
   log: CrashRecoveryLog;
   /** Why it did not come back (pg_ctl's failure and the log's last lines); empty when it did. */
   detail: string;
+  /** A postmaster.pid the cut left naming no process (empty, or zeros), removed before the start; null when none was. */
+  lockFile?: string | null;
+}
+
+/**
+ * Removes a postmaster.pid that names no process, as the cut left it when it was never flushed (fsync = off: the server
+ * flushes its lock file through pg_fsync, a no-op then). PostgreSQL refuses to start on one ("lock file
+ * \"postmaster.pid\" is empty"), and its hint is to remove it; Debian's pg_ctlcluster removes a stale one at start.
+ * Here the host's power was cut, so no server of it runs. One that names a PID is left to pg_ctl and the server: a
+ * dead one is replaced, a live one refused. Returns what was removed, or null.
+ */
+export function clearLockFileLeftByCut(dataDir: string): string | null {
+  const file = path.join(dataDir, 'postmaster.pid');
+  const text = readLabFile(file, { maxBytes: 4096 });
+  if (text === null) return null;
+  const pid = Number(text.split('\n')[0]);
+  if (Number.isInteger(pid) && pid > 0) return null;
+  removeLabFile(file);
+  const what = text.length === 0 ? 'empty' : /^\0+$/.test(text) ? `${text.length} bytes of zeros` : `no PID in its first line (${JSON.stringify(text.slice(0, 40))})`;
+  return `postmaster.pid came back ${text.length === 0 || /^\0+$/.test(text) ? what : `with ${what}`}: removed before the start (PostgreSQL refuses to start on it)`;
 }
 
 /**
@@ -86,6 +106,7 @@ export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { 
   assertHost(deps, input);
   const { config } = deps;
   closeSocketDir(deps);
+  const lockFile = clearLockFileLeftByCut(config.dataDir);
   if (await isRunning(deps)) throw new Error(`host ${config.hostId}: PostgreSQL runs already; a power cut leaves none running`);
   // This start's lines only: a start that fails before it logs "starting PostgreSQL" (its configuration refused)
   // must not be read as the start before the cut, which was ready.
@@ -108,7 +129,7 @@ export async function recoverAfterPowerCut(deps: HostDeps, input: HostInput & { 
       await pgCtl(deps, ['stop', '-m', 'fast', '-w', '-t', '60']);
     }
   }
-  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail };
+  return { started: detail === '', seconds, log: crashRecoveryLog(text), detail, lockFile };
 }
 
 /** pg_amcheck's findings (exit code 0 clean, 2 corruption found, 1 it could not check), the checksums, the settings. */

@@ -198,6 +198,7 @@ export function powerCutSection(r: PowerCutDrillResult): string[] {
   for (const x of r.rounds) {
     if (x.lostSample.length) lines.push(`- round ${x.round}: acknowledged commits missing, first ids ${x.lostSample.join(', ')}`);
     if (x.countError) lines.push(`- round ${x.round}: the ledger could not be counted: ${cell(x.countError)}`);
+    if (x.recovery.lockFile) lines.push(`- round ${x.round}: ${cell(x.recovery.lockFile)}`);
     if (x.check && !x.check.amcheck.ok) lines.push(`- round ${x.round}: pg_amcheck: ${cell(x.check.amcheck.detail)}`);
   }
   lines.push('');

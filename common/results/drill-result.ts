@@ -368,6 +368,8 @@ export interface PowerCutRecovery {
   /** The FATAL or PANIC that stopped it, when it did not come back. */
   fatal: string | null;
   detail: string;
+  /** A postmaster.pid the cut left naming no process (never flushed), removed before the start; absent when none was. */
+  lockFile?: string;
 }
 
 /** One power cut: writes on the primary, the cut at a random moment, crash recovery, then the count and the checks. */

@@ -36,6 +36,7 @@ async function drill(lab: TestLab, input: Record<string, unknown>) {
     (v) => v as unknown,
     (e) => e as unknown,
   );
+  if (outcome instanceof WorkflowFailedError) console.log(`${workflowId} failed: ${outcome.cause?.name}: ${outcome.cause?.message}\n${(outcome.cause?.cause as Error | undefined)?.message ?? ''}`);
   const folder = path.join(lab.paths.resultsDir, runFolderName(workflowId));
   const result = JSON.parse(readFileSync(path.join(folder, 'result.json'), 'utf8')) as PowerCutDrillResult;
   return { workflowId, outcome, result, report: readFileSync(path.join(folder, 'report.md'), 'utf8') };
@@ -105,7 +106,8 @@ function seamTest(off: DurabilityOff) {
   describeIfVolumes(`power-cut drill with ${off} = off (test seam, faults)`, () => {
     let lab: TestLab;
     beforeAll(async () => {
-      lab = await startTestLab(`power-cut-${off.replace('_', '-')}`, { testSeams: { durabilityOff: off } });
+      // Short: a host's socket path (below the suite's temporary folder) must stay within 107 bytes.
+      lab = await startTestLab(`pc-${off === 'fsync' ? 'fsync' : 'sync-commit'}`, { testSeams: { durabilityOff: off } });
     });
     afterAll(async () => {
       await lab?.close();

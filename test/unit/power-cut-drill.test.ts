@@ -7,9 +7,11 @@ import { resolvePowerCutDrill, DRILL_PRESET_NAMES } from '../../common/input/dri
 import { powerCutContinuationSchema } from '../../workflows/power-cut-continuation';
 import { cutMoment, concludePowerCutDrill } from '../../workflows/power-cut-steps';
 import { roundEntry } from '../../workflows/power-cut-round';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { amcheckOutcome, crashRecoveryLog, listensAt } from '../../activities/host/power-cut';
+import { amcheckOutcome, clearLockFileLeftByCut, crashRecoveryLog, listensAt } from '../../activities/host/power-cut';
+import { registerLabRoot } from '../../lib/lab-fs';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue } from '../../common/core/names';
@@ -150,6 +152,16 @@ describe("a power-cut round's verdict", () => {
       'PostgreSQL did not come back from the power cut (fsync = on, synchronous_commit = on): could not locate a valid checkpoint record (pg_ctl: could not start server); the server log ends: pg_ctl: could not start server',
     );
   });
+  it("names a count refused for the lab role's password as committed changes lost", () => {
+    const refused = { ok: false as const, error: 'password authentication failed for user "lab"' };
+    const r = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(14), written, recovery: recovered, count: refused, check: check() });
+    expect(r).toMatchObject({ ok: false, lostCommits: null, countError: refused.error });
+    expect(r.error).toBe(
+      'the acknowledged commits could not be counted after the cut (fsync = on, synchronous_commit = on): password authentication failed for user "lab" (the lab role\'s password, committed before the first cut, did not survive it: committed changes were lost)',
+    );
+    const gone = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(14), written, recovery: recovered, count: { ok: false, error: 'relation "storage_lab.failover_ledger" does not exist' }, check: check() });
+    expect(gone.error).toBe('the acknowledged commits could not be counted after the cut (fsync = on, synchronous_commit = on): relation "storage_lab.failover_ledger" does not exist');
+  });
   it('fails a round whose writer had no acknowledged commit before the cut', () => {
     const r = roundEntry(drill(), 1, { cutAfterSeconds: 1, cut: cutRecord(0), written: { ...written, acknowledged: 0, lastAckBeforeKillAt: null }, recovery: recovered, count: count(0), check: check() });
     expect(r.error).toMatch(/no acknowledged commit before the cut; raise powerCut.earliestSeconds/);
@@ -189,6 +201,33 @@ describe('reading a crash recovery from the server log', () => {
     });
     // The whole log would read as the start before the cut, ready and without a FATAL: what the drill reported before.
     expect(crashRecoveryLog(torn)).toMatchObject({ readyAt: '2026-12-03T07:52:00.760Z', fatal: null });
+  });
+});
+
+describe('a postmaster.pid the cut left', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'power-cut-lock-'));
+    registerLabRoot(dir);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const pidFile = () => path.join(dir, 'postmaster.pid');
+
+  it('removes one that names no process (empty, or zeros: never flushed), saying what it was', () => {
+    writeFileSync(pidFile(), '');
+    expect(clearLockFileLeftByCut(dir)).toBe('postmaster.pid came back empty: removed before the start (PostgreSQL refuses to start on it)');
+    expect(existsSync(pidFile())).toBe(false);
+    writeFileSync(pidFile(), Buffer.alloc(96));
+    expect(clearLockFileLeftByCut(dir)).toMatch(/^postmaster.pid came back 96 bytes of zeros: removed/);
+    expect(existsSync(pidFile())).toBe(false);
+  });
+  it('leaves one that names a PID to pg_ctl and the server, and says nothing of none', () => {
+    const real = readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'postgres-15', 'postmaster-pid.txt'), 'utf8');
+    writeFileSync(pidFile(), real);
+    expect(clearLockFileLeftByCut(dir)).toBeNull();
+    expect(readFileSync(pidFile(), 'utf8')).toBe(real);
+    rmSync(pidFile());
+    expect(clearLockFileLeftByCut(dir)).toBeNull();
   });
 });
 
