@@ -166,6 +166,8 @@ export function drillLine(d: HistoryDrill): string {
   if (num('lostCommits') !== null) parts.push(`${num('lostCommits')} lost`);
   const rto = num('rtoSecondsMedian') ?? num('rtoSeconds');
   if (rto !== null) parts.push(`RTO ${rto} s`);
+  if (num('amcheckFailedRounds') !== null) parts.push(`pg_amcheck not clean ${num('amcheckFailedRounds')}`);
+  if (num('recoverySecondsMedian') !== null) parts.push(`recovery ${num('recoverySecondsMedian')} s`);
   if (num('rounds') !== null) parts.push(`${num('rounds')} rounds`);
   return `${d.kind.replace(/-drill$/, '')} ${outcome}${parts.length ? ` (${parts.join(', ')})` : ''}`;
 }

@@ -217,6 +217,7 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): ControlA
     async claimRunResults({ runId }) {
       return `budget://${runId}`;
     },
+    cutPower: notInBudget('cutPower'),
     diagnoseDatabase: notInBudget('diagnoseDatabase'),
     compareWithHistory: notInBudget('compareWithHistory'),
     listManagedHosts: notInBudget('listManagedHosts'),
@@ -310,6 +311,9 @@ function fakeHost(hostId: string, d: StepDurations): HostActivities {
         maxPresentCommittedAt: 't',
       } as never;
     },
+    recoverAfterPowerCut: notInBudget('recoverAfterPowerCut'),
+    checkClusterAfterPowerCut: notInBudget('checkClusterAfterPowerCut'),
+    countAfterPowerCut: notInBudget('countAfterPowerCut'),
     async createFailoverLedger() {},
     async cloneStandby() {
       return { seconds: 1 };

@@ -60,7 +60,7 @@ export function buildProgram(): Command {
     .command('create <name>')
     .description('create a schedule (cron in UTC; overlap policy SKIP)')
     .requiredOption('--cron <expr>', "cron expression, e.g. '0 2 * * *' (02:00 UTC every day)")
-    .option('--workflow <name>', 'what it starts: nightly, experiment, restore-drill, failover-drill, partition-drill, sweep, diagnose', 'nightly')
+    .option('--workflow <name>', 'what it starts: nightly, experiment, restore-drill, failover-drill, partition-drill, power-cut-drill, sweep, diagnose', 'nightly')
     .option('-p, --preset <name>', 'preset of the run (nightly: default nightly)')
     .option('-s, --spec <file>', 'JSON input file (fields override the preset)')
     .option('--set <path=value>', 'override one field, e.g. --set regression.minEffect=0.2 (repeatable)', collect, [])
@@ -115,11 +115,12 @@ export function buildProgram(): Command {
       await (await import('./commands/history')).unpinCommand(runs);
     });
 
-  const drill = program.command('drill').description('durability drills: point-in-time restore onto a fresh host, quorum failover, network partition');
+  const drill = program.command('drill').description('durability drills: point-in-time restore onto a fresh host, quorum failover, network partition, power cut');
   for (const [kind, what] of [
     ['restore', 'restore a backup to a target between marker rows; RTO split, RPO, verification'],
     ['failover', 'kill -9 the primary of a quorum cluster; write downtime and lost acknowledged commits'],
     ['partition', 'cut the primary of a quorum cluster off its standbys; split-brain and lost acknowledged commits, RTO, the old primary fenced and rewound'],
+    ['power-cut', "cut the power of a primary on a modelled volume at random moments; acknowledged commits lost, crash recovery time, pg_amcheck and checksums, the device's dropped writes"],
   ] as const) {
     const command = drill
       .command(kind)

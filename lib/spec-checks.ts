@@ -7,7 +7,7 @@
  * empty environment and no server to reach.
  */
 import path from 'node:path';
-import { drillPostgresSettings, type ReplicaDrillSpec, type RestoreDrillSpec } from '../common/input/drill-spec';
+import { drillPostgresSettings, type ReplicaDrillSpec, type PowerCutDrillSpec, RestoreDrillSpec } from '../common/input/drill-spec';
 import type { SpecProblem } from '../common/core/errors';
 import { postgresSettings } from '../common/input/postgres-settings';
 import { RANDOM_UPDATE_SCRIPT } from '../common/input/presets';
@@ -331,7 +331,7 @@ export async function checkExperimentWithTools(spec: ExperimentSpec, place: Chec
 }
 
 /** Every tool check of a drill spec (the drills run pgbench's built-in script: settings only). */
-export async function checkDrillWithTools(spec: RestoreDrillSpec | ReplicaDrillSpec, place: CheckPlace): Promise<ToolCheckOutcome> {
+export async function checkDrillWithTools(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec, place: CheckPlace): Promise<ToolCheckOutcome> {
   return checkServerSettings({
     settings: drillPostgresSettings(spec),
     specSettings: spec.postgres.settings,

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   log('INFO', ioCap.liftable ? `the ${config.volume?.model} device model is on; preparation lifts it` : `I/O cap: ${ioCap.note}`);
   const testSeams = testSeamsFromEnv(process.env);
   if (testSeams.asyncQuorum) log('WARN', "test seam on: this host writes synchronous_standby_names = '' whatever a drill asks");
+  if (testSeams.durabilityOff) log('WARN', `test seam on: this host writes ${testSeams.durabilityOff} = off whatever the lab and the spec ask`);
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const worker = await Worker.create({

@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { FAILURE_TYPES } from '../common/core/errors';
-import type { ReplicaDrillSpec, RestoreDrillSpec } from '../common/input/drill-spec';
+import type { PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from '../common/input/drill-spec';
 import type { DrillResult, DrillSummary } from '../common/results/drill-result';
 import { runCompensated, type UndoStack } from './compensation';
 import { failureMessage } from './failures';
@@ -16,10 +16,12 @@ import { resultCalls } from './proxies';
 import { searchAttributes } from './search-attributes';
 
 /** One host of a drill: the drill's storage class and memory, sharing the drill's database password with its peers. */
-export function drillHostShape(spec: RestoreDrillSpec | ReplicaDrillSpec, runId: string, volumeBytes: number): HostShape {
-  // The restore drill always backs up; the failover and partition drills unless backup.enabled is false.
-  const backsUp = 'enabled' in spec.backup ? spec.backup.enabled : true;
-  return { storageClass: spec.storageClass, memoryLimitMiB: spec.host.memoryLimitMiB, volumeBytes, passwordScope: runId, s3Backups: backsUp && spec.backup.store.kind === 's3' };
+export function drillHostShape(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec, runId: string, volumeBytes: number): HostShape {
+  // The restore drill always backs up; the failover and partition drills unless backup.enabled is false; the
+  // power-cut drill never.
+  const backup = 'backup' in spec ? spec.backup : null;
+  const backsUp = backup !== null && (!('enabled' in backup) || backup.enabled);
+  return { storageClass: spec.storageClass, memoryLimitMiB: spec.host.memoryLimitMiB, volumeBytes, passwordScope: runId, s3Backups: backsUp && backup.store.kind === 's3' };
 }
 
 /** Drills recorded before they saved their spec replay without the save (test/fixtures/histories). */
@@ -30,7 +32,7 @@ export const DRILL_SAVES_SPEC_PATCH = 'drill-saves-spec';
  * skeleton), and claims its results folder for its chain of executions: a failover drill continues as new, and its
  * result is saved by its last execution under the same claim.
  */
-export async function saveDrillSpec(runId: string, spec: RestoreDrillSpec | ReplicaDrillSpec): Promise<void> {
+export async function saveDrillSpec(runId: string, spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): Promise<void> {
   if (patched(DRILL_SAVES_SPEC_PATCH)) await resultCalls.saveSpec({ runId, spec, owner: currentClaimant() });
 }
 

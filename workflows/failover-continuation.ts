@@ -116,7 +116,7 @@ function nodeHostId(runId: string, n: Node, scheme: NameScheme): string {
 const SCHEMES: NameScheme[] = ['sha256', 'fnv32'];
 
 /** A node's host record as the provider made it: this run's host id (of either scheme) and its task queue, an IPv4 address. */
-function hostRecordSchema(runId: string, n: Node) {
+export function hostRecordSchema(runId: string, n: Node) {
   const limit = z.number().int().nonnegative().nullable();
   const ids = SCHEMES.map((scheme) => nodeHostId(runId, n, scheme)) as [string, string];
   return z

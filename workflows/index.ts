@@ -10,6 +10,7 @@ import { restoreDrillWorkflow } from './restore-drill-workflow';
 import { restoreToolComparisonWorkflow } from './restore-tool-comparison-workflow';
 import { failoverDrillWorkflow } from './failover-drill-workflow';
 import { partitionDrillWorkflow } from './partition-drill-workflow';
+import { powerCutDrillWorkflow } from './power-cut-drill-workflow';
 import { diagnoseWorkflow } from './diagnose-workflow';
 
 const WORKFLOWS = {
@@ -21,6 +22,7 @@ const WORKFLOWS = {
   restoreToolComparisonWorkflow,
   failoverDrillWorkflow,
   partitionDrillWorkflow,
+  powerCutDrillWorkflow,
   diagnoseWorkflow,
 };
 
@@ -40,6 +42,7 @@ export const VERSIONING_BEHAVIORS: Record<keyof typeof WORKFLOWS, VersioningBeha
   restoreToolComparisonWorkflow: 'PINNED',
   failoverDrillWorkflow: 'PINNED',
   partitionDrillWorkflow: 'PINNED',
+  powerCutDrillWorkflow: 'PINNED',
   diagnoseWorkflow: 'PINNED',
   sweeperWorkflow: 'AUTO_UPGRADE',
 };
@@ -63,5 +66,6 @@ export {
   restoreToolComparisonWorkflow,
   failoverDrillWorkflow,
   partitionDrillWorkflow,
+  powerCutDrillWorkflow,
   diagnoseWorkflow,
 };

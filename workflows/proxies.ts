@@ -30,6 +30,17 @@ export const providerCalls = proxyActivities<ControlActivities>({
   },
 });
 
+/**
+ * A power cut (the power-cut drill): one attempt. A second cut after the first had dropped the device's writes would
+ * be another fault than the one the drill asked for; a cut that fails fails its round, with the reason.
+ */
+export const powerCutCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { maximumAttempts: 1 },
+});
+
 /** A path the lab refused to write or delete (a planted link, an unsafe id, another run's) stays refused: no retry changes it. */
 const REFUSED_PATH_TYPES = [FAILURE_TYPES.labPath, FAILURE_TYPES.unsafeId, FAILURE_TYPES.ownedByAnotherRun];
 
@@ -109,6 +120,9 @@ export const HOST_CALL_GROUPS = {
     'probeOldPrimary',
     'waitForStandbys',
     'checkRepository',
+    'recoverAfterPowerCut',
+    'checkClusterAfterPowerCut',
+    'countAfterPowerCut',
   ],
   bulk: ['restoreBackup'],
 } as const satisfies Record<string, readonly (keyof HostActivities)[]>;

@@ -9,7 +9,7 @@ import { accessSync, constants, existsSync, statfsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BackupToolName } from '../../common/input/backup-store';
-import { drillVolumeBytes, failoverLedgerBytes, type FailoverDrillSpec, type ReplicaDrillSpec, type RestoreDrillSpec } from '../../common/input/drill-spec';
+import { drillVolumeBytes, failoverLedgerBytes, type FailoverDrillSpec, type PowerCutDrillSpec, type ReplicaDrillSpec, type RestoreDrillSpec } from '../../common/input/drill-spec';
 import { FAILURE_TYPES, formatSpecProblems, SetupError } from '../../common/core/errors';
 import { providerOf, type ProviderName } from '../../common/providers/registry';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
@@ -187,7 +187,7 @@ function onPath(name: string): boolean {
 }
 
 /** Hosts a drill has at once: the restore drill's source and restore host; the failover drill's three nodes and its client. */
-const DRILL_HOSTS = { restore: 2, failover: 4, partition: 4 } as const;
+const DRILL_HOSTS = { restore: 2, failover: 4, partition: 4, 'power-cut': 2 } as const;
 
 /** The drills by kind, as the preflight takes them. */
 type DrillKind = keyof typeof DRILL_HOSTS;
@@ -212,7 +212,7 @@ function experimentDisks(spec: ExperimentSpec, cpus: number): HostDisk[] {
 }
 
 /** Each host of a local drill: its volume, and on the failover drill's client the ledger of acknowledged ids. */
-function drillDisks(kind: DrillKind, spec: RestoreDrillSpec | ReplicaDrillSpec, cpus: number): HostDisk[] {
+function drillDisks(kind: DrillKind, spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec, cpus: number): HostDisk[] {
   const sized = spec.storageClass.sizeGiB !== undefined;
   const volume = {
     volumeBytes: sized ? spec.storageClass.sizeGiB! * 2 ** 30 : drillVolumeBytes(spec),
@@ -244,6 +244,15 @@ async function networkCutProblems(): Promise<string[]> {
   const cgroups = detectCgroups();
   if (!cgroups.kind) problems.push(`provider: the partition drill tells hosts apart by their cgroups, and there are none here: ${cgroups.reason}`);
   else if (!cgroupV2Mount()) problems.push('provider: no cgroup v2 tree below /sys/fs/cgroup, where each host gets a cgroup that names its sockets; mount cgroup2 there (systemd hybrid mode has it at /sys/fs/cgroup/unified)');
+  return problems;
+}
+
+/** What the power-cut drill needs here: a provider that can cut a host's power, and a modelled volume to cut. */
+function powerCutProblems(p: HostProvider): string[] {
+  const problems: string[] = [];
+  if (!p.cutPower) problems.push(`provider: "${p.name}" cannot cut a host's power; run the power-cut drill with provider "local"`);
+  const volumes = modelledVolumeSupport();
+  if (!volumes.ok) problems.push(`storageClass.kind: the power-cut drill runs on a modelled volume, and none can be made here: ${volumes.reason}`);
   return problems;
 }
 
@@ -290,13 +299,15 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
     },
 
     /** The same for a drill: its settings by the real server, this machine against its hosts. */
-    async preflightDrill(input: { kind: DrillKind; spec: RestoreDrillSpec | ReplicaDrillSpec }): Promise<{ warnings: string[] }> {
+    async preflightDrill(input: { kind: DrillKind; spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec }): Promise<{ warnings: string[] }> {
       const { spec } = input;
       provider(spec.provider);
       const tools = await toolCheck(checkDrillWithTools(spec, 'control-plane'));
       refuseSpecProblems(tools, `${input.kind} drill spec`);
-      const backsUp = !('rounds' in spec) || spec.backup.enabled;
-      const store = backsUp ? backupStoreProblem(spec.backup.store, deps.hostsDir, 'backup.store') : null;
+      // The power-cut drill archives nothing; the replica drills unless backup.enabled is false; the restore drill always.
+      const backup = 'backup' in spec ? spec.backup : null;
+      const backsUp = backup !== null && (!('enabled' in backup) || backup.enabled);
+      const store = backsUp ? backupStoreProblem(backup.store, deps.hostsDir, 'backup.store') : null;
       refuseSpecProblems({ problems: store ? [store] : [], notes: [] }, `${input.kind} drill spec`);
       const warnings = [...tools.notes];
       if (providerOf(spec.provider).onThisMachine) {
@@ -310,11 +321,13 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
         refuseEnvironmentProblems(local.problems);
         warnings.push(...local.warnings);
       }
-      const tool = backsUp ? backupToolProblem(spec.backup.tool, 'backup.tool', spec.provider) : null;
+      const tool = backsUp ? backupToolProblem(backup.tool, 'backup.tool', spec.provider) : null;
       if (tool) refuseEnvironmentProblems([tool]);
       if (input.kind === 'partition') refuseEnvironmentProblems(await networkCutProblems());
+      if (input.kind === 'power-cut') refuseEnvironmentProblems(powerCutProblems(provider(spec.provider)));
       // The provider's own checks (the account's subnet, image owner and instance type, the cost ceiling).
-      const checked = input.kind === 'partition' ? undefined : await provider(spec.provider).preflightDrill?.(input.kind, spec as RestoreDrillSpec | FailoverDrillSpec);
+      const kind = input.kind;
+      const checked = kind === 'partition' || kind === 'power-cut' ? undefined : await provider(spec.provider).preflightDrill?.(kind, spec as RestoreDrillSpec | FailoverDrillSpec);
       refuseEnvironmentProblems(checked?.problems ?? []);
       warnings.push(...(checked?.warnings ?? []));
       return { warnings };

@@ -7,7 +7,8 @@ import type { Client } from '@temporalio/client';
 import { tsToDate } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { FAILURE_TYPES } from '../../common/core/errors';
-import type { HostInspection, HostRecord, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
+import type { DeviceCounters, HostInspection, HostRecord, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, PowerCutRecord, ProviderName } from '../../common/core/hosts';
+import type { VolumeStats } from '../../lib/volume';
 import { hostTaskQueue } from '../../common/core/names';
 import { providerOf } from '../../common/providers/registry';
 import type { HostProvider } from '../../infra/providers/host-provider';
@@ -59,6 +60,19 @@ export function createProviderActivities(deps: ControlDeps) {
       return p.cutNetwork(input.cut);
     },
 
+    /**
+     * Cuts a host's power (the power-cut drill): its modelled volume drops what it had not made durable, every process
+     * of the host dies, the volume comes back on what was durable. Not idempotent (a retry would cut again, after the
+     * writes the first cut dropped were gone): the drill calls it with one attempt.
+     */
+    async cutPower(input: HostRef): Promise<PowerCutRecord> {
+      const p = provider(input.provider);
+      if (!p.cutPower)
+        throw ApplicationFailure.nonRetryable(`provider "${p.name}" has no device that can drop unsynced writes; run the power-cut drill with provider "local"`, FAILURE_TYPES.unsupported);
+      const r = await p.cutPower(input.hostId, hostActor(input));
+      return { hostId: r.hostId, cutAt: r.cutAt, backAt: r.backAt, droppedPages: r.droppedPages, droppedBytes: r.droppedBytes, before: deviceCounters(r.before), after: deviceCounters(r.after), seconds: r.seconds };
+    },
+
     /** Removes the cut made around a host; idempotent (a provider that cannot cut has none to remove). */
     async healNetwork(input: HostRef): Promise<NetworkHealRecord> {
       const p = provider(input.provider);
@@ -75,6 +89,11 @@ export function createProviderActivities(deps: ControlDeps) {
       return { ...inspection, lastPollAt: deps.client ? await lastPollAt(deps.client, hostTaskQueue(input.hostId)) : null };
     },
   };
+}
+
+/** The counters of a modelled device a power cut's record keeps (the history stays small: not the model's timings). */
+export function deviceCounters(s: VolumeStats): DeviceCounters {
+  return { writes: s.writes, writeBytes: s.writeBytes, flushes: s.flushes, volatileBytes: s.store.volatileBytes, cutPages: s.store.cutPages, errors: s.errors };
 }
 
 /** When a worker last polled an activity task queue, as the server remembers it (null: no poller seen lately). */

@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import os from 'node:os';
 import { runCost } from '../../common/input/cost';
 import { providerOf } from '../../common/providers/registry';
-import type { ReplicaDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
+import type { PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
 import type { ClusterResult, ResultsSummary } from '../../common/results/result';
@@ -27,7 +27,7 @@ export function createResultsActivities(deps: Pick<ControlDeps, 'results'>) {
      * claims the run's folder for this execution (`execution`: the first of a chain that continues as new), so a run
      * under a finished run's id fails here, before any host.
      */
-    async saveSpec(input: { runId: string; spec: ExperimentSpec | RestoreDrillSpec | ReplicaDrillSpec; owner?: Claimant }): Promise<string> {
+    async saveSpec(input: { runId: string; spec: ExperimentSpec | RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec; owner?: Claimant }): Promise<string> {
       await claimRunExecution(deps.results, input.runId, callingExecution(input.owner));
       await deps.results.put(input.runId, 'spec.json', JSON.stringify(input.spec, null, 2));
       return deps.results.location(input.runId);

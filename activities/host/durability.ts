@@ -31,6 +31,7 @@ import {
   type ReplicationSettings,
 } from './replication';
 import type { RestoreTarget } from '../../common/results/drill-result';
+import { checkClusterAfterPowerCut, countAfterPowerCut, recoverAfterPowerCut } from './power-cut';
 
 export function createDrillHostActivities(deps: HostDeps) {
   return {
@@ -57,5 +58,8 @@ export function createDrillHostActivities(deps: HostDeps) {
     runFailoverWriter: (input: WriterInput) => runFailoverWriter(deps, input),
     countLostCommits: (input: HostInput & { primary: PeerAddress; rounds: number[]; afterCut?: CutWindow }) => countLostCommits(deps, input),
     probeOldPrimary: (input: HostInput & { node: DrillNode; round: number; id: number; waitSeconds: number }) => probeOldPrimary(deps, input),
+    recoverAfterPowerCut: (input: HostInput & { timeoutSeconds: number }) => recoverAfterPowerCut(deps, input),
+    checkClusterAfterPowerCut: (input: HostInput & { timeoutSeconds: number }) => checkClusterAfterPowerCut(deps, input),
+    countAfterPowerCut: (input: HostInput & { primary: PeerAddress; rounds: number[] }) => countAfterPowerCut(deps, input),
   };
 }

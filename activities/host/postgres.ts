@@ -39,7 +39,13 @@ export interface LabConfigInput {
   replicationPeers?: string[];
 }
 
-export interface ConfigurePostgresInput extends HostInput, LabConfigInput {}
+export interface ConfigurePostgresInput extends HostInput, LabConfigInput {
+  /**
+   * initdb --data-checksums when the cluster is created (the power-cut drill: the server then verifies each page it
+   * reads, so a page a power cut tore is named). A cluster that exists keeps what it was made with.
+   */
+  dataChecksums?: boolean;
+}
 
 export interface PostgresInfo {
   postgresVersion: string;
@@ -60,9 +66,11 @@ export async function configurePostgres(deps: HostDeps, input: ConfigurePostgres
   const { config } = deps;
   // Every check first: a refused value fails the activity before anything on the host changes.
   const lab = labConfig(deps, input);
+  if (input.dataChecksums !== undefined && typeof input.dataChecksums !== 'boolean')
+    refuseInput(deps, [{ path: 'dataChecksums', message: `${JSON.stringify(input.dataChecksums)} is not true or false` }]);
   // initdb is preparation nothing measures: its thousand files and their fsyncs run with the modelled cap lifted
   // (lib/io-cap.ts), as the load does. At 20 modelled IOPS a ci run took 76-88 s with them under the cap, 39-52 s without.
-  await deps.ioCap.withoutCap(() => initCluster(deps));
+  await deps.ioCap.withoutCap(() => initCluster(deps, input.dataChecksums === true));
   closeSocketDir(deps);
   const { fingerprint, applied, fingerprintFile } = writeLabConfig(deps, lab);
 
@@ -156,6 +164,9 @@ export function labConfig(deps: HostDeps, input: LabConfigInput): LabConfig {
   refuseInput(deps, problems);
 
   const merged: Record<string, string> = { ...input.server, ...input.user };
+  // A test's seam (never a spec: both settings are refused there) turns a durability setting off on every host.
+  const off = deps.testSeams?.durabilityOff;
+  if (off) merged[off] = 'off';
   const maxConnections = Number(merged.max_connections ?? DEFAULT_MAX_CONNECTIONS);
   const settings = {
     ...merged,
@@ -195,15 +206,16 @@ export function writeLabConfig(deps: HostDeps, lab: LabConfig): { fingerprint: s
 }
 
 /** initdb once; the lab's role is the bootstrap superuser, reached over the socket by peer authentication only. */
-async function initCluster(deps: HostDeps): Promise<void> {
+async function initCluster(deps: HostDeps, dataChecksums: boolean): Promise<void> {
   const { config } = deps;
   if (existsSync(path.join(config.dataDir, 'PG_VERSION'))) return;
   await runProcess(
     path.join(config.pgBinDir, 'initdb'),
-    ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256'],
+    ['-D', config.dataDir, '-U', LAB_ROLE, '-E', 'UTF8', '--locale=C', '--auth-local=peer', '--auth-host=scram-sha-256', ...(dataChecksums ? ['--data-checksums'] : [])],
     { ...asPostgresUser(deps), cwd: config.hostDir, timeoutMs: 600_000 },
   );
-  appendLabFile(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`, { owner: deps.osUser });
+  // Durable, as initdb left the rest of the cluster: a power cut must not leave the include line's bytes as zeros.
+  appendLabFile(path.join(config.dataDir, 'postgresql.conf'), `\ninclude_if_exists = '${LAB_CONF}'\n`, { owner: deps.osUser, durable: true });
 }
 
 /** The server's log file (pg_ctl -l); it lives in the host folder, not on the volume under test. */
@@ -266,12 +278,21 @@ export function readPassword(deps: Pick<HostDeps, 'config'>): string {
   return text.trim();
 }
 
+/**
+ * pg_ctl status on a PID file that names no process: one a power cut left empty or as zeros (never flushed, with
+ * fsync = off). No server runs on it; PostgreSQL refuses to start until it is gone (power-cut.ts removes it then).
+ */
+const PID_FILE_NAMES_NO_SERVER = /pg_ctl: (the PID file ".*" is empty|invalid data in PID file ".*")/;
+
+/** Whether the host's PostgreSQL runs, as pg_ctl status says. */
 export async function isRunning(deps: HostDeps): Promise<boolean> {
   const r = await runProcess(path.join(deps.config.pgBinDir, 'pg_ctl'), ['status', '-D', deps.config.dataDir], {
     ...asPostgresUser(deps),
     cwd: deps.config.hostDir,
-    okExitCodes: [0, 3, 4],
+    okExitCodes: [0, 1, 3, 4],
   });
+  if (r.exitCode === 1 && !PID_FILE_NAMES_NO_SERVER.test(r.stderr))
+    throw new Error(`pg_ctl status -D ${deps.config.dataDir} exited with code 1: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ')}`);
   return r.exitCode === 0;
 }
 
@@ -327,7 +348,11 @@ export function renderIdent(deps: Pick<HostDeps, 'osUser' | 'clientUser'>, agent
   return `# Written by Storage Lab: which OS user may connect over the socket as which role.\n${lines.join('\n')}\n`;
 }
 
-/** Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it). */
+/**
+ * Writes a file inside PGDATA owned by the Postgres user (the server must be able to read and rewrite it), durably:
+ * the server reads it when it starts again after a crash or a power cut, as it reads what ALTER SYSTEM wrote (which it
+ * flushes too).
+ */
 export function writeOwned(deps: HostDeps, file: string, text: string): void {
-  writeLabFile(file, text, { mode: 0o600, owner: deps.osUser });
+  writeLabFile(file, text, { mode: 0o600, owner: deps.osUser, durable: true });
 }

@@ -9,6 +9,7 @@ import type {
   DrillSummary,
   FailoverDrillResult,
   PartitionDrillResult,
+  PowerCutDrillResult,
   RestoreDrillResult,
   RestoreToolComparison,
   ToolComparisonRow,
@@ -28,7 +29,7 @@ function backupLine(b: BackupInfo): string {
 
 /** The whole report of a drill run (report.md). */
 export function renderDrillMarkdown(result: DrillResult): string {
-  const title = { 'restore-drill': 'Restore drill', 'failover-drill': 'Failover drill', 'partition-drill': 'Partition drill' }[result.kind];
+  const title = { 'restore-drill': 'Restore drill', 'failover-drill': 'Failover drill', 'partition-drill': 'Partition drill', 'power-cut-drill': 'Power-cut drill' }[result.kind];
   const lines = [
     `# Storage Lab ${title.toLowerCase()}: ${result.name}`,
     '',
@@ -47,6 +48,7 @@ export function renderDrillMarkdown(result: DrillResult): string {
 export function drillSection(result: DrillResult): string[] {
   if (result.kind === 'restore-drill') return restoreSection(result);
   if (result.kind === 'partition-drill') return partitionSection(result);
+  if (result.kind === 'power-cut-drill') return powerCutSection(result);
   return failoverSection(result);
 }
 
@@ -160,6 +162,49 @@ export function partitionSection(r: PartitionDrillResult): string[] {
   return lines;
 }
 
+/**
+ * A power-cut drill as report lines: the primary's durability settings, one row per cut (when, what the device dropped,
+ * crash recovery, acknowledged commits lost, pg_amcheck and checksums), then the totals.
+ */
+export function powerCutSection(r: PowerCutDrillResult): string[] {
+  const lines: string[] = ['## Power cuts', ''];
+  const b = r.baseline;
+  const set = b?.settings;
+  lines.push(
+    `Primary ${r.hosts.primary} on a modelled ${r.spec.storageClass.kind}${r.spec.storageClass.volumeType ? ` (${r.spec.storageClass.volumeType})` : ''}; the writer ran on ${r.hosts.client} with ${r.spec.writer.connections} connections; each cut fell between ${s(r.spec.powerCut.earliestSeconds)} and ${s(r.spec.powerCut.latestSeconds)} of writing (seed ${r.spec.powerCut.seed}).`,
+  );
+  if (set)
+    lines.push(
+      `Durability settings on the primary: fsync = ${set.fsync === 'on' ? 'on' : '**off**'}, synchronous_commit = ${set.synchronous_commit === 'on' ? 'on' : `**${set.synchronous_commit}**`}, full_page_writes = ${set.full_page_writes}, wal_sync_method = ${set.wal_sync_method}, data_checksums = ${set.data_checksums}.`,
+    );
+  if (b) lines.push(`Before the first cut: pg_amcheck ${mark(b.amcheck.ok)} ${cell(b.amcheck.detail)}; checksum failures ${n(b.checksumFailures)}.`);
+  lines.push('');
+  lines.push('| round | cut after | acknowledged | in doubt (landed) | device dropped | device writes / flushes before the cut | crash recovery | redo | lost acknowledged commits | pg_amcheck | checksum failures |');
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
+  const bold = (v: number | null) => (v === null ? '**not counted**' : v === 0 ? '0' : `**${n(v)}**`);
+  for (const x of r.rounds) {
+    const c = x.cut;
+    const rec = x.recovery.started ? `${s(x.recovery.seconds)}${x.recovery.crashRecovery ? '' : ' (no crash recovery logged)'}` : `**did not come back**: ${cell((x.recovery.fatal ?? x.recovery.detail).split('\n')[0])}`;
+    const amcheck = x.check ? (x.check.amcheck.ok ? 'clean' : `**${x.check.amcheck.problems ? `${n(x.check.amcheck.problems)} problems` : 'not checked'}**`) : '–';
+    lines.push(
+      `| ${x.round} | ${s(x.cutAfterSeconds)} | ${n(x.writer.acknowledged)} | ${n(x.writer.inDoubt)} (${n(x.inDoubtPresent)}) | ${n(c.droppedPages)} pages (${mib(c.droppedBytes)}) | ${n(c.before.writes)} / ${n(c.before.flushes)} | ${rec} | ${s(x.recovery.redoSeconds)} | ${bold(x.lostCommits)} | ${amcheck} | ${n(x.check?.checksumFailures)} |`,
+    );
+  }
+  lines.push('');
+  const sm = r.summary;
+  lines.push(
+    `${sm.rounds} power cut${sm.rounds === 1 ? '' : 's'}: ${sm.lostCommits ?? 'not counted:'} acknowledged commits lost (of ${n(sm.acknowledgedTotal)}; ${sm.roundsWithLoss} round${sm.roundsWithLoss === 1 ? '' : 's'} with a loss), ${sm.notRecovered} cluster${sm.notRecovered === 1 ? '' : 's'} that did not come back, pg_amcheck not clean in ${sm.amcheckFailedRounds} (${sm.amcheckProblems} problems), ${sm.checksumFailures} checksum failures; the device dropped ${n(sm.droppedPages)} pages (${mib(sm.droppedBytes)}) it had not made durable; crash recovery median ${s(sm.recoverySecondsMedian)}, max ${s(sm.recoverySecondsMax)}.`,
+  );
+  for (const x of r.rounds) {
+    if (x.lostSample.length) lines.push(`- round ${x.round}: acknowledged commits missing, first ids ${x.lostSample.join(', ')}`);
+    if (x.countError) lines.push(`- round ${x.round}: the ledger could not be counted: ${cell(x.countError)}`);
+    if (x.recovery.lockFile) lines.push(`- round ${x.round}: ${cell(x.recovery.lockFile)}`);
+    if (x.check && !x.check.amcheck.ok) lines.push(`- round ${x.round}: pg_amcheck: ${cell(x.check.amcheck.detail)}`);
+  }
+  lines.push('');
+  return lines;
+}
+
 /** The failover drill's continuous archive: the tool, the base backup, and the tool's check across the timelines. */
 function archiveLines(r: FailoverDrillResult | PartitionDrillResult): string[] {
   if (!r.archive) return ['No archive (backup.enabled is false).', ''];
@@ -204,6 +249,8 @@ export function drillsSummaryMarkdown(drills: DrillSummary[]): string[] {
   const figures = (d: DrillSummary) =>
     d.kind === 'restore-drill'
       ? `RTO ${s(d.figures.rtoSeconds as number | null)} (fetch ${s(d.figures.fetchSeconds as number | null)}, replay ${s(d.figures.replaySeconds as number | null)}, promote ${s(d.figures.promoteSeconds as number | null)}); RPO ${s(d.figures.rpoSeconds as number | null)}`
+      : d.kind === 'power-cut-drill'
+        ? `${n(d.figures.rounds as number | null)} power cut${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, pg_amcheck not clean in ${n(d.figures.amcheckFailedRounds as number | null)}, crash recovery median ${s(d.figures.recoverySecondsMedian as number | null)}`
       : d.kind === 'partition-drill'
         ? `${n(d.figures.rounds as number | null)} partition${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.splitBrainCommits as number | null)} split-brain commits acknowledged, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}`
         : `${n(d.figures.rounds as number | null)} failover${d.figures.rounds === 1 ? '' : 's'}, ${n(d.figures.lostCommits as number | null)} acknowledged commits lost, RTO median ${s(d.figures.rtoSecondsMedian as number | null)}${d.figures.archiveThrough ? `; archive continuous through ${d.figures.archiveThrough}` : ''}`;

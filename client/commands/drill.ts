@@ -9,7 +9,7 @@ import path from 'node:path';
 import { runFolderName } from '../../lib/results-store';
 import { checkDrillWithTools } from '../../lib/spec-checks';
 import type { DrillResult, DrillSummary, RestoreToolComparison } from '../../common/results/drill-result';
-import { resolveFailoverDrill, resolvePartitionDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { resolveFailoverDrill, resolvePartitionDrill, resolvePowerCutDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { labPaths } from '../../lib/lab-paths';
 import { drillSection, toolComparisonTable } from '../../analysis/report/drills-markdown';
@@ -20,7 +20,7 @@ import { buildInput, refuseToolProblems, resolveOrUserError, timestampedId, type
 import { COMPARED_TOOLS, resolveForEveryTool } from '../../common/input/tool-comparison';
 import { controlTaskQueue } from '../../worker/env';
 
-export type DrillKind = 'restore' | 'failover' | 'partition';
+export type DrillKind = 'restore' | 'failover' | 'partition' | 'power-cut';
 
 export interface DrillFlags extends SpecFlags {
   watch?: boolean;
@@ -32,6 +32,7 @@ const DRILLS = {
   restore: { workflowType: WORKFLOW_TYPES.restoreDrill, resolve: resolveRestoreDrill },
   failover: { workflowType: WORKFLOW_TYPES.failoverDrill, resolve: resolveFailoverDrill },
   partition: { workflowType: WORKFLOW_TYPES.partitionDrill, resolve: resolvePartitionDrill },
+  'power-cut': { workflowType: WORKFLOW_TYPES.powerCutDrill, resolve: resolvePowerCutDrill },
 } as const;
 
 /** Starts a drill; with --watch waits for it and prints its figures. Returns the workflow id. */

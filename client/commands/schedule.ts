@@ -10,7 +10,7 @@ import {
   type ScheduleExecutionActionResult,
 } from '@temporalio/client';
 import { checkDrillWithTools, checkExperimentWithTools } from '../../lib/spec-checks';
-import { resolveFailoverDrill, resolvePartitionDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
+import { resolveFailoverDrill, resolvePartitionDrill, resolvePowerCutDrill, resolveRestoreDrill } from '../../common/input/drill-spec';
 import { formatSpecProblems } from '../../common/core/errors';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { NIGHTLY_PRESET, verdictOptionProblems } from '../../common/input/regression-options';
@@ -28,6 +28,7 @@ export const SCHEDULABLE_WORKFLOWS = {
   'restore-drill': WORKFLOW_TYPES.restoreDrill,
   'failover-drill': WORKFLOW_TYPES.failoverDrill,
   'partition-drill': WORKFLOW_TYPES.partitionDrill,
+  'power-cut-drill': WORKFLOW_TYPES.powerCutDrill,
   sweep: WORKFLOW_TYPES.sweeper,
   diagnose: WORKFLOW_TYPES.diagnose,
 } as const;
@@ -61,8 +62,8 @@ export async function scheduledAction(flags: ScheduleCreateFlags): Promise<{ wor
     await refuseToolProblems(checkExperimentWithTools(spec, 'cli'));
   } else if (workflow === 'experiment') {
     await refuseToolProblems(checkExperimentWithTools(validateInput(input), 'cli'));
-  } else if (workflow === 'restore-drill' || workflow === 'failover-drill' || workflow === 'partition-drill') {
-    const resolve = { 'restore-drill': resolveRestoreDrill, 'failover-drill': resolveFailoverDrill, 'partition-drill': resolvePartitionDrill }[workflow];
+  } else if (workflow === 'restore-drill' || workflow === 'failover-drill' || workflow === 'partition-drill' || workflow === 'power-cut-drill') {
+    const resolve = { 'restore-drill': resolveRestoreDrill, 'failover-drill': resolveFailoverDrill, 'partition-drill': resolvePartitionDrill, 'power-cut-drill': resolvePowerCutDrill }[workflow];
     const spec = resolveOrUserError(() => resolve(input));
     await refuseToolProblems(checkDrillWithTools(spec, 'cli'), `${workflow.replace('-', ' ')} spec`);
   } else if (workflow === 'diagnose') {

@@ -161,6 +161,35 @@ export interface NetworkHealRecord {
   removeSeconds: number;
 }
 
+/** A modelled device's counters around a power cut: what it was asked to write and flush, what it held unflushed. */
+export interface DeviceCounters {
+  writes: number;
+  writeBytes: number;
+  flushes: number;
+  /** Bytes written to the device and not yet made durable by a flush: what a cut drops. */
+  volatileBytes: number;
+  /** Pages dropped by every cut so far. */
+  cutPages: number;
+  /** I/O the device failed (after the cut, until it was powered on). */
+  errors: number;
+}
+
+/** A power cut as the provider made it (the power-cut drill). */
+export interface PowerCutRecord {
+  hostId: string;
+  /** When the cut was asked for and when the volume served again, mounted on what was durable. */
+  cutAt: string;
+  backAt: string;
+  /** Writes the device had not made durable, dropped at the cut. */
+  droppedPages: number;
+  droppedBytes: number;
+  /** The device's counters just before the cut and once it served again. */
+  before: DeviceCounters;
+  after: DeviceCounters;
+  /** Seconds from the cut until the volume was mounted again (ext4 replayed its journal). */
+  seconds: number;
+}
+
 /** What a provider can tell about a host that stopped answering, or whose attempt failed. */
 export interface HostInspection {
   /** Processes the kernel killed for memory in the host's memory cgroup since it was made; null where unknown. */

@@ -37,6 +37,7 @@ export const WORKFLOW_TYPES = {
   restoreToolComparison: 'restoreToolComparisonWorkflow',
   failoverDrill: 'failoverDrillWorkflow',
   partitionDrill: 'partitionDrillWorkflow',
+  powerCutDrill: 'powerCutDrillWorkflow',
   nightlyRegression: 'nightlyRegressionWorkflow',
   sweeper: 'sweeperWorkflow',
   diagnose: 'diagnoseWorkflow',

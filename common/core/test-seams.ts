@@ -12,16 +12,35 @@ export interface TestSeams {
    * fail). The setting stays refused in a spec's postgres.settings.
    */
   asyncQuorum?: boolean;
+  /**
+   * Every host writes this setting off whatever the lab and the spec say: `fsync` (commits acknowledged with their WAL
+   * in the page cache only) or `synchronous_commit` (acknowledged before their WAL is flushed). The power-cut drill's
+   * fault tests: the count of acknowledged commits lost must be able to fail. Both stay refused in a spec's
+   * postgres.settings.
+   */
+  durabilityOff?: DurabilityOff;
 }
 
+/** The settings the durability seam can turn off. */
+export const DURABILITY_OFF = ['fsync', 'synchronous_commit'] as const;
+export type DurabilityOff = (typeof DURABILITY_OFF)[number];
+
 const ASYNC_QUORUM = 'STORAGE_LAB_TEST_ASYNC_QUORUM';
+const DURABILITY_OFF_VAR = 'STORAGE_LAB_TEST_DURABILITY_OFF';
 
 /** The variables a host agent gets for the seams a test's control worker was started with. */
 export function testSeamEnv(seams: TestSeams | undefined): Record<string, string> {
-  return seams?.asyncQuorum ? { [ASYNC_QUORUM]: '1' } : {};
+  return {
+    ...(seams?.asyncQuorum ? { [ASYNC_QUORUM]: '1' } : {}),
+    ...(seams?.durabilityOff ? { [DURABILITY_OFF_VAR]: seams.durabilityOff } : {}),
+  };
 }
 
 /** The seams a host agent was started with (its environment, as its provider gave it). */
 export function testSeamsFromEnv(env: NodeJS.ProcessEnv): TestSeams {
-  return env[ASYNC_QUORUM] === '1' ? { asyncQuorum: true } : {};
+  const off = env[DURABILITY_OFF_VAR];
+  return {
+    ...(env[ASYNC_QUORUM] === '1' ? { asyncQuorum: true } : {}),
+    ...((DURABILITY_OFF as readonly (string | undefined)[]).includes(off) ? { durabilityOff: off as DurabilityOff } : {}),
+  };
 }

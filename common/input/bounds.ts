@@ -4,7 +4,7 @@
  * A bound is a generous multiple of an estimate from the storage's throughput: it exists to end a hung step with a
  * reason, never to cut a healthy one short.
  */
-import type { FailoverDrillSpec, PartitionDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
+import type { FailoverDrillSpec, PartitionDrillSpec, PowerCutDrillSpec, ReplicaDrillSpec, RestoreDrillSpec } from './drill-spec';
 import { hostDeadAfterSeconds, storageMiBps, type ExperimentSpec, type StorageClassSpec } from './spec';
 import { accountRows, dataSetBytes } from './data-size';
 import { providerOf, type ProviderName } from '../providers/registry';
@@ -87,7 +87,7 @@ export function clusterBounds(spec: ExperimentSpec): HostTimeouts {
  * Bounds of a drill's host activities: `measureSeconds` bounds its longest single step; the load (restore drill) is
  * bounded from its data size and writers like a cluster's, and a base backup or a restore copies the data set once.
  */
-function drillBounds(spec: RestoreDrillSpec | ReplicaDrillSpec, measureSeconds: number): HostTimeouts {
+function drillBounds(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec, measureSeconds: number): HostTimeouts {
   const data = 'data' in spec ? spec.data : { scale: 1, loadWriters: 1 };
   const dataMB = dataSetBytes(data.scale) / 2 ** 20;
   return {
@@ -114,6 +114,15 @@ export function failoverDrillBounds(spec: FailoverDrillSpec): HostTimeouts {
 export function partitionDrillBounds(spec: PartitionDrillSpec): HostTimeouts {
   const w = spec.writer;
   return drillBounds(spec, w.cutAfterSeconds + spec.partition.detectionSeconds + w.maxOutageSeconds + w.afterFailoverSeconds + 30);
+}
+
+/**
+ * The power-cut drill's bounds: its longest step is a round's writer (writes up to the latest cut, then the outage it
+ * waits out) or the crash recovery after the cut.
+ */
+export function powerCutDrillBounds(spec: PowerCutDrillSpec): HostTimeouts {
+  const { powerCut, writer } = spec;
+  return drillBounds(spec, Math.max(powerCut.latestSeconds + writer.maxOutageSeconds + 30, powerCut.recoveryTimeoutSeconds + 30));
 }
 
 /** Either replica drill's bounds. */

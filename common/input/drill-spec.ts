@@ -233,12 +233,56 @@ export const PartitionDrillSpecSchema = z
       issue(ctx, ['provider'], `the partition drill cuts the hosts' loopback traffic with nftables on the control worker's machine; use ${networkCutters()}`);
   });
 
+/** Storage kinds whose local volume is a modelled device (lib/volume.ts): the only ones that can drop unsynced writes. */
+export const POWER_CUT_KINDS = ['emulated-ebs', 'nvme'] as const;
+
+export const PowerCutDrillSpecSchema = z
+  .object({
+    ...drillBase,
+    /** Power cuts in a row, each on the one primary, which comes back from crash recovery for the next. */
+    rounds: int(1, 50, 'power cuts'),
+    writer: z
+      .object({
+        /** Connections committing ledger rows at once. */
+        connections: int(1, 64, 'connections'),
+        /** A round stops waiting for a write this long after the last one acknowledged before the cut. */
+        maxOutageSeconds: seconds(0.5, 3_600),
+      })
+      .strict(),
+    powerCut: z
+      .object({
+        /**
+         * The cut falls at a moment drawn between these seconds of writing (uniformly, from `seed`): the same seed
+         * cuts at the same moments, so a run is repeatable.
+         */
+        earliestSeconds: seconds(0.5, 3_600),
+        latestSeconds: seconds(0.5, 3_600),
+        /** The random moments' seed (a whole number); each round draws from it and its number. */
+        seed: int(0, 2 ** 31 - 1, 'seed'),
+        /** Bound on PostgreSQL's crash recovery after the cut (pg_ctl start -w): a cluster that does not come back fails the round. */
+        recoveryTimeoutSeconds: int(5, 86_400, 'seconds'),
+      })
+      .strict(),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    baseRules(spec, ctx);
+    if (spec.provider !== 'local')
+      issue(ctx, ['provider'], 'the power-cut drill cuts a modelled volume\'s power through the local provider; use "local"');
+    if (!(POWER_CUT_KINDS as readonly string[]).includes(spec.storageClass.kind))
+      issue(ctx, ['storageClass', 'kind'], `only a modelled volume can drop the writes it had not made durable; use ${POWER_CUT_KINDS.map((k) => `"${k}"`).join(' or ')}`);
+    if (spec.powerCut.latestSeconds < spec.powerCut.earliestSeconds)
+      issue(ctx, ['powerCut', 'latestSeconds'], `must be at least powerCut.earliestSeconds (${spec.powerCut.earliestSeconds})`);
+  });
+
 /** A validated restore drill spec. */
 export type RestoreDrillSpec = z.output<typeof RestoreDrillSpecSchema>;
 /** A validated failover drill spec. */
 export type FailoverDrillSpec = z.output<typeof FailoverDrillSpecSchema>;
 /** A validated partition drill spec. */
 export type PartitionDrillSpec = z.output<typeof PartitionDrillSpecSchema>;
+/** A validated power-cut drill spec. */
+export type PowerCutDrillSpec = z.output<typeof PowerCutDrillSpecSchema>;
 /** The drills of a primary, two standbys and a writer on a client host of its own (failover, partition). */
 export type ReplicaDrillSpec = FailoverDrillSpec | PartitionDrillSpec;
 /** What a drill's caller passes: a preset and overrides (the UI's pasted JSON object, the CLI's --set). */
@@ -249,7 +293,7 @@ export function writesBeforeFault(spec: ReplicaDrillSpec): number {
   return 'partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds;
 }
 
-type BaseSpec = RestoreDrillSpec | ReplicaDrillSpec;
+type BaseSpec = RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec;
 
 function issue(ctx: z.RefinementCtx, path: (string | number)[], message: string): void {
   ctx.addIssue({ code: 'custom', path, message });
@@ -262,19 +306,20 @@ function baseRules(spec: BaseSpec, ctx: z.RefinementCtx): void {
   for (const p of drillSpecRules(spec)) issue(ctx, p.path.split('.'), p.message);
   const section = sectionProblem(spec);
   if (section) issue(ctx, [section.path], section.message);
-  const failover = 'rounds' in spec;
-  const backups = !failover || spec.backup.enabled;
+  // The power-cut drill has one node and no archive; the replica drills archive unless backup.enabled is false.
+  const failover = 'rounds' in spec && !('powerCut' in spec);
+  const backups = 'backup' in spec && (!('enabled' in spec.backup) || spec.backup.enabled);
   for (const p of versionProblems({
     ...clientToolsOf(spec.provider),
     version: spec.postgres.version,
     directIo: 'off',
     backups,
-    backupTool: spec.backup.tool,
+    backupTool: 'backup' in spec ? spec.backup.tool : undefined,
     replicas: failover,
     fields: { version: 'postgres.version', directIo: 'postgres.directIo', backups: 'backup.tool', replicas: 'postgres.version' },
   }))
     issue(ctx, p.path.split('.'), p.message);
-  if (!backups) return;
+  if (!backups || !('backup' in spec)) return;
   const { store } = spec.backup;
   const storeKind = backupStoreKindProblem(spec.provider, store.kind);
   if (storeKind) issue(ctx, ['backup', 'store', 'kind'], storeKind);
@@ -371,6 +416,31 @@ export const PARTITION_DRILL_PRESETS: Record<DrillPresetName, Record<string, unk
   },
 };
 
+/**
+ * Power-cut drill presets, both on a modelled gp3 (the device that drops what it had not made durable): `ci` two short
+ * rounds; `local-quick` five with a wider window for the cut.
+ */
+export const POWER_CUT_DRILL_PRESETS: Record<DrillPresetName, Record<string, unknown>> = {
+  ci: {
+    ...drillCommon('power-cut-drill-ci'),
+    storageClass: { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
+    host: { memoryLimitMiB: 256 },
+    postgres: { sharedBuffersMiB: 32, settings: {} },
+    rounds: 2,
+    writer: { connections: 4, maxOutageSeconds: 2 },
+    powerCut: { earliestSeconds: 1, latestSeconds: 3, seed: 1, recoveryTimeoutSeconds: 120 },
+  },
+  'local-quick': {
+    ...drillCommon('power-cut-drill'),
+    storageClass: { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
+    host: { memoryLimitMiB: 384 },
+    postgres: { sharedBuffersMiB: 64, settings: {} },
+    rounds: 5,
+    writer: { connections: 8, maxOutageSeconds: 3 },
+    powerCut: { earliestSeconds: 2, latestSeconds: 10, seed: 1, recoveryTimeoutSeconds: 300 },
+  },
+};
+
 /** Resolves a restore drill input (preset + overrides); throws InvalidSpecError naming every problem. */
 export function resolveRestoreDrill(input: unknown): RestoreDrillSpec {
   const spec = resolveDrill(input, RESTORE_DRILL_PRESETS, RestoreDrillSpecSchema, 'restore drill spec');
@@ -388,6 +458,13 @@ export function resolveFailoverDrill(input: unknown): FailoverDrillSpec {
 /** Resolves a partition drill input (preset + overrides); throws InvalidSpecError naming every problem. */
 export function resolvePartitionDrill(input: unknown): PartitionDrillSpec {
   const spec = resolveDrill(input, PARTITION_DRILL_PRESETS, PartitionDrillSpecSchema, 'partition drill spec');
+  withBudgetDefault(spec.storageClass);
+  return spec;
+}
+
+/** Resolves a power-cut drill input (preset + overrides); throws InvalidSpecError naming every problem. */
+export function resolvePowerCutDrill(input: unknown): PowerCutDrillSpec {
+  const spec = resolveDrill(input, POWER_CUT_DRILL_PRESETS, PowerCutDrillSpecSchema, 'power-cut drill spec');
   withBudgetDefault(spec.storageClass);
   return spec;
 }
@@ -469,11 +546,14 @@ export function drillInputFor(kind: ExperimentSpec['durability']['drills'][numbe
  */
 const LEDGER_BYTES_PER_COMMIT = 48;
 
-/** Worst-case bytes of the failover or partition drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
-export function failoverLedgerBytes(spec: ReplicaDrillSpec, cpus: number): number {
-  // The writes before the fault (the kill, the cut) and after it.
-  const before = 'partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds;
-  const writeSeconds = before + spec.writer.afterFailoverSeconds;
+/** Worst-case bytes of a replica or power-cut drill's ledger files on its client host (every round's writes, `cpus` CPUs). */
+export function failoverLedgerBytes(spec: ReplicaDrillSpec | PowerCutDrillSpec, cpus: number): number {
+  // The writes before the fault (the kill, the cut) and after it; the power-cut drill writes up to its latest cut,
+  // then waits out its outage.
+  const writeSeconds =
+    'powerCut' in spec
+      ? spec.powerCut.latestSeconds + spec.writer.maxOutageSeconds
+      : ('partition' in spec ? spec.writer.cutAfterSeconds : spec.writer.killAfterSeconds) + spec.writer.afterFailoverSeconds;
   return spec.rounds * writeSeconds * cpus * MAX_TPS_PER_CPU * LEDGER_BYTES_PER_COMMIT;
 }
 
@@ -481,13 +561,13 @@ export function failoverLedgerBytes(spec: ReplicaDrillSpec, cpus: number): numbe
 export const DRILL_MAX_CONNECTIONS = 100;
 
 /** What one drill host writes to its volume: the restore drill's data and WAL, or the failover drill's ledger. */
-export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec): number {
+export function drillVolumeBytes(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): number {
   const data = 'data' in spec ? dataSetBytes(spec.data.scale) : 0;
   return data + 2 * 2 ** 30;
 }
 
 /** The drills' rules on sizes: the primary's memory and connections, and an explicit volume size. */
-export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec): SpecProblem[] {
+export function drillSpecRules(spec: RestoreDrillSpec | ReplicaDrillSpec | PowerCutDrillSpec): SpecProblem[] {
   // The restore drill's pgbench clients and its marker writer; the failover drill's writer connections.
   const restore = 'workload' in spec;
   const clients = restore ? spec.workload.clients : spec.writer.connections;

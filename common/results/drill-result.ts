@@ -4,8 +4,8 @@
  * rendered into its report. Every figure here was measured by the drill.
  */
 import type { BackupToolName } from '../input/backup-store';
-import type { FailoverDrillSpec, PartitionDrillSpec, RestoreDrillSpec } from '../input/drill-spec';
-import type { NetworkCutRecord, NetworkHealRecord } from '../core/hosts';
+import type { FailoverDrillSpec, PartitionDrillSpec, PowerCutDrillSpec, RestoreDrillSpec } from '../input/drill-spec';
+import type { NetworkCutRecord, NetworkHealRecord, PowerCutRecord } from '../core/hosts';
 
 export const DRILL_RESULT_SCHEMA_VERSION = 1;
 
@@ -339,7 +339,89 @@ export interface PartitionDrillResult extends DrillResultHead<'partition-drill',
   errors: string[];
 }
 
-export type DrillResult = RestoreDrillResult | FailoverDrillResult | PartitionDrillResult;
+/** The settings that decide what a power cut may take, as the primary's server reported them. */
+export interface DurabilitySettings {
+  fsync: string;
+  synchronous_commit: string;
+  full_page_writes: string;
+  wal_sync_method: string;
+  data_checksums: string;
+}
+
+/** The cluster checked (after its set-up, and after each cut's crash recovery). */
+export interface PowerCutClusterCheck {
+  amcheck: { exitCode: number; ok: boolean; problems: number; relations: string[]; detail: string };
+  dataChecksums: boolean | null;
+  /** Pages whose checksum failed when the server read them since its start, over every database (pg_stat_database). */
+  checksumFailures: number | null;
+  settings: DurabilitySettings | null;
+}
+
+/** PostgreSQL started again on what the cut left: its crash recovery by the server's log. */
+export interface PowerCutRecovery {
+  started: boolean;
+  /** Seconds from pg_ctl start to accepting connections: crash recovery's time. */
+  seconds: number;
+  crashRecovery: boolean;
+  redoSeconds: number | null;
+  redoDoneLsn: string | null;
+  /** The FATAL or PANIC that stopped it, when it did not come back. */
+  fatal: string | null;
+  detail: string;
+  /** A postmaster.pid the cut left naming no process (never flushed), removed before the start; absent when none was. */
+  lockFile?: string;
+}
+
+/** One power cut: writes on the primary, the cut at a random moment, crash recovery, then the count and the checks. */
+export interface PowerCutRound {
+  round: number;
+  host: string;
+  /** Seconds of writing before the cut: drawn from powerCut.seed between earliestSeconds and latestSeconds. */
+  cutAfterSeconds: number;
+  /** The cut as the provider made it: what the device dropped, its counters just before and once back. */
+  cut: PowerCutRecord;
+  writer: { acknowledged: number; failedWrites: number; inDoubt: number; lastAckBeforeCutAt: string | null; stopReason: string };
+  recovery: PowerCutRecovery;
+  /** Acknowledged ids (this round and every earlier one) missing after crash recovery; null when they could not be counted. */
+  lostCommits: number | null;
+  lostSample: number[];
+  acknowledgedTotal: number;
+  /** In-doubt writes (their connection died with the power) that did land. */
+  inDoubtPresent: number;
+  /** Why the count could not be made (the ledger's table gone, the server not answering). */
+  countError: string | null;
+  /** pg_amcheck and the checksums after recovery; null when the server did not come back. */
+  check: PowerCutClusterCheck | null;
+  ok: boolean;
+  error?: string;
+}
+
+export interface PowerCutDrillResult extends DrillResultHead<'power-cut-drill', PowerCutDrillSpec> {
+  hosts: { client: string; primary: string };
+  /** The primary's durability settings and a check before the first cut (the checks can pass on this cluster). */
+  baseline: PowerCutClusterCheck | null;
+  rounds: PowerCutRound[];
+  summary: {
+    rounds: number;
+    /** The largest count of any round (each round's count covers every earlier round's commits too). */
+    lostCommits: number | null;
+    roundsWithLoss: number;
+    acknowledgedTotal: number;
+    /** Rounds whose server did not come back from crash recovery. */
+    notRecovered: number;
+    amcheckProblems: number;
+    /** Rounds whose pg_amcheck did not come out clean (problems found, or it could not check). */
+    amcheckFailedRounds: number;
+    checksumFailures: number;
+    droppedPages: number;
+    droppedBytes: number;
+    recoverySecondsMedian: number | null;
+    recoverySecondsMax: number | null;
+  };
+  errors: string[];
+}
+
+export type DrillResult = RestoreDrillResult | FailoverDrillResult | PartitionDrillResult | PowerCutDrillResult;
 
 /** What a drill workflow returns: the verdict and the headline figures (the full result is in result.json). */
 export interface DrillSummary {

@@ -5,8 +5,25 @@
  * (its request, record, configuration) is common/core/hosts.ts.
  */
 import type { HostActor, HostInspection, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord, ProviderName } from '../../common/core/hosts';
+import type { VolumeStats } from '../../lib/volume';
 import type { FailoverDrillSpec, RestoreDrillSpec } from '../../common/input/drill-spec';
 import type { ExperimentSpec } from '../../common/input/spec';
+
+/** What a power cut did (cutPower): the device's counters at the cut and after, and what it dropped. */
+export interface PowerCutReport {
+  hostId: string;
+  /** Writes the device had not made durable, dropped at the cut. */
+  droppedPages: number;
+  droppedBytes: number;
+  /** The device's counters just before the cut and once it serves again. */
+  before: VolumeStats;
+  after: VolumeStats;
+  /** Seconds from the cut until the volume was mounted again (ext4 replayed its journal). */
+  seconds: number;
+  /** When the cut was asked for, and when the volume served again. */
+  cutAt: string;
+  backAt: string;
+}
 
 export interface HostProvider {
   readonly name: ProviderName;
@@ -29,6 +46,12 @@ export interface HostProvider {
    * host; its teardown removes the cut too. Providers that cannot cut leave it out.
    */
   cutNetwork?(cut: NetworkCutRequest): Promise<NetworkCutRecord>;
+  /**
+   * Cuts the power of a host on a modelled volume (the power-cut drill): the device drops what it had not made
+   * durable, every process of the host dies, the volume comes back on what was durable. Its owner's only. Providers
+   * without a device that can drop writes leave it out.
+   */
+  cutPower?(hostId: string, actor?: HostActor): Promise<PowerCutReport>;
   /** Removes the cut made around a host; idempotent (no cut there is fine). */
   healNetwork?(hostId: string): Promise<NetworkHealRecord>;
   /** Every host this provider manages, for the sweeper (with the cuts made around them among its resources). */

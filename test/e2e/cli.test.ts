@@ -1,8 +1,8 @@
 /**
  * The CLI as a person uses it: `dev up` starts a Temporal dev server and a control worker of its own (free ports,
  * a temporary lab home), `run --preset ci --watch` runs the experiment to the end with progress, `drill partition
- * --preset ci --watch` prints the partition's counts, `status` and `dev status` describe things, `dev down` stops
- * everything.
+ * --preset ci --watch` prints the partition's counts and `drill power-cut --preset ci --watch` the power cuts' (each
+ * also in the drill's report.md), `status` and `dev status` describe things, `dev down` stops everything.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -66,6 +66,20 @@ describe('storage-lab CLI (end to end)', () => {
     expect(drill.stdout).toMatch(/verdict: passed: 1 partition, 0 split-brain commits acknowledged, 0 acknowledged commits lost/);
     expect(drill.stdout).toMatch(/\| 1 \| n1 \| n[23] \| [\d.]+ s \|/);
     expect(drill.stdout).toMatch(/1 partition: 0 split-brain commits acknowledged \(\d+ acknowledged by an old primary after its cut\), 0 acknowledged commits lost/);
+
+    // Two power cuts at the ci preset's seeded moments: the counts on the terminal and in the drill's report.
+    const cuts = await storageLab(['drill', 'power-cut', '--preset', 'ci', '--watch', '--id', 'cli-e2e-power-cut']);
+    expect(cuts.exitCode).toBe(0);
+    expect(cuts.stdout).toMatch(/power-cut-drill cli-e2e-power-cut: passed/);
+    expect(cuts.stdout).toMatch(/verdict: passed: 2 power cuts \(fsync = on, synchronous_commit = on, wal_sync_method = fdatasync\): 0 acknowledged commits lost, 0 not recovered/);
+    const roundRow = /\| [12] \| [\d.]+ s \| [\d,]+ \| \d+ \(\d+\) \| \d+ pages \([\d.]+ MiB\) \| [\d,]+ \/ [\d,]+ \| [\d.]+ s \| [\d.]+ s \| 0 \| clean \| 0 \|/g;
+    expect(cuts.stdout.match(roundRow)).toHaveLength(2);
+    const counts = /2 power cuts: 0 acknowledged commits lost \(of [\d,]+; 0 rounds with a loss\), 0 clusters that did not come back, pg_amcheck not clean in 0/;
+    expect(cuts.stdout).toMatch(counts);
+    const report = readFileSync(path.join(home, 'results', 'cli-e2e-power-cut', 'report.md'), 'utf8');
+    expect(report).toContain('## Power cuts');
+    expect(report.match(roundRow)).toHaveLength(2);
+    expect(report).toMatch(counts);
 
     const down = await storageLab(['dev', 'down']);
     expect(down.exitCode).toBe(0);

@@ -1,9 +1,9 @@
 /**
  * Records the workflow histories that test/workflow/replay.test.ts replays against the current workflow code, from
  * real, small runs on the real test lab (control worker, host agents, Postgres): a ci experiment and one of its
- * cluster children, a restore drill, the restore drill with each backup tool compared, a failover drill and a
- * partition drill each long enough to continue as new once, the nightly regression with the ci overrides, the
- * sweeper, and diagnose on a local Postgres: every workflow type the control worker registers. Not part of `npm test` (minutes of real
+ * cluster children, a restore drill, the restore drill with each backup tool compared, a failover drill, a
+ * partition drill and a power-cut drill each long enough to continue as new once, the nightly regression with the ci
+ * overrides, the sweeper, and diagnose on a local Postgres: every workflow type the control worker registers. Not part of `npm test` (minutes of real
  * runs): skipped unless STORAGE_LAB_RECORD_HISTORIES=1. Each `it` overwrites only its own files, so one can be
  * re-recorded alone with -t. See test/fixtures/histories/README.md.
  *
@@ -126,6 +126,14 @@ maybe('record workflow histories for the replay test', () => {
     expect(await saveChain(lab.client, 'partition-drill-ci', handle.workflowId, handle.firstExecutionRunId)).toBe(2);
     const hosts = [hostIdFor(handle.workflowId, 'client', 0), ...[1, 2, 3].map((i) => hostIdFor(handle.workflowId, 'node', i))];
     expect(lab.leftovers(hosts)).toEqual([]);
+  });
+
+  it(`a ci power-cut drill of ${FAILOVER_ROUNDS} rounds (continues as new once)`, async () => {
+    const { handle, result } = await run(WORKFLOW_TYPES.powerCutDrill, { preset: 'ci', rounds: FAILOVER_ROUNDS });
+    console.log(`power-cut drill: ${JSON.stringify(result)}`);
+    expect(result.status).toBe('passed');
+    expect(await saveChain(lab.client, 'power-cut-drill-ci', handle.workflowId, handle.firstExecutionRunId)).toBe(2);
+    expect(lab.leftovers([hostIdFor(handle.workflowId, 'client', 0), hostIdFor(handle.workflowId, 'node', 1)])).toEqual([]);
   });
 
   it('the nightly regression with the ci overrides', async () => {

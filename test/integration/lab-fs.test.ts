@@ -4,7 +4,7 @@
  * a hard link, a folder without the lab's marker, and a tree where another user's subfolder holds a link to a
  * victim folder. Every victim keeps its owner and its files.
  */
-import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -12,6 +12,7 @@ import {
   appendLabFile,
   chownLab,
   copyLabFile,
+  labFileSize,
   labReadStream,
   listLabDir,
   listOperatorDir,
@@ -162,6 +163,24 @@ describe('writes', () => {
     expect(() => chownLab(path.join(deep, 'postgresql.auto.conf'), { uid: 0, gid: 0 })).toThrow(/its folders belong to another user/);
   });
 
+  it('writes and appends durably, itself and as the user deep in that user\'s tree, with the same content and owner', () => {
+    // Durability itself shows only on a device that drops what was not flushed (integration/volume-power-cut).
+    const top = userDir('volume');
+    const deep = path.join(top, 'pgdata');
+    mkdirSync(deep);
+    chownSync(deep, user.uid, user.gid);
+    for (const dir of [top, deep]) {
+      writeLabFile(path.join(dir, 'storage-lab.conf'), 'a = 1\n', { mode: 0o600, owner: user, durable: true });
+      appendLabFile(path.join(dir, 'storage-lab.conf'), 'b = 2\n', { owner: user, durable: true });
+      expect(readFileSync(path.join(dir, 'storage-lab.conf'), 'utf8')).toBe('a = 1\nb = 2\n');
+      expect(statSync(path.join(dir, 'storage-lab.conf')).uid).toBe(user.uid);
+      expect(statSync(path.join(dir, 'storage-lab.conf')).mode & 0o777).toBe(0o600);
+    }
+    writeLabFile(path.join(root, 'host.json'), '{}', { atomic: true, durable: true });
+    expect(readFileSync(path.join(root, 'host.json'), 'utf8')).toBe('{}');
+    expect(readdirSync(root).filter((f) => f.includes('.tmp-'))).toEqual([]);
+  });
+
   it('chowns without following a link', () => {
     symlinkSync(victim, path.join(root, 'run-dir'));
     expect(() => chownLab(path.join(root, 'run-dir'), { uid: 0, gid: 0 })).toThrow(/is a symbolic link/);
@@ -186,6 +205,14 @@ describe('reads', () => {
     expect(readLabFile(path.join(dir, 'postgres.log'))).toBe('one\ntwo\nthree\nfour\n');
     expect(readLabFile(path.join(dir, 'postgres.log'), { maxBytes: 6 })).toBe('one\ntw');
     expect(readLabFile(path.join(dir, 'postgres.log'), { maxBytes: 8, tail: true })).toBe('four\n');
+    // What the log gained since its size was taken, and no more than its tail of that.
+    expect(labFileSize(path.join(dir, 'postgres.log'))).toBe(19);
+    expect(readLabFile(path.join(dir, 'postgres.log'), { tail: true, maxBytes: 1024, from: 8 })).toBe('three\nfour\n');
+    expect(readLabFile(path.join(dir, 'postgres.log'), { tail: true, maxBytes: 8, from: 4 })).toBe('four\n');
+    expect(readLabFile(path.join(dir, 'postgres.log'), { from: 19 })).toBe('');
+    // A log cut shorter since (rotated): read from its start.
+    expect(readLabFile(path.join(dir, 'postgres.log'), { from: 100 })).toBe('one\ntwo\nthree\nfour\n');
+    expect(labFileSize(path.join(dir, 'missing.log'))).toBeNull();
     expect(readLabFile(path.join(dir, 'missing.log'))).toBeNull();
     expect(readLabFile(path.join(root, 'no-folder', 'f'))).toBeNull();
     expect(listLabDir(dir)).toEqual(['postgres.log']);

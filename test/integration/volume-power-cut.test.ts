@@ -6,12 +6,14 @@
  * page cache), and a direct write that reached the device but was never flushed (dropped by the device, which says
  * how many bytes it dropped). ext4 replays its journal on the way back. Then teardown leaves nothing behind.
  */
-import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync, chmodSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync, chmodSync } from 'node:fs';
 import path from 'node:path';
 import { resolveSpec } from '../../common/input/resolve';
 import type { HostRequest } from '../../common/core/hosts';
 import type { LocalProvider } from '../../infra/providers/local/local-provider';
+import { appendLabFile, writeLabFile } from '../../lib/lab-fs';
 import { labPaths, type LabPaths } from '../../lib/lab-paths';
+import { postgresOsUser } from '../../lib/postgres-binaries';
 import { VolumeControl } from '../../lib/volume';
 import { runProcess } from '../../lib/process-runner';
 import { hostRequests, localProviderFor } from '../helpers/aws-lab';
@@ -99,6 +101,37 @@ describeIfVolumes('a power cut on a modelled volume (integration, root)', () => 
     // The file system works after its journal's replay.
     durableWrite(path.join(root, 'after'), 'ok');
     expect(readFileSync(path.join(root, 'after'), 'utf8')).toBe('ok');
+  });
+
+  it("keeps a line the lab appended durably to a server's configuration, and loses one appended without a flush", async () => {
+    // PGDATA as the agent meets it: a folder of the postgres user's below the volume's root (the agent writes there as
+    // that user), and the volume's root itself (the agent writes there as root). initdb leaves postgresql.conf
+    // durable; the lab then appends its include line. ext4 commits an appended file's new size within 5 s but writes
+    // its data back only within 30 s: a cut between the two leaves zeros where the line was, and PostgreSQL refuses
+    // the file ("syntax error ... near token \"\"") or, cut before the commit, starts without the lab's settings
+    // (port 5432, its sockets in /var/run/postgresql: the lab's clients are refused). The lab's writes there are durable.
+    await provider.provision(req); // the host back after the first case's cut
+    const hostDir = hostDirOf(paths, req.hostId);
+    const root = path.join(hostDir, 'volume');
+    const postgres = postgresOsUser();
+    const pgdata = path.join(root, 'pgdata-like');
+    mkdirSync(pgdata, { mode: 0o700 });
+    if (postgres) chownSync(pgdata, postgres.uid, postgres.gid);
+    const base = '# initdb\n'.repeat(300); // 2,700 bytes: the line goes into the file's last, already allocated block
+    const line = "include_if_exists = 'storage-lab.conf'\n";
+    const files = [pgdata, root].flatMap((dir) => ['flushed.conf', 'unflushed.conf'].map((name) => path.join(dir, name)));
+    for (const f of files) writeLabFile(f, base, { mode: 0o600, owner: postgres, durable: true });
+    for (const f of files) appendLabFile(f, line, { owner: postgres, durable: path.basename(f) === 'flushed.conf' });
+    await provider.cutPower(req.hostId);
+
+    for (const dir of [pgdata, root]) {
+      expect(readFileSync(path.join(dir, 'flushed.conf'), 'utf8')).toBe(base + line);
+      // Either the size was not committed (the line is gone) or it was and the data was not (zeros in its place).
+      const unflushed = readFileSync(path.join(dir, 'unflushed.conf'), 'utf8');
+      expect(unflushed.startsWith(base)).toBe(true);
+      expect(unflushed).not.toContain('include_if_exists');
+      expect(['', '\0'.repeat(line.length)]).toContain(unflushed.slice(base.length));
+    }
   });
 
   it('teardown leaves no mount, loop device, server or folder', async () => {

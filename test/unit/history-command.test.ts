@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HISTORY_SCHEMA_VERSION, historyEntry, RunHistory, type HistoryEntry, type RunEnvironment } from '../../analysis/history';
+import { HISTORY_SCHEMA_VERSION, drillLine, historyEntry, RunHistory, type HistoryEntry, type RunEnvironment } from '../../analysis/history';
 import type { ExperimentResult } from '../../common/results/result';
 import { DirResultsStore } from '../../lib/results-store';
 import { historyCommand } from '../../client/commands/history';
@@ -102,6 +102,15 @@ describe('storage-lab history', () => {
     expect(header).toMatch(/VERDICT\s+DRILLS$/);
     expect(printed.find((l) => l.includes(' n5 '))).toContain('partition PASS (0 split-brain, 0 lost, RTO 1.95 s, 10 rounds); failover FAILED (12 lost, RTO 0.4 s, 1 rounds)');
     expect(printed.find((l) => l.includes(' n4 '))).toMatch(/–$/);
+  });
+
+  it("prints a power-cut drill's counts: lost, pg_amcheck, crash recovery", () => {
+    expect(drillLine({ kind: 'power-cut-drill', status: 'passed', figures: { rounds: 20, lostCommits: 0, amcheckFailedRounds: 0, recoverySecondsMedian: 1.1 } })).toBe(
+      'power-cut PASS (0 lost, pg_amcheck not clean 0, recovery 1.1 s, 20 rounds)',
+    );
+    expect(drillLine({ kind: 'power-cut-drill', status: 'failed', figures: { rounds: 1, lostCommits: 257, amcheckFailedRounds: 0, recoverySecondsMedian: 0.66 } })).toBe(
+      'power-cut FAILED (257 lost, pg_amcheck not clean 0, recovery 0.66 s, 1 rounds)',
+    );
   });
 
   it('says where it looked when a preset has no runs yet (a fresh lab)', async () => {

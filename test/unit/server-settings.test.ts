@@ -80,7 +80,7 @@ describe('server settings a spec may not set', () => {
   it('reports every refused setting at once and accepts ordinary ones', () => {
     const problems = problemsOf(resolveSpec, withSettings({ archive_command: 'x', port: 1, work_mem: '8MB', checkpoint_timeout: '10min' }));
     expect(problems.map((p) => p.path).sort()).toEqual(['postgres.settings.archive_command', 'postgres.settings.port']);
-    expect(problemsOf(resolveSpec, withSettings({ work_mem: '8MB', fsync: false, random_page_cost: 1.1 }))).toEqual([]);
+    expect(problemsOf(resolveSpec, withSettings({ work_mem: '8MB', jit: false, random_page_cost: 1.1 }))).toEqual([]);
   });
 
   it('lists each exact name once', () => {

@@ -10,7 +10,8 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { ControlActivities } from '../../activities/control';
 import type { HostActivities } from '../../activities/host';
-import type { PartitionDrillResult, RestoreDrillResult, RestoreToolComparison } from '../../common/results/drill-result';
+import type { PartitionDrillResult, PowerCutDrillResult, RestoreDrillResult, RestoreToolComparison } from '../../common/results/drill-result';
+import { cutMoment } from '../../workflows/power-cut-steps';
 import { comparedDrillId } from '../../common/input/tool-comparison';
 import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
@@ -57,6 +58,12 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[], stuckHost?: stri
       calls.push(`cut ${cut.isolated.join(',')} | ${cut.others.join(',')}`);
       const at = new Date().toISOString();
       return { table: `storage_lab_test_${cut.hostId}`, mechanism: 'fake', rules: 4 * cut.isolated.length * cut.others.length, requestedAt: at, appliedAt: at, applySeconds: 0.01 };
+    },
+    async cutPower({ hostId }) {
+      calls.push(`cut power ${hostId}`);
+      const counters = { writes: 900, writeBytes: 900 * 8192, flushes: 80, volatileBytes: 12 * 4096, cutPages: 0, errors: 0 };
+      const at = new Date().toISOString();
+      return { hostId, cutAt: at, backAt: at, droppedPages: 12, droppedBytes: 12 * 4096, before: counters, after: { ...counters, volatileBytes: 0, cutPages: 12, errors: 3 }, seconds: 0.4 };
     },
     async healNetwork({ hostId }) {
       calls.push(`heal ${hostId}`);
@@ -414,6 +421,93 @@ describe('drill workflows with mocked activities', () => {
   });
 
   const replicaHosts = (id: string) => [hostIdFor(id, 'client', 0), ...[1, 2, 3].map((i) => hostIdFor(id, 'node', i))];
+  const powerCutHosts = (id: string) => [hostIdFor(id, 'client', 0), hostIdFor(id, 'node', 1)];
+
+  /** The power-cut drill's hosts: `lost` acknowledged commits missing after each cut. */
+  function fakePowerCutHost(calls: Calls, hostId: string, lost: number): Partial<HostActivities> {
+    const who = /-node-1$/.test(hostId) ? 'n1' : 'client';
+    const log = (what: string) => calls.push(`${what} ${who}`);
+    const settings = { fsync: 'on', synchronous_commit: 'on', full_page_writes: 'on', wal_sync_method: 'fdatasync', data_checksums: 'on' };
+    return {
+      async describeHost() {
+        return { hostId, pid: 1, postgresRunning: true };
+      },
+      async configurePostgres(input) {
+        log(`configure dataChecksums=${input.dataChecksums}`);
+        return { postgresVersion: '15.18', serverVersionNum: 150018, restarted: false };
+      },
+      async createFailoverLedger() {},
+      async runFailoverWriter(input) {
+        log(`writer ${input.nodes.map((n) => n.node).join(',')}`);
+        await new Promise((r) => setTimeout(r, 50));
+        return { acknowledged: 400, failedWrites: 0, inDoubt: 4, acknowledgedByNode: { n1: 400 }, lastAckBeforeKillAt: new Date().toISOString(), firstAckAfterAt: null, newPrimaryNode: null, outageSeconds: null, stopReason: 'no write acknowledged for 2 s (maxOutageSeconds)' };
+      },
+      async recoverAfterPowerCut() {
+        log('recover');
+        return { started: true, seconds: 0.8, detail: '', log: { startedAt: null, redoStartAt: null, redoDoneAt: null, redoDoneLsn: '0/1BBB820', readyAt: null, fatal: null, crashRecovery: true, redoSeconds: 0.1 } };
+      },
+      async checkClusterAfterPowerCut() {
+        log('check');
+        return { amcheck: { exitCode: 0, ok: true, problems: 0, relations: [], detail: 'no corruption found' }, dataChecksums: true, checksumFailures: 0, settings };
+      },
+      async countAfterPowerCut(input) {
+        log(`count rounds ${input.rounds.join(',')}`);
+        return { ok: true as const, count: { acknowledged: 400 * input.rounds.length, lost, lostSample: Array.from({ length: Math.min(10, lost) }, (_, i) => 1_000_000_001 + i), inDoubtPresent: 2, rowsOnPrimary: 400 * input.rounds.length - lost } };
+      },
+    };
+  }
+
+  it('runs a power-cut round in order: writer, cut, the agent back, crash recovery, count and checks; then teardown', async () => {
+    const { calls, saved, outcome, workflowId } = await runDrill(WORKFLOW_TYPES.powerCutDrill, { preset: 'ci' }, powerCutHosts, undefined, (c, h) => fakePowerCutHost(c, h, 0));
+    const [client, n1] = powerCutHosts(workflowId);
+    expect(outcome).toMatchObject({ status: 'passed', kind: 'power-cut-drill', figures: { rounds: 2, lostCommits: 0, notRecovered: 0, amcheckFailedRounds: 0, droppedPages: 24 } });
+    expect(calls).toContain('configure dataChecksums=true n1');
+    const round = calls.slice(calls.indexOf('writer n1 client'), calls.indexOf('saveDrillResult'));
+    // The count (client) and the checks (n1) run at once: in either order.
+    const sorted = (xs: string[]) => [...xs.slice(0, 4), ...xs.slice(4, 6).sort(), ...xs.slice(6, 10), ...xs.slice(10, 12).sort()];
+    expect(sorted(round)).toEqual(
+      sorted([
+        'writer n1 client',
+        `cut power ${n1}`,
+        `provision ${n1}`,
+        'recover n1',
+        'check n1',
+        'count rounds 1 client',
+        'writer n1 client',
+        `cut power ${n1}`,
+        `provision ${n1}`,
+        'recover n1',
+        'check n1',
+        'count rounds 1,2 client',
+      ]),
+    );
+    const result = saved[0] as unknown as PowerCutDrillResult;
+    expect(result.rounds.map((r) => r.cutAfterSeconds)).toEqual([1, 2].map((round) => cutMoment(result.spec.powerCut, round)));
+    expect(result.baseline?.settings?.fsync).toBe('on');
+    expect(result.verdict).toMatch(/^passed: 2 power cuts \(fsync = on, synchronous_commit = on, wal_sync_method = fdatasync\): 0 acknowledged commits lost/);
+    expect(calls.slice(calls.indexOf('saveDrillResult') + 1).sort()).toEqual([client, n1].map((h) => `teardown ${h}`).sort());
+  });
+
+  it('fails a power cut that lost acknowledged commits after its first round, naming them, and tears down', async () => {
+    const { calls, saved, outcome, workflowId } = await runDrill(WORKFLOW_TYPES.powerCutDrill, { preset: 'ci' }, powerCutHosts, undefined, (c, h) => fakePowerCutHost(c, h, 37));
+    expect(outcome).toBeInstanceOf(WorkflowFailedError);
+    const result = saved[0] as unknown as PowerCutDrillResult;
+    expect(result.rounds).toHaveLength(1);
+    expect(result.verdict).toMatch(/^failed: round 1: 37 acknowledged commits lost by the power cut \(fsync = on, synchronous_commit = on\) \(first ids 1000000001,/);
+    expect(result.summary).toMatchObject({ lostCommits: 37, roundsWithLoss: 1 });
+    expect(calls.slice(calls.indexOf('saveDrillResult') + 1).sort()).toEqual(powerCutHosts(workflowId).map((h) => `teardown ${h}`).sort());
+  });
+
+  it('refuses a power-cut drill on a class that cannot drop writes, and fsync in its settings, before any host exists', async () => {
+    for (const [input, field] of [
+      [{ preset: 'ci', storageClass: { kind: 'local-disk' } }, 'storageClass.kind'],
+      [{ preset: 'ci', postgres: { settings: { fsync: 'off' } } }, 'postgres.settings.fsync'],
+    ] as const) {
+      const { calls, outcome } = await runDrill(WORKFLOW_TYPES.powerCutDrill, input, () => []);
+      expect(((outcome as WorkflowFailedError).cause as { message: string }).message).toContain(field);
+      expect(calls).toEqual([]);
+    }
+  });
 
   it('runs a partition round in order: cut, promote, heal, fence probe, count, rejoin; the cut healed again before teardown', async () => {
     const { calls, saved, outcome, workflowId } = await runDrill(WORKFLOW_TYPES.partitionDrill, { preset: 'ci', backup: { enabled: false } }, replicaHosts, undefined, (c, h) => fakeReplicaHost(c, h, 0));

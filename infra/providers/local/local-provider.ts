@@ -39,7 +39,7 @@ import { childrenOf } from '../../../lib/postgres-probe';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
 import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
 import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, labCutTag, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
-import type { HostProvider } from '../host-provider';
+import type { HostProvider, PowerCutReport } from '../host-provider';
 import {
   createHostCgroup,
   detectCgroups,
@@ -62,7 +62,6 @@ import {
   tail,
   VolumeControl,
   volumeServerPid,
-  type VolumeStats,
 } from '../../../lib/volume';
 
 /** Extra room on a modelled volume beyond what the workflow asked for (file system overhead, WAL bursts). */
@@ -72,18 +71,7 @@ const OWNER_FILE = 'owner.json';
 /** What a host folder made before owner records says of its run. */
 const LABELS_FILE = 'labels.json';
 
-/** What a power cut did (cutPower): the device's counters at the cut and after, and what it dropped. */
-export interface PowerCutReport {
-  hostId: string;
-  /** Writes the device had not made durable, dropped at the cut. */
-  droppedPages: number;
-  droppedBytes: number;
-  /** The device's counters just before the cut and once it serves again. */
-  before: VolumeStats;
-  after: VolumeStats;
-  /** Seconds from the cut until the volume was mounted again (ext4 replayed its journal). */
-  seconds: number;
-}
+export type { PowerCutReport } from '../host-provider';
 
 export interface LocalProviderOptions {
   hostsDir: string;
@@ -412,8 +400,10 @@ export class LocalProvider implements HostProvider {
    * provider's idempotent path starts a dead agent), and PostgreSQL's crash recovery is the caller's next step.
    * Resolves with what the device dropped and its counters around the cut.
    */
-  async cutPower(hostId: string): Promise<PowerCutReport> {
+  async cutPower(hostId: string, actor?: HostActor): Promise<PowerCutReport> {
     const hostDir = this.hostDir(hostId);
+    const refusal = this.refusal(hostId, hostDir, actor, 'cut the power of');
+    if (refusal) throw ownedByAnotherRun(refusal);
     const configFile = path.join(hostDir, 'host.json');
     if (!existsSync(configFile)) throw new Error(`host ${hostId}: no host folder at ${hostDir}: nothing to cut`);
     const config = readConfig(configFile);
@@ -421,6 +411,7 @@ export class LocalProvider implements HostProvider {
     const control = new VolumeControl(config.volume.socket);
     const before = await control.stats();
     const started = Date.now();
+    const cutAt = new Date(started).toISOString();
     const dropped = await control.cut();
     await this.killAndWait(hostId);
     const storageRoot = path.dirname(config.dataDir);
@@ -433,7 +424,7 @@ export class LocalProvider implements HostProvider {
     const seconds = (Date.now() - started) / 1000;
     // The loop device may come back under another name: the host's record follows it (the sampler reads it).
     if (loop.name !== config.device) writeLabFile(configFile, JSON.stringify({ ...config, device: loop.name }, null, 2), { atomic: true });
-    return { hostId, ...dropped, before, after: await control.stats(), seconds };
+    return { hostId, ...dropped, before, after: await control.stats(), seconds, cutAt, backAt: new Date().toISOString() };
   }
 
   /** Unmounts a host's volume, detaches its loop devices and stops its volume server, in bounded time. */
