@@ -153,6 +153,13 @@ const CASES: Record<string, Case[]> = {
     { name: 'partition drill: its quorum emptied through the settings', args: () => [{ preset: 'ci', postgres: { settings: { synchronous_standby_names: '' } } }], field: 'postgres.settings.synchronous_standby_names', fix: 'remove it' },
     { name: 'partition drill: an asynchronous mode', args: () => [{ preset: 'ci', mode: 'async' }], field: 'mode', fix: 'unknown field' },
   ],
+  [WORKFLOW_TYPES.powerCutDrill]: [
+    ...byId(WORKFLOW_TYPES.powerCutDrill, () => ({ preset: 'ci' })),
+    { name: 'power-cut drill: a forged continuation (a failover drill\'s, with archive_command)', args: (_lab, id) => [{ preset: 'ci' }, forgedFailoverContinuation(id)], field: 'continued', fix: 'start the run with its input only' },
+    { name: 'power-cut drill: fsync off through the settings', args: () => [{ preset: 'ci', postgres: { settings: { fsync: 'off' } } }], field: 'postgres.settings.fsync', fix: 'remove it' },
+    { name: 'power-cut drill: archive_command', args: () => [{ preset: 'ci', postgres: { settings: { archive_command: `touch ${marker()}` } } }], field: 'postgres.settings.archive_command', fix: 'remove it' },
+    { name: 'power-cut drill: the machine\'s own disk, which a cut cannot reach', args: () => [{ preset: 'ci', storageClass: { kind: 'local-disk' } }], field: 'storageClass.kind', fix: 'only a modelled volume' },
+  ],
   [WORKFLOW_TYPES.diagnose]: [
     ...byId(WORKFLOW_TYPES.diagnose, () => ({ dsn: 'postgresql://monitor@127.0.0.1:1/app', seconds: 1 })),
     { name: 'diagnose: a password in the DSN', args: () => [{ dsn: 'postgresql://monitor:secret@127.0.0.1:1/app', seconds: 1 }], field: 'dsn', fix: 'remove it' },
