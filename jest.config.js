@@ -9,9 +9,9 @@ module.exports = {
   testTimeout: 10 * 60 * 1000,
   // Two files at a time by default (STORAGE_LAB_TEST_WORKERS=1 for one): every file has its own lab home and task
   // queue, unique workflow ids, leftover checks scoped to its own lab, no fixed port or schedule name
-  // (docs/benchmarks.md, "Test suite"). Two whole runs from clean clones on 2 loaded cores ran this way: jest 2,708 s
-  // and 2,176 s of wall time for 5,368 s and 4,320 s of file time; their failures came from the load, none from two
-  // files sharing the machine, and each is fixed.
+  // (docs/benchmarks.md, "Test suite"). Three whole runs from clean clones on 2 loaded cores ran this way (jest 2,708,
+  // 2,176 and 1,826 s); the first two's failures came from the load, none from two files sharing the machine, each is
+  // fixed, and the third passed whole.
   maxWorkers: Number(process.env.STORAGE_LAB_TEST_WORKERS ?? 2),
   // Layers run cheapest first so a broken parser fails in seconds, not after the end-to-end runs.
   testSequencer: '<rootDir>/dist/test/helpers/layer-sequencer.js',
