@@ -108,6 +108,7 @@ describe('versioning behaviors of the workflows', () => {
       [WORKFLOW_TYPES.restoreToolComparison]: 'PINNED',
       [WORKFLOW_TYPES.failoverDrill]: 'PINNED',
       [WORKFLOW_TYPES.partitionDrill]: 'PINNED',
+      [WORKFLOW_TYPES.powerCutDrill]: 'PINNED',
       [WORKFLOW_TYPES.diagnose]: 'PINNED',
       [WORKFLOW_TYPES.sweeper]: 'AUTO_UPGRADE',
     });
