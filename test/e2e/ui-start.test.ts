@@ -51,8 +51,15 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     await openRunTab(page, id, 'user-metadata');
     const frame = page.locator('iframe[title="output"]');
     await frame.waitFor({ timeout: 15_000 });
-    const src = (await frame.getAttribute('src')) ?? '';
-    return new URL(src, ui).searchParams.get('content') ?? '';
+    // The frame is empty, then shows the placeholder, until the UI's query for the details is answered (a worker on
+    // a loaded machine may take seconds); a query that gets no answer leaves the placeholder.
+    const started = Date.now();
+    for (;;) {
+      const src = (await frame.getAttribute('src')) ?? '';
+      const content = new URL(src, ui).searchParams.get('content') ?? '';
+      if ((content && content !== NO_DETAILS) || Date.now() - started > 10_000) return content;
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 
   it('starts a ci experiment from the Start Workflow form and shows its progress until it completes', async () => {
