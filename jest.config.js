@@ -13,7 +13,7 @@ module.exports = {
   // 2,176 and 1,826 s); the first two's failures came from the load, none from two files sharing the machine, each is
   // fixed, and the third passed whole.
   maxWorkers: Number(process.env.STORAGE_LAB_TEST_WORKERS ?? 2),
-  // Layers run cheapest first so a broken parser fails in seconds, not after the end-to-end runs.
+  // The unit layer first so a broken parser fails in seconds, then the longest files first (test/file-times.json).
   testSequencer: '<rootDir>/dist/test/helpers/layer-sequencer.js',
   verbose: true,
 };
