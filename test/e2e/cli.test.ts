@@ -44,7 +44,14 @@ describe('storage-lab CLI (end to end)', () => {
     expect(status.stdout).toMatch(/temporal\s+running/);
     expect(status.stdout).toMatch(/control-worker\s+running/);
 
-    const run = await storageLab(['run', '--preset', 'ci', '--set', 'phases.backlog.enabled=false', '--watch', '--id', 'cli-e2e-run']);
+    // The run and both drills at once, each watched by its own command, as people sharing a lab would start them.
+    const [run, drill, cuts] = await Promise.all([
+      storageLab(['run', '--preset', 'ci', '--set', 'phases.backlog.enabled=false', '--watch', '--id', 'cli-e2e-run']),
+      // One partition, no archive: the drill's own section, with its counts, once it ends.
+      storageLab(['drill', 'partition', '--preset', 'ci', '--set', 'backup.enabled=false', '--watch', '--id', 'cli-e2e-partition']),
+      // Two power cuts at the ci preset's seeded moments: the counts on the terminal and in the drill's report.
+      storageLab(['drill', 'power-cut', '--preset', 'ci', '--watch', '--id', 'cli-e2e-power-cut']),
+    ]);
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toMatch(/Run cli-e2e-run: completed/);
@@ -59,16 +66,12 @@ describe('storage-lab CLI (end to end)', () => {
     const st = await storageLab(['status', 'cli-e2e-run']);
     expect(st.stdout).toMatch(/cli-e2e-run: COMPLETED/);
 
-    // One partition, no archive: the drill's own section, with its counts, once it ends.
-    const drill = await storageLab(['drill', 'partition', '--preset', 'ci', '--set', 'backup.enabled=false', '--watch', '--id', 'cli-e2e-partition']);
     expect(drill.exitCode).toBe(0);
     expect(drill.stdout).toMatch(/partition-drill cli-e2e-partition: passed/);
     expect(drill.stdout).toMatch(/verdict: passed: 1 partition, 0 split-brain commits acknowledged, 0 acknowledged commits lost/);
     expect(drill.stdout).toMatch(/\| 1 \| n1 \| n[23] \| [\d.]+ s \|/);
     expect(drill.stdout).toMatch(/1 partition: 0 split-brain commits acknowledged \(\d+ acknowledged by an old primary after its cut\), 0 acknowledged commits lost/);
 
-    // Two power cuts at the ci preset's seeded moments: the counts on the terminal and in the drill's report.
-    const cuts = await storageLab(['drill', 'power-cut', '--preset', 'ci', '--watch', '--id', 'cli-e2e-power-cut']);
     expect(cuts.exitCode).toBe(0);
     expect(cuts.stdout).toMatch(/power-cut-drill cli-e2e-power-cut: passed/);
     expect(cuts.stdout).toMatch(/verdict: passed: 2 power cuts \(fsync = on, synchronous_commit = on, wal_sync_method = fdatasync\): 0 acknowledged commits lost, 0 not recovered/);
