@@ -92,7 +92,9 @@ const guardRules = {
 };
 
 module.exports = tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.lab/**', 'test-artifacts/**', '*.js'] },
+  // zz-lint-probe-*: the snippets test/integration/lint-rules.test.ts writes to break each rule on purpose; it lints
+  // them itself (--no-ignore), and `npm test` runs eslint beside the suite, which must not see them.
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.lab/**', 'test-artifacts/**', '*.js', '**/zz-lint-probe-*'] },
   ...tseslint.configs.recommended,
   {
     rules: {

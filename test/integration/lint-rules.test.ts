@@ -65,7 +65,7 @@ async function lintProbes(): Promise<Record<keyof typeof PROBES, string[]>> {
   try {
     const out = await runProcess(
       process.execPath,
-      [path.join(PROJECT_ROOT, 'node_modules/eslint/bin/eslint.js'), '--format', 'json', ...Object.values(files), GUARD_FILE],
+      [path.join(PROJECT_ROOT, 'node_modules/eslint/bin/eslint.js'), '--no-ignore', '--format', 'json', ...Object.values(files), GUARD_FILE],
       { cwd: PROJECT_ROOT, okExitCodes: [0, 1] },
     );
     const results = JSON.parse(out.stdout) as { filePath: string; messages: { ruleId: string; message: string }[] }[];
