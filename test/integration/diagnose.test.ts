@@ -58,10 +58,12 @@ describe('storage-lab diagnose on a real Postgres (integration)', () => {
     const script = path.join(work, 'update.sql');
     writeFileSync(script, RANDOM_UPDATE_SCRIPT);
     const before = await writeCounters();
-    const load = runProcess(clientTool(cfg, 'pgbench'), ['-n', '-s', '2', '-c', '4', '-j', '2', '-T', '25', '-f', script], { env: libpqEnv(cfg), timeoutMs: 120_000 });
+    // A 10 s diagnosis 2 s into a 16 s pgbench run (4 s left for the CLI's start and the fsync probe after the window,
+    // where 25 s around 20 s left 3): the exact count below holds at any length, the printed evidence needs samples.
+    const load = runProcess(clientTool(cfg, 'pgbench'), ['-n', '-s', '2', '-c', '4', '-j', '2', '-T', '16', '-f', script], { env: libpqEnv(cfg), timeoutMs: 120_000 });
     await new Promise((r) => setTimeout(r, 2000));
     const html = path.join(work, 'report.html');
-    const r = await diagnose(['--seconds', '20', '--html', html]);
+    const r = await diagnose(['--seconds', '10', '--html', html]);
     const pgbench = parseSummary((await load).stdout);
     const after = await writeCounters();
 
@@ -107,35 +109,51 @@ describe('storage-lab diagnose on a real Postgres (integration)', () => {
   });
 
   it('refuses a DSN or a password it cannot use with exit code 2 and no stack trace; takes the password from a named variable', async () => {
-    const r = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', 'mysql://x@db/app', '--seconds', '1'], { okExitCodes: [0, 1, 2] });
+    const noPassword = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'PGPASSWORD'));
+    // Four independent CLI runs (each a process of its own), at once.
+    const [r, wrong, missing, named] = await Promise.all([
+      runProcess(process.execPath, [cli, 'diagnose', '--dsn', 'mysql://x@db/app', '--seconds', '1'], { okExitCodes: [0, 1, 2] }),
+      runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1'], { env: { ...process.env, PGPASSWORD: 'wrong' }, okExitCodes: [0, 1, 2] }),
+      runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1'], { env: { ...noPassword, PGPASSFILE: '/nonexistent' }, okExitCodes: [0, 1, 2] }),
+      // The password from a variable the caller names (as a worker's environment holds it for diagnoseWorkflow).
+      runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1', '--no-fsync-probe', '--password-env', 'REPLICA_PW'], {
+        env: { ...noPassword, PGPASSFILE: '/nonexistent', REPLICA_PW: PASSWORD },
+        okExitCodes: [0, 1, 2],
+      }),
+    ]);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/dsn: must be a postgresql:\/\/ URL/);
-    const wrong = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1'], { env: { ...process.env, PGPASSWORD: 'wrong' }, okExitCodes: [0, 1, 2] });
     expect(wrong.exitCode).toBe(2);
     expect(wrong.stderr).toMatch(/cannot connect to postgresql:\/\/monitor@127\.0\.0\.1:\d+\/\w+: password authentication failed/);
-    const noPassword = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'PGPASSWORD'));
-    const missing = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1'], { env: { ...noPassword, PGPASSFILE: '/nonexistent' }, okExitCodes: [0, 1, 2] });
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr).toMatch(/the server asks for a password and none was given: set PGPASSWORD/);
-    // The password from a variable the caller names (as a worker's environment holds it for diagnoseWorkflow).
-    const named = await runProcess(process.execPath, [cli, 'diagnose', '--dsn', dsn, '--seconds', '1', '--no-fsync-probe', '--password-env', 'REPLICA_PW'], {
-      env: { ...noPassword, PGPASSFILE: '/nonexistent', REPLICA_PW: PASSWORD },
-      okExitCodes: [0, 1, 2],
-    });
     expect(named.exitCode).toBe(0);
     expect(named.stdout).toMatch(VERDICT_LINE);
   });
 });
 
-describe('storage-lab diagnose on a primary that commits to a synchronous standby (integration)', () => {
-  // Two servers on loopback: a primary with synchronous_standby_names = 'ANY 1 (s1)' and s1 streaming from it.
-  const settings = { shared_buffers: '16MB', track_io_timing: 'on', track_wal_io_timing: 'on', autovacuum: 'off', wal_level: 'replica', max_wal_senders: '4', max_connections: '40' };
-  let primary: BenchHost;
-  let standby: BenchHost;
+// Two servers on loopback: a primary with synchronous_standby_names = 'ANY 1 (s1)' and s1 streaming from it.
+const SYNC_SETTINGS = { shared_buffers: '16MB', track_io_timing: 'on', track_wal_io_timing: 'on', autovacuum: 'off', wal_level: 'replica', max_wal_senders: '4', max_connections: '40' };
+interface SyncPair {
+  primary: BenchHost;
+  standby: BenchHost;
+  close(): Promise<void>;
+}
 
-  beforeAll(async () => {
-    primary = await startBenchHost('diagnose-primary', settings);
-    standby = await startBenchHost('diagnose-standby', settings);
+/** The primary and its synchronous standby, both made at once; on failure, undoes what it made. */
+async function setUpSyncPair(): Promise<SyncPair> {
+  const hosts = Promise.allSettled([startBenchHost('diagnose-primary', SYNC_SETTINGS), startBenchHost('diagnose-standby', SYNC_SETTINGS)]);
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      // The standby first: it streams from the primary.
+      for (const made of [...(await hosts)].reverse()) if (made.status === 'fulfilled') await made.value.close();
+    })());
+  try {
+    const [primary, standby] = (await hosts).map((made) => {
+      if (made.status === 'rejected') throw made.reason;
+      return made.value;
+    });
     const p = primary.deps.config;
     const s = standby.deps.config;
     await withConnection(p, (c) => c.query(`CREATE ROLE monitor LOGIN PASSWORD '${PASSWORD}' IN ROLE pg_monitor`));
@@ -144,7 +162,7 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     await standby.run(stopPostgres, { hostId: s.hostId });
     writeFileSync(s.passwordFile, readFileSync(p.passwordFile, 'utf8'));
     await standby.run(cloneStandby, { hostId: s.hostId, primary: { host: '127.0.0.1', port: p.postgres.port }, node: 's1' });
-    await standby.run(configurePostgres, { hostId: s.hostId, ...hostSettings(settings) });
+    await standby.run(configurePostgres, { hostId: s.hostId, ...hostSettings(SYNC_SETTINGS) });
     await primary.run(setReplication, { hostId: p.hostId, primary: null, node: 'primary', synchronousStandbys: ['s1'] });
     for (let i = 0; ; i++) {
       const state = await withConnection(p, async (c) => (await c.query<{ sync_state: string }>("SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'")).rows[0]?.sync_state);
@@ -152,10 +170,34 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
       if (i > 100) throw new Error(`standby s1 is not a quorum standby after 20 s (sync_state ${state ?? 'none'})`);
       await new Promise((r) => setTimeout(r, 200));
     }
+    return { primary, standby, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+// The pair is made from the start, beside the first describe's cases, which use a server of their own.
+let syncPair: Promise<SyncPair> | undefined;
+beforeAll(() => {
+  syncPair = setUpSyncPair();
+  syncPair.catch(() => undefined); // Awaited, and a failure reported, by its describe.
+});
+// Its describe closes it; this closes it when that describe did not run (a name filter).
+afterAll(async () => {
+  await syncPair?.then((pair) => pair.close(), () => undefined);
+});
+
+describe('storage-lab diagnose on a primary that commits to a synchronous standby (integration)', () => {
+  let primary: BenchHost;
+  let pair: SyncPair | undefined;
+
+  beforeAll(async () => {
+    pair = await syncPair!;
+    ({ primary } = pair);
   });
   afterAll(async () => {
-    await standby?.close();
-    await primary?.close();
+    await pair?.close();
   });
 
   it('records the standby and its flush lag, counts IPC:SyncRep in the commit wait, and hands predict the round trip', async () => {

@@ -20,15 +20,51 @@ import { uniqueId } from '../helpers/temporal';
 import { NO_PHASES } from '../helpers/phases';
 
 describe('durability drills (integration)', () => {
-  let lab: TestLab;
-  beforeAll(async () => {
-    lab = await startTestLab('drills');
+  type Drill<R extends DrillResult> = { lab: TestLab; workflowId: string; outcome: unknown; result: R; seconds: number };
+  // The four cases are independent runs, each in a lab of its own (home, control worker, hosts: its leftover check sees
+  // only its own), all started at once here so their waits overlap; each case awaits its own run and checks it.
+  const labs: TestLab[] = [];
+  let runs: {
+    restore: Promise<Drill<RestoreDrillResult>>;
+    missingWal: Promise<Drill<RestoreDrillResult>>;
+    durability: Promise<{ lab: TestLab; workflowId: string; summary: unknown }>;
+    failover: Promise<Drill<FailoverDrillResult>>;
+  };
+  beforeAll(() => {
+    const inLab = <T>(name: string, body: (lab: TestLab) => Promise<T>): Promise<T> => {
+      const run = startTestLab(name).then((lab) => {
+        labs.push(lab);
+        return body(lab);
+      });
+      run.catch(() => undefined); // Its case awaits it and reports the failure there.
+      return run;
+    };
+    runs = {
+      restore: inLab('drills-restore', (lab) => drill<RestoreDrillResult>(lab, WORKFLOW_TYPES.restoreDrill, { preset: 'ci' })),
+      missingWal: inLab('drills-missing-wal', (lab) =>
+        drill<RestoreDrillResult>(lab, WORKFLOW_TYPES.restoreDrill, { preset: 'ci', target: 'lsn', restoreTimeoutSeconds: 60, inject: { missingWalSegment: true } }),
+      ),
+      durability: inLab('drills-durability', async (lab) => {
+        const handle = await lab.startExperiment({
+          preset: 'ci',
+          storageClasses: { gp3: null },
+          compare: null,
+          durability: { enabled: true, archiveTimeoutSeconds: 5 },
+          workload: { durationSeconds: 2, warmupSeconds: 0 },
+          phases: NO_PHASES,
+        });
+        return { lab, workflowId: handle.workflowId, summary: await handle.result() };
+      }),
+      // The store is kept, to prove in its case that the check across timelines fails when the archive has a gap.
+      failover: inLab('drills-failover', (lab) => drill<FailoverDrillResult>(lab, WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 5, backup: { keep: true } })),
+    };
   });
   afterAll(async () => {
-    await lab?.close();
+    if (runs) await Promise.allSettled(Object.values(runs));
+    await Promise.all(labs.map((lab) => lab.close()));
   });
 
-  async function drill<R extends DrillResult>(type: string, input: Record<string, unknown>) {
+  async function drill<R extends DrillResult>(lab: TestLab, type: string, input: Record<string, unknown>): Promise<Drill<R>> {
     const workflowId = uniqueId(type);
     const started = Date.now();
     const handle = await lab.client.workflow.start(type, { taskQueue: lab.taskQueue, workflowId, args: [input] });
@@ -38,16 +74,16 @@ describe('durability drills (integration)', () => {
     );
     const file = path.join(lab.paths.resultsDir, runFolderName(workflowId), 'result.json');
     const result = JSON.parse(readFileSync(file, 'utf8')) as R;
-    return { workflowId, outcome, result, seconds: (Date.now() - started) / 1000 };
+    return { lab, workflowId, outcome, result, seconds: (Date.now() - started) / 1000 };
   }
 
-  function expectNothingLeft(workflowId: string, hostIds: string[]): void {
+  function expectNothingLeft(lab: TestLab, workflowId: string, hostIds: string[]): void {
     expect(lab.leftovers(hostIds)).toEqual([]);
     expect(existsSync(path.join(backupsDirFor(lab.paths.hostsDir), runFolderName(workflowId)))).toBe(false);
   }
 
   it('restores to a time between two marker rows exactly, verified, and leaves nothing behind', async () => {
-    const { workflowId, outcome, result } = await drill<RestoreDrillResult>(WORKFLOW_TYPES.restoreDrill, { preset: 'ci' });
+    const { lab, workflowId, outcome, result } = await runs.restore;
     expect(result.verdict).toMatch(/^passed/);
     expect(outcome).toMatchObject({ status: 'passed', kind: 'restore-drill' });
     const target = result.target!;
@@ -77,16 +113,11 @@ describe('durability drills (integration)', () => {
     expect(report).toContain('backups with wal-g 3.0.8');
     expect(report).toMatch(/\| repository check \([\d.]+ s\) \| PASS \| wal-g wal-verify: integrity OK/);
     expect(report).not.toContain('pgbackrest');
-    expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
+    expectNothingLeft(lab, workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
   });
 
   it('fails with a clear verdict, in bounded time, when an archived WAL segment is missing', async () => {
-    const { workflowId, outcome, result, seconds } = await drill<RestoreDrillResult>(WORKFLOW_TYPES.restoreDrill, {
-      preset: 'ci',
-      target: 'lsn',
-      restoreTimeoutSeconds: 60,
-      inject: { missingWalSegment: true },
-    });
+    const { lab, workflowId, outcome, result, seconds } = await runs.missingWal;
     expect(seconds).toBeLessThan(240);
     expect(outcome).toBeInstanceOf(WorkflowFailedError);
     const cause = (outcome as WorkflowFailedError).cause as { type?: string; message: string };
@@ -101,34 +132,27 @@ describe('durability drills (integration)', () => {
     // WAL-G's own check finds the same gap.
     expect(result.verification.backupVerify).toMatchObject({ ok: false, tool: 'wal-g', missingWal: [segment] });
     expect(result.rto).toBeNull();
-    expectNothingLeft(workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
+    expectNothingLeft(lab, workflowId, [hostIdFor(workflowId, 'source', 0), hostIdFor(workflowId, 'restore', 0)]);
   });
 
   it('archives WAL and takes a base backup of an experiment cluster when durability is on', async () => {
-    const handle = await lab.startExperiment({
-      preset: 'ci',
-      storageClasses: { gp3: null },
-      compare: null,
-      durability: { enabled: true, archiveTimeoutSeconds: 5 },
-      workload: { durationSeconds: 2, warmupSeconds: 0 },
-      phases: NO_PHASES,
-    });
-    expect(await handle.result()).toMatchObject({ status: 'completed' });
-    const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'result.json'), 'utf8'));
+    const { lab, workflowId, summary } = await runs.durability;
+    expect(summary).toMatchObject({ status: 'completed' });
+    const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(workflowId), 'result.json'), 'utf8'));
     const cluster = result.classes['local-disk'].clusters[0];
     expect(cluster.phases.durability.backup).toMatchObject({ tool: 'wal-g', type: 'full' });
     expect(cluster.phases.durability.backupTool).toEqual({ name: 'wal-g', version: '3.0.8' });
-    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.md'), 'utf8');
+    const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(workflowId), 'report.md'), 'utf8');
     expect(report).toMatch(new RegExp(`\\| ${cluster.hostId} \\| wal-g 3\\.0\\.8 \\| 5 s \\| full \\|`));
     expect(cluster.phases.durability.backup.databaseBytes).toBeGreaterThan(20 * 2 ** 20);
     expect(cluster.tps).toBeGreaterThan(0);
     expect(lab.leftovers([cluster.hostId])).toEqual([]);
-    expect(existsSync(path.join(backupsDirFor(lab.paths.hostsDir), runFolderName(`${handle.workflowId}/local-disk-0`)))).toBe(false);
+    expect(existsSync(path.join(backupsDirFor(lab.paths.hostsDir), runFolderName(`${workflowId}/local-disk-0`)))).toBe(false);
   });
 
   it('fails over five times in a row (kill -9, promote, pg_rewind) with no acknowledged commit lost', async () => {
-    // The store is kept, to prove below that the check across timelines fails when the archive has a gap.
-    const { workflowId, outcome, result } = await drill<FailoverDrillResult>(WORKFLOW_TYPES.failoverDrill, { preset: 'ci', rounds: 5, backup: { keep: true } });
+    // The store was kept, to prove below that the check across timelines fails when the archive has a gap.
+    const { lab, workflowId, outcome, result } = await runs.failover;
     expect(result.verdict).toMatch(/^passed/);
     expect(outcome).toMatchObject({ status: 'passed', kind: 'failover-drill' });
     expect(result.synchronousStandbyNames).toBe('ANY 1 (n2, n3)');
@@ -174,6 +198,6 @@ describe('durability drills (integration)', () => {
     rmSync(store.path, { recursive: true, force: true });
     rmSync(`${store.path}.labels.json`, { force: true });
     const hosts = [hostIdFor(workflowId, 'client', 0), ...[1, 2, 3].map((i) => hostIdFor(workflowId, 'node', i))];
-    expectNothingLeft(workflowId, hosts);
+    expectNothingLeft(lab, workflowId, hosts);
   });
 });

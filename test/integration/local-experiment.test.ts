@@ -30,18 +30,62 @@ async function waitForStep(lab: TestLab, handle: WorkflowHandle, step: string, p
 }
 
 describe('local experiment (integration)', () => {
-  let lab: TestLab;
-  beforeAll(async () => {
-    lab = await startTestLab('local');
+  // The three cases are independent runs, each in a lab of its own (home, control worker, hosts: its leftover check
+  // sees only its own), all started at once here so their waits overlap; each case awaits its own run and checks it.
+  const labs: TestLab[] = [];
+  let runs: {
+    ci: Promise<{ lab: TestLab; handle: WorkflowHandle; summary: unknown }>;
+    killed: Promise<{ lab: TestLab; handle: WorkflowHandle; hostId: string; pids: number[]; summary: unknown }>;
+    cancelled: Promise<{ lab: TestLab; handle: WorkflowHandle; hostId: string; outcome: unknown }>;
+  };
+  beforeAll(() => {
+    const inLab = <T>(name: string, body: (lab: TestLab) => Promise<T>): Promise<T> => {
+      const run = startTestLab(name).then((lab) => {
+        labs.push(lab);
+        return body(lab);
+      });
+      run.catch(() => undefined); // Its case awaits it and reports the failure there.
+      return run;
+    };
+    runs = {
+      ci: inLab('local', async (lab) => {
+        const handle = await lab.startExperiment({ preset: 'ci' });
+        return { lab, handle, summary: await handle.result() };
+      }),
+      killed: inLab('local-kill', async (lab) => {
+        // 2 million rows in 40 chunks: long enough to kill the agent between chunks.
+        const handle = await lab.startExperiment({
+          preset: 'ci',
+          storageClasses: { gp3: null },
+          compare: null,
+          data: { scale: 20, chunkRows: 50_000 },
+          phases: NO_PHASES,
+        });
+        const hostId = await waitForStep(lab, handle, 'load', 10);
+        const pids = agentPids(lab.paths, hostId);
+        if (pids.length === 1) process.kill(pids[0], 'SIGKILL'); // Its case fails on any other count.
+        return { lab, handle, hostId, pids, summary: await handle.result() };
+      }),
+      cancelled: inLab('local-cancel', async (lab) => {
+        const handle = await lab.startExperiment({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, data: { scale: 10, chunkRows: 20_000 } });
+        const hostId = await waitForStep(lab, handle, 'load', 5);
+        await handle.cancel();
+        const outcome = await handle.result().then(
+          (v) => v as unknown,
+          (e) => e as unknown,
+        );
+        return { lab, handle, hostId, outcome };
+      }),
+    };
   });
   afterAll(async () => {
-    await lab?.close();
+    if (runs) await Promise.allSettled(Object.values(runs));
+    await Promise.all(labs.map((lab) => lab.close()));
   });
 
   it('runs the ci preset end to end and leaves nothing behind', async () => {
-    const handle = await lab.startExperiment({ preset: 'ci' });
-    const summary = (await handle.result()) as { status: string };
-    expect(summary.status).toBe('completed');
+    const { lab, handle, summary } = await runs.ci;
+    expect((summary as { status: string }).status).toBe('completed');
     const result = readResult(lab, handle.workflowId);
     expect(result.schemaVersion).toBe(1);
     expect(result.postgresVersion).toMatch(/^\d+\.\d+/);
@@ -100,21 +144,9 @@ describe('local experiment (integration)', () => {
   });
 
   it('survives kill -9 of the host agent mid-load with exact row counts', async () => {
-    // 2 million rows in 40 chunks: long enough to kill the agent between chunks.
-    const input = {
-      preset: 'ci',
-      storageClasses: { gp3: null },
-      compare: null,
-      data: { scale: 20, chunkRows: 50_000 },
-      phases: NO_PHASES,
-    };
-    const handle = await lab.startExperiment(input);
-    const hostId = await waitForStep(lab, handle, 'load', 10);
-    const pids = agentPids(lab.paths, hostId);
+    const { lab, handle, hostId, pids, summary } = await runs.killed;
     expect(pids.length).toBe(1);
-    process.kill(pids[0], 'SIGKILL');
-    const summary = (await handle.result()) as { status: string };
-    expect(summary.status).toBe('completed');
+    expect((summary as { status: string }).status).toBe('completed');
     const cluster = readResult(lab, handle.workflowId).classes['local-disk'].clusters[0];
     expect(cluster.load?.chunksResumed).toBeGreaterThan(0);
     expect(cluster.load?.verified).toEqual({ rows: 2_000_000, distinctAids: 2_000_000 });
@@ -122,11 +154,8 @@ describe('local experiment (integration)', () => {
   });
 
   it('leaves no processes, mounts, loop devices or cgroups when cancelled mid-run', async () => {
-    const input = { preset: 'ci', storageClasses: { 'local-disk': null }, compare: null, data: { scale: 10, chunkRows: 20_000 } };
-    const handle = await lab.startExperiment(input);
-    const hostId = await waitForStep(lab, handle, 'load', 5);
-    await handle.cancel();
-    await expect(handle.result()).rejects.toThrow();
+    const { lab, handle, hostId, outcome } = await runs.cancelled;
+    expect(outcome).toBeInstanceOf(Error);
     const description = await handle.describe();
     expect(description.status.name).toBe('CANCELLED');
     const result = readResult(lab, handle.workflowId);

@@ -41,20 +41,28 @@ const tool = 'wal-g' as const;
 process.env.AWS_ACCESS_KEY_ID = 'testing';
 process.env.AWS_SECRET_ACCESS_KEY = 'testing';
 
-describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (integration)', (kind) => {
+/** A store and its two hosts: the source, and the restore host (its cluster stopped and its data folder removed). */
+interface Setup {
+  store: ResolvedBackupStore;
+  source: BenchHost;
+  restore: BenchHost;
+  close(): Promise<void>;
+}
+
+/** Makes a store and its two hosts, all at once (each host an initdb and a start, moto's server); on failure, undoes what it made. */
+async function setUp(kind: 'folder' | 's3'): Promise<Setup> {
   let moto: Moto | undefined;
   let storeDir: string | undefined;
-  let store: ResolvedBackupStore;
-  let source: BenchHost;
-  let restore: BenchHost;
-  const ids = { source: '', restore: '' };
-  let full: BackupInfo;
-  let delta: BackupInfo;
-  const targets: Partial<Record<'time' | 'lsn', { target: RestoreTarget; walLsn: string }>> = {};
-  let lastMarker = 0;
-  let lastArchivedSegment = '';
-
-  beforeAll(async () => {
+  const hosts = Promise.allSettled([startBenchHost(`walg-${kind}-source`, SETTINGS), startBenchHost(`walg-${kind}-restore`, SETTINGS)]);
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      for (const made of await hosts) if (made.status === 'fulfilled') await made.value.close();
+      await moto?.stop();
+      if (storeDir) rmSync(storeDir, { recursive: true, force: true });
+    })());
+  try {
+    let store: ResolvedBackupStore;
     if (kind === 's3') {
       moto = await startMoto();
       await moto.createBucket('lab-backups');
@@ -66,28 +74,63 @@ describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (i
       registerLabRoot(storeDir);
       store = { kind: 'folder', path: path.join(storeDir, 'run') };
     }
-    source = await startBenchHost(`walg-${kind}-source`, SETTINGS);
+    const [source, restore] = (await hosts).map((made) => {
+      if (made.status === 'rejected') throw made.reason;
+      return made.value;
+    });
+    await emptyHost(restore);
+    return { store, source, restore, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** The bench host's cluster stopped and its data folder removed: a host to restore onto. */
+async function emptyHost(host: BenchHost): Promise<void> {
+  await host.run(stopPostgres, { hostId: host.deps.config.hostId, mode: 'immediate' });
+  rmSync(host.deps.config.dataDir, { recursive: true, force: true });
+}
+
+// Both stores' setups start together, before the first case: the s3 store's is ready when the folder store's cases end.
+const setups: Partial<Record<'folder' | 's3', Promise<Setup>>> = {};
+beforeAll(() => {
+  for (const kind of ['folder', 's3'] as const) {
+    setups[kind] = setUp(kind);
+    setups[kind].catch(() => undefined); // Awaited, and a failure reported, by that store's cases.
+  }
+});
+// Each store's cases close theirs; this closes one whose cases did not run (a name filter).
+afterAll(async () => {
+  await Promise.all(Object.values(setups).map((made) => made.then((s) => s.close(), () => undefined)));
+});
+
+describe.each([['folder'], ['s3']] as const)('WAL-G backup tool on a %s store (integration)', (kind) => {
+  let setup: Setup | undefined;
+  let store: ResolvedBackupStore;
+  let source: BenchHost;
+  let restore: BenchHost;
+  const ids = { source: '', restore: '' };
+  let full: BackupInfo;
+  let delta: BackupInfo;
+  const targets: Partial<Record<'time' | 'lsn', { target: RestoreTarget; walLsn: string }>> = {};
+  let lastMarker = 0;
+  let lastArchivedSegment = '';
+
+  beforeAll(async () => {
+    setup = await setups[kind]!;
+    ({ store, source, restore } = setup);
     ids.source = source.deps.config.hostId;
-    // A fresh host for the restores: the bench host's cluster stopped and its data folder removed.
-    restore = await startBenchHost(`walg-${kind}-restore`, SETTINGS);
     ids.restore = restore.deps.config.hostId;
-    await emptyRestoreHost();
   });
   afterAll(async () => {
-    await source?.close();
-    await restore?.close();
-    await moto?.stop();
-    if (storeDir) rmSync(storeDir, { recursive: true, force: true });
+    await setup?.close();
   });
 
-  async function emptyRestoreHost(): Promise<void> {
-    await restore.run(stopPostgres, { hostId: ids.restore, mode: 'immediate' });
-    rmSync(restore.deps.config.dataDir, { recursive: true, force: true });
-  }
 
   /** Fetches the newest backup onto the empty restore host, replays to the target and promotes. */
   async function restoreTo(target: RecoveryTarget) {
-    await emptyRestoreHost();
+    await emptyHost(restore);
     await restore.run(configureBackups, { hostId: ids.restore, store, tool });
     const fetched = await restore.run(restoreBackup, { hostId: ids.restore, store, tool, target });
     const started = Date.now();

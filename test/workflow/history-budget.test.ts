@@ -5,7 +5,7 @@
  * the number of rounds. Either regression fails here.
  */
 import { HISTORY_EVENT_LIMIT, scaled, worstByType } from '../../bench/history-budget';
-import { HistoryHarness, type StepDurations } from '../../bench/history-harness';
+import { HistoryHarness, type HistoryFigures, type StepDurations } from '../../bench/history-harness';
 import { ROUNDS_PER_EXECUTION } from '../../workflows/failover-continuation';
 import { serverAddress, uniqueId } from '../helpers/temporal';
 
@@ -13,17 +13,30 @@ const CI_DURATIONS: StepDurations = { load: 120, backup: 20, warmup: 5, tps: 30,
 
 describe('history budget (unit-sized)', () => {
   let harness: HistoryHarness;
+  const failoverRounds = ROUNDS_PER_EXECUTION + 2;
+  // The four runs are independent (each on task queues of its own, made from its workflow id), so they all start at
+  // once here and overlap their workflows' timers; each case awaits the runs it checks.
+  let runs: { short: Promise<HistoryFigures[]>; long: Promise<HistoryFigures[]>; failover: Promise<HistoryFigures[]>; partition: Promise<HistoryFigures[]> };
   beforeAll(async () => {
     harness = await HistoryHarness.start(serverAddress());
+    const experiment = { preset: 'ci', durability: { drills: ['restore', 'failover'] } };
+    const partition = { preset: 'ci', rounds: failoverRounds, writer: { cutAfterSeconds: 0.5 }, partition: { detectionSeconds: 0 } };
+    runs = {
+      short: harness.run('experimentWorkflow', experiment, CI_DURATIONS, uniqueId('budget')),
+      long: harness.run('experimentWorkflow', experiment, scaled(CI_DURATIONS, 50), uniqueId('budget-50x')),
+      failover: harness.run('failoverDrillWorkflow', { preset: 'ci', rounds: failoverRounds }, CI_DURATIONS, uniqueId('budget-failover')),
+      partition: harness.run('partitionDrillWorkflow', partition, CI_DURATIONS, uniqueId('budget-partition')),
+    };
+    for (const run of Object.values(runs)) run.catch(() => undefined); // Its case awaits it and reports the failure there.
   });
   afterAll(async () => {
+    if (runs) await Promise.allSettled(Object.values(runs));
     await harness?.close();
   });
 
   it('a run fifty times as long makes the same history, far under the limit', async () => {
-    const input = { preset: 'ci', durability: { drills: ['restore', 'failover'] } };
-    const short = worstByType(await harness.run('experimentWorkflow', input, CI_DURATIONS, uniqueId('budget')));
-    const long = worstByType(await harness.run('experimentWorkflow', input, scaled(CI_DURATIONS, 50), uniqueId('budget-50x')));
+    const short = worstByType(await runs.short);
+    const long = worstByType(await runs.long);
     expect([...short.byType.keys()].sort()).toEqual(['clusterWorkflow', 'experimentWorkflow', 'failoverDrillWorkflow', 'restoreDrillWorkflow']);
     // Compared without the workflow tasks' events: how the server batches completions into workflow tasks varies
     // with the machine's load (a loaded suite saw one failover drill at 265 and 253 events), what the code decided
@@ -37,8 +50,7 @@ describe('history budget (unit-sized)', () => {
   });
 
   it('the failover drill continues as new, so each execution holds at most ROUNDS_PER_EXECUTION rounds', async () => {
-    const rounds = ROUNDS_PER_EXECUTION + 2;
-    const figures = await harness.run('failoverDrillWorkflow', { preset: 'ci', rounds }, CI_DURATIONS, uniqueId('budget-failover'));
+    const figures = await runs.failover;
     expect(figures.map((f) => f.execution)).toEqual([1, 2]);
     // The second execution (2 rounds) is much smaller than the first (10): events grow with rounds per execution only.
     expect(figures[1].events).toBeLessThan(figures[0].events / 2);
@@ -46,9 +58,7 @@ describe('history budget (unit-sized)', () => {
   });
 
   it('the partition drill continues as new too, each execution holding at most ROUNDS_PER_EXECUTION rounds', async () => {
-    const rounds = ROUNDS_PER_EXECUTION + 2;
-    const input = { preset: 'ci', rounds, writer: { cutAfterSeconds: 0.5 }, partition: { detectionSeconds: 0 } };
-    const figures = await harness.run('partitionDrillWorkflow', input, CI_DURATIONS, uniqueId('budget-partition'));
+    const figures = await runs.partition;
     expect(figures.map((f) => f.execution)).toEqual([1, 2]);
     expect(figures[1].events).toBeLessThan(figures[0].events / 2);
     expect(figures[0].events).toBeLessThan(HISTORY_EVENT_LIMIT / 5);
