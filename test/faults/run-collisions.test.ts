@@ -10,6 +10,8 @@
  *   own store and results folder, and the cancelled one's undo removes only its own; a new run under a finished
  *   drill's id is refused at its start, before any store or host.
  * No secret (a host's database password) appears in any history: the histories' JSON is searched, not the messages.
+ * The three cases run at once, each on a lab of its own (the same weak-tag bundle; its own hosts folder, backup stores
+ * and results), started together in beforeAll; each test awaits and checks its own.
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -105,8 +107,140 @@ async function completedAt(client: Client, workflowId: string, type: string, lab
 
 const outcome = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e);
 
+/**
+ * The run under `firstId` measures; during its TPS phase the run under `secondId` (same host id) starts, is refused
+ * and is cancelled. Returns what both did.
+ */
+async function collide(lab: TestLab, firstId: string, secondId: string): Promise<void> {
+  const hostId = weakHostId(firstId);
+  expect(weakHostId(secondId)).toBe(hostId);
+  const first = await lab.startExperiment(SPEC, firstId);
+  const firstCluster = clusterWorkflowId(firstId, CLASS, 0);
+  await waitForActivity(lab.client, firstCluster, 'runPgbench', 'tps', 300_000);
+  const hostDir = hostDirOf(lab.paths, hostId);
+  const ownerRecord = readFileSync(path.join(hostDir, 'owner.json'), 'utf8');
+  const password = readFileSync(path.join(hostDir, 'secrets', 'db-password'), 'utf8').trim();
+  expect(JSON.parse(ownerRecord)).toMatchObject({ kind: 'host', resource: hostId, runId: firstId, workflowId: firstCluster, className: CLASS, index: 0 });
+
+  const second: WorkflowHandle = await lab.startExperiment(SPEC, secondId);
+  const secondCluster = clusterWorkflowId(secondId, CLASS, 0);
+  // The second run's cluster ends on its own (refused at provisioning); then the run is cancelled, as an attacker would.
+  let clusterClosed = false;
+  for (let i = 0; i < 600 && !clusterClosed; i++) {
+    const status = await lab.client.workflow.getHandle(secondCluster).describe().then((d) => d.status.name, () => 'NONE');
+    clusterClosed = !['RUNNING', 'NONE'].includes(status);
+    if (!clusterClosed) await new Promise((r) => setTimeout(r, 200));
+  }
+  expect(clusterClosed).toBe(true);
+  await second.cancel().catch(() => undefined);
+  const secondFailure = await outcome(second.result());
+  expect(secondFailure).toBeTruthy();
+  // The host is still the first run's, its record untouched.
+  expect(readFileSync(path.join(hostDir, 'owner.json'), 'utf8')).toBe(ownerRecord);
+
+  const summary = (await first.result()) as { status: string; medianTps: Record<string, number | null> };
+  expect(summary.status).toBe('completed');
+  expect(summary.medianTps[CLASS]).toBeGreaterThan(0);
+  const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(firstId), 'result.json'), 'utf8')) as ExperimentResult;
+  expect(result.status).toBe('completed');
+  const clusterResult = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(firstId), 'clusters', `${hostId}.json`), 'utf8')) as {
+    status: string;
+    tps: number;
+    failedAttempts: unknown[];
+  };
+  // Its pgbench was never killed: no failed attempt, a TPS figure.
+  expect(clusterResult).toMatchObject({ status: 'ok', failedAttempts: [] });
+  expect(clusterResult.tps).toBeGreaterThan(0);
+
+  // The second: refused at its first touch (provisioning, attempt 1), non-retryably, naming both runs.
+  const refused = await failures(lab.client, secondCluster);
+  expect(refused.map((f) => [f.type, f.attempt, f.failureType, f.nonRetryable])).toEqual([['provisionHost', 1, 'OwnedByAnotherRunError', true]]);
+  expect(refused[0].message).toContain(`host ${hostId} belongs to run "${firstId}", workflow "${firstCluster}"`);
+  expect(refused[0].message).toContain(`run "${secondId}", workflow "${secondCluster}"`);
+  expect(refused[0].message).toContain('refused, nothing of it touched');
+  // ... while the first run was measuring.
+  const tpsDone = await completedAt(lab.client, firstCluster, 'runPgbench', 'tps');
+  expect(tpsDone).not.toBeNull();
+  expect(refused[0].at).toBeLessThan(tpsDone!);
+  // It ran nothing on the host: no activity on the host's queue, only its own provisioning, save and (empty) undo.
+  const secondActivities = await scheduled(lab.client, secondCluster);
+  expect(secondActivities.filter((a) => a.queue.startsWith('host:'))).toEqual([]);
+  expect([...new Set(secondActivities.map((a) => a.type))].sort()).toEqual(['provisionHost', 'saveClusterResult', 'teardownHost']);
+  // Its results are its own folder's.
+  expect(readFileSync(path.join(lab.paths.resultsDir, runFolderName(secondId), '.run-id'), 'utf8')).toBe(secondId);
+
+  // No secret in any history of either run.
+  for (const id of [firstId, firstCluster, secondId, secondCluster]) expect([id, (await historyText(lab.client, id)).includes(password)]).toEqual([id, false]);
+  expect(lab.leftovers([hostId])).toEqual([]);
+}
+
+/** Two drills whose ids shared a folder before (x_y, x/y), the second cancelled mid-run, then a third under the first's id. */
+async function drillsUnderSharedFolderIds(lab: TestLab): Promise<void> {
+  const drill = (workflowId: string) => lab.client.workflow.start(WORKFLOW_TYPES.restoreDrill, { taskQueue: lab.taskQueue, workflowId, args: [{ preset: 'ci' }] });
+  const backups = () => backupsDirFor(lab.paths.hostsDir);
+
+  const base = uniqueId('x');
+  const [underscore, slash] = [`${base}_y`, `${base}/y`];
+  expect(runFolderName(underscore)).not.toBe(runFolderName(slash));
+  const first = await drill(underscore);
+  await waitForActivity(lab.client, underscore, 'loadData', undefined, 300_000);
+  const firstStore = path.join(backups(), runFolderName(underscore));
+  const firstLabel = readFileSync(`${firstStore}.labels.json`, 'utf8');
+  expect(JSON.parse(firstLabel)).toMatchObject({ kind: 'backup-store', runId: underscore, workflowId: underscore });
+
+  // The second: started while the first loads, cancelled once its own store holds a backup.
+  const second = await drill(slash);
+  await waitForActivity(lab.client, slash, 'writeHistory', undefined, 300_000);
+  const secondStore = path.join(backups(), runFolderName(slash));
+  expect(existsSync(secondStore)).toBe(true);
+  await second.cancel();
+  await outcome(second.result());
+  expect((await second.describe()).status.name).toBe('CANCELLED');
+  // Its undo removed its own store and label, and nothing of the first's.
+  expect(existsSync(secondStore)).toBe(false);
+  expect(existsSync(`${secondStore}.labels.json`)).toBe(false);
+  expect(readFileSync(`${firstStore}.labels.json`, 'utf8')).toBe(firstLabel);
+
+  const summary = (await first.result()) as { status: string };
+  expect(summary.status).toBe('passed');
+  const firstResult = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8')) as RestoreDrillResult;
+  expect(firstResult).toMatchObject({ runId: underscore, status: 'passed', backupStore: firstStore });
+  const secondResult = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(slash), 'result.json'), 'utf8')) as RestoreDrillResult;
+  expect(secondResult).toMatchObject({ runId: slash, status: 'cancelled', backupStore: secondStore });
+  for (const [id, folder] of [[underscore, runFolderName(underscore)], [slash, runFolderName(slash)]])
+    expect(readFileSync(path.join(lab.paths.resultsDir, folder, '.run-id'), 'utf8')).toBe(id);
+  // Each drill claimed its results folder at its start, saving its spec: right after its preflight, before its store and hosts.
+  for (const id of [underscore, slash]) expect((await scheduled(lab.client, id)).slice(0, 3).map((a) => a.type)).toEqual(['preflightDrill', 'saveSpec', 'prepareBackupStore']);
+
+  // A new run under the finished drill's id: refused at its start, before a store or a host; the results stay.
+  const before = readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8');
+  const again = await drill(underscore);
+  const refusal = (await outcome(again.result())) as Error;
+  expect(String((refusal as { cause?: { cause?: Error } }).cause?.cause?.message ?? refusal)).toMatch(/finished before \(execution .*\) .* would replace them: start the run with another workflow id/);
+  expect((await scheduled(lab.client, underscore)).map((a) => a.type)).toEqual(['preflightDrill', 'saveSpec']);
+  expect(readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8')).toBe(before);
+
+  expect(readdirSync(backups()).filter((f) => f.includes(base))).toEqual([]);
+  // Host ids of this lab's bundle: its weak tag.
+  expect(lab.leftovers([underscore, slash].flatMap((id) => [`${weakTag(id)}-source-0`, `${weakTag(id)}-restore-0`]))).toEqual([]);
+}
+
+const CASES = {
+  victimFirst: async (lab: TestLab) => {
+    const victim = uniqueId('victim');
+    await collide(lab, victim, collidingId(victim));
+  },
+  craftedFirst: async (lab: TestLab) => {
+    const plain = uniqueId('plain');
+    await collide(lab, collidingId(plain), plain);
+  },
+  drills: drillsUnderSharedFolderIds,
+};
+type CaseName = keyof typeof CASES;
+
 describe('no run takes another run\'s host, store or folder (faults)', () => {
-  let lab: TestLab;
+  const labs: TestLab[] = [];
+  const running = {} as Record<CaseName, Promise<void>>;
   beforeAll(async () => {
     const started = Date.now();
     const bundle = await bundleWorkflowCode({
@@ -115,138 +249,32 @@ describe('no run takes another run\'s host, store or folder (faults)', () => {
       logger: { info: () => undefined, warn: () => undefined, error: console.error, debug: () => undefined, trace: () => undefined, log: () => undefined },
     });
     console.log(`weak-tag bundle built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    lab = await startTestLab('collide', { workflowBundle: { code: bundle.code } });
+    const names = Object.keys(CASES) as CaseName[];
+    labs.push(...(await Promise.all(names.map(() => startTestLab('collide', { workflowBundle: { code: bundle.code } })))));
+    names.forEach((name, i) => {
+      const startedAt = Date.now();
+      running[name] = CASES[name](labs[i]).finally(() => console.log(`${name}: ${((Date.now() - startedAt) / 1000).toFixed(0)} s`));
+      // Handled where its test awaits it; this only keeps a failure that lands first from counting as unhandled.
+      running[name].catch(() => undefined);
+    });
   });
   afterAll(async () => {
-    await lab?.close();
+    // Each case removes what it made before it settles: the labs close after all of them.
+    await Promise.allSettled(Object.values(running));
+    await Promise.all(labs.map((lab) => lab.close()));
   });
 
-  /**
-   * The run under `firstId` measures; during its TPS phase the run under `secondId` (same host id) starts, is refused
-   * and is cancelled. Returns what both did.
-   */
-  async function collide(firstId: string, secondId: string): Promise<void> {
-    const hostId = weakHostId(firstId);
-    expect(weakHostId(secondId)).toBe(hostId);
-    const first = await lab.startExperiment(SPEC, firstId);
-    const firstCluster = clusterWorkflowId(firstId, CLASS, 0);
-    await waitForActivity(lab.client, firstCluster, 'runPgbench', 'tps', 300_000);
-    const hostDir = hostDirOf(lab.paths, hostId);
-    const ownerRecord = readFileSync(path.join(hostDir, 'owner.json'), 'utf8');
-    const password = readFileSync(path.join(hostDir, 'secrets', 'db-password'), 'utf8').trim();
-    expect(JSON.parse(ownerRecord)).toMatchObject({ kind: 'host', resource: hostId, runId: firstId, workflowId: firstCluster, className: CLASS, index: 0 });
-
-    const second: WorkflowHandle = await lab.startExperiment(SPEC, secondId);
-    const secondCluster = clusterWorkflowId(secondId, CLASS, 0);
-    // The second run's cluster ends on its own (refused at provisioning); then the run is cancelled, as an attacker would.
-    let clusterClosed = false;
-    for (let i = 0; i < 600 && !clusterClosed; i++) {
-      const status = await lab.client.workflow.getHandle(secondCluster).describe().then((d) => d.status.name, () => 'NONE');
-      clusterClosed = !['RUNNING', 'NONE'].includes(status);
-      if (!clusterClosed) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(clusterClosed).toBe(true);
-    await second.cancel().catch(() => undefined);
-    const secondFailure = await outcome(second.result());
-    expect(secondFailure).toBeTruthy();
-    // The host is still the first run's, its record untouched.
-    expect(readFileSync(path.join(hostDir, 'owner.json'), 'utf8')).toBe(ownerRecord);
-
-    const summary = (await first.result()) as { status: string; medianTps: Record<string, number | null> };
-    expect(summary.status).toBe('completed');
-    expect(summary.medianTps[CLASS]).toBeGreaterThan(0);
-    const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(firstId), 'result.json'), 'utf8')) as ExperimentResult;
-    expect(result.status).toBe('completed');
-    const clusterResult = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(firstId), 'clusters', `${hostId}.json`), 'utf8')) as {
-      status: string;
-      tps: number;
-      failedAttempts: unknown[];
-    };
-    // Its pgbench was never killed: no failed attempt, a TPS figure.
-    expect(clusterResult).toMatchObject({ status: 'ok', failedAttempts: [] });
-    expect(clusterResult.tps).toBeGreaterThan(0);
-
-    // The second: refused at its first touch (provisioning, attempt 1), non-retryably, naming both runs.
-    const refused = await failures(lab.client, secondCluster);
-    expect(refused.map((f) => [f.type, f.attempt, f.failureType, f.nonRetryable])).toEqual([['provisionHost', 1, 'OwnedByAnotherRunError', true]]);
-    expect(refused[0].message).toContain(`host ${hostId} belongs to run "${firstId}", workflow "${firstCluster}"`);
-    expect(refused[0].message).toContain(`run "${secondId}", workflow "${secondCluster}"`);
-    expect(refused[0].message).toContain('refused, nothing of it touched');
-    // ... while the first run was measuring.
-    const tpsDone = await completedAt(lab.client, firstCluster, 'runPgbench', 'tps');
-    expect(tpsDone).not.toBeNull();
-    expect(refused[0].at).toBeLessThan(tpsDone!);
-    // It ran nothing on the host: no activity on the host's queue, only its own provisioning, save and (empty) undo.
-    const secondActivities = await scheduled(lab.client, secondCluster);
-    expect(secondActivities.filter((a) => a.queue.startsWith('host:'))).toEqual([]);
-    expect([...new Set(secondActivities.map((a) => a.type))].sort()).toEqual(['provisionHost', 'saveClusterResult', 'teardownHost']);
-    // Its results are its own folder's.
-    expect(readFileSync(path.join(lab.paths.resultsDir, runFolderName(secondId), '.run-id'), 'utf8')).toBe(secondId);
-
-    // No secret in any history of either run.
-    for (const id of [firstId, firstCluster, secondId, secondCluster]) expect([id, (await historyText(lab.client, id)).includes(password)]).toEqual([id, false]);
-    expect(lab.leftovers([hostId])).toEqual([]);
-  }
-
   it('a colliding run started during a live run\'s TPS phase, then cancelled: the live run completes with its figures, the other is refused, touching nothing', async () => {
-    const victim = uniqueId('victim');
-    await collide(victim, collidingId(victim));
+    await running.victimFirst;
   });
 
   it('the reverse: the crafted id runs first, the plain one collides with it and is refused', async () => {
-    const plain = uniqueId('plain');
-    await collide(collidingId(plain), plain);
+    await running.craftedFirst;
   });
 
   describe('drills under ids that shared a folder before (x_y, x/y)', () => {
-    const drill = (workflowId: string) => lab.client.workflow.start(WORKFLOW_TYPES.restoreDrill, { taskQueue: lab.taskQueue, workflowId, args: [{ preset: 'ci' }] });
-    const backups = () => backupsDirFor(lab.paths.hostsDir);
-
     it('each keeps its own store and results; the second, cancelled mid-run, undoes only its own; a new run under a finished id is refused at its start', async () => {
-      const base = uniqueId('x');
-      const [underscore, slash] = [`${base}_y`, `${base}/y`];
-      expect(runFolderName(underscore)).not.toBe(runFolderName(slash));
-      const first = await drill(underscore);
-      await waitForActivity(lab.client, underscore, 'loadData', undefined, 300_000);
-      const firstStore = path.join(backups(), runFolderName(underscore));
-      const firstLabel = readFileSync(`${firstStore}.labels.json`, 'utf8');
-      expect(JSON.parse(firstLabel)).toMatchObject({ kind: 'backup-store', runId: underscore, workflowId: underscore });
-
-      // The second: started while the first loads, cancelled once its own store holds a backup.
-      const second = await drill(slash);
-      await waitForActivity(lab.client, slash, 'writeHistory', undefined, 300_000);
-      const secondStore = path.join(backups(), runFolderName(slash));
-      expect(existsSync(secondStore)).toBe(true);
-      await second.cancel();
-      await outcome(second.result());
-      expect((await second.describe()).status.name).toBe('CANCELLED');
-      // Its undo removed its own store and label, and nothing of the first's.
-      expect(existsSync(secondStore)).toBe(false);
-      expect(existsSync(`${secondStore}.labels.json`)).toBe(false);
-      expect(readFileSync(`${firstStore}.labels.json`, 'utf8')).toBe(firstLabel);
-
-      const summary = (await first.result()) as { status: string };
-      expect(summary.status).toBe('passed');
-      const firstResult = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8')) as RestoreDrillResult;
-      expect(firstResult).toMatchObject({ runId: underscore, status: 'passed', backupStore: firstStore });
-      const secondResult = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(slash), 'result.json'), 'utf8')) as RestoreDrillResult;
-      expect(secondResult).toMatchObject({ runId: slash, status: 'cancelled', backupStore: secondStore });
-      for (const [id, folder] of [[underscore, runFolderName(underscore)], [slash, runFolderName(slash)]])
-        expect(readFileSync(path.join(lab.paths.resultsDir, folder, '.run-id'), 'utf8')).toBe(id);
-      // Each drill claimed its results folder at its start, saving its spec: right after its preflight, before its store and hosts.
-      for (const id of [underscore, slash]) expect((await scheduled(lab.client, id)).slice(0, 3).map((a) => a.type)).toEqual(['preflightDrill', 'saveSpec', 'prepareBackupStore']);
-
-      // A new run under the finished drill's id: refused at its start, before a store or a host; the results stay.
-      const before = readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8');
-      const again = await drill(underscore);
-      const refusal = (await outcome(again.result())) as Error;
-      expect(String((refusal as { cause?: { cause?: Error } }).cause?.cause?.message ?? refusal)).toMatch(/finished before \(execution .*\) .* would replace them: start the run with another workflow id/);
-      expect((await scheduled(lab.client, underscore)).map((a) => a.type)).toEqual(['preflightDrill', 'saveSpec']);
-      expect(readFileSync(path.join(lab.paths.resultsDir, runFolderName(underscore), 'result.json'), 'utf8')).toBe(before);
-
-      expect(readdirSync(backups()).filter((f) => f.includes(base))).toEqual([]);
-      // Host ids of this lab's bundle: its weak tag.
-      expect(lab.leftovers([underscore, slash].flatMap((id) => [`${weakTag(id)}-source-0`, `${weakTag(id)}-restore-0`]))).toEqual([]);
+      await running.drills;
     });
   });
 });
