@@ -299,7 +299,7 @@ export function compareClass(
   const spread = baseline.spread as RunSpread;
   const numbers =
     `TPS ${fmt(candidate.geometricMeanTps as number)} vs ${fmt(baseline.geometricMeanTps as number)} (effect ${pct(effect)}, ` +
-    `${pct1(1 - options.alpha)} CI [${pct(ci[0])}, ${pct(ci[1])}]; t = ${logTest.t.toFixed(2)} on logs, ${linearTest.t.toFixed(2)} on TPS, ` +
+    `${pct1(1 - options.alpha)} CI [${pct(ci[0])}, ${pct(ci[1])}]; t = ${tText(logTest.t)} on logs, ${tText(linearTest.t)} on TPS, ` +
     `df ${logTest.df}, p = ${pValueText(pValue)}; rank p = ${pValueText(rankP)}; baseline ${baseline.runs} runs, ` +
     `run-to-run CV ${spread.cv === null ? '–' : pct1(spread.cv)}, range ${fmt(spread.min)}-${fmt(spread.max)}; ` +
     `a drop of ${pct1(detectableDrop)} or more would count)`;
@@ -399,6 +399,14 @@ function pct(v: number): string {
 
 function pct1(v: number): string {
   return `${round(v * 100, 1)} %`;
+}
+
+/**
+ * A t statistic as the reason prints it. Identical baseline runs (a modelled device held at its budget gives them)
+ * leave no spread to divide by: any difference is then an infinite t, printed as one, not as "-Infinity".
+ */
+export function tText(t: number): string {
+  return Number.isFinite(t) ? t.toFixed(2) : t < 0 ? '-∞' : '∞';
 }
 
 function pValueText(p: number): string {

@@ -177,6 +177,19 @@ describe('verdict', () => {
     expect(v.reason).toMatch(/run-to-run CV \d\.\d+ %, range 4,\d{3}-5,\d{3}/);
   });
 
+  it('flags a drop from identical baseline runs (a device held at its budget) with an infinite t, printed as one', () => {
+    const held = Array.from({ length: 5 }, (_, i) => unit(`h${i}`, Array.from({ length: 8 }, () => 20)));
+    const v = compareClass('gp3', held, [unit('c', Array.from({ length: 8 }, () => 10))], options, seededRandom(1));
+    expect(v.verdict).toBe('regressed');
+    expect(v.baseline.spread!.cv).toBe(0);
+    expect(v.t).toBe(-Infinity);
+    expect(v.reason).toMatch(/TPS 10 vs 20 \(effect -50\.0 %, .*; t = -∞ on logs, -∞ on TPS, df 4, p = 0\.0e\+0;/);
+    // The same runs again: no difference, no verdict against them.
+    const same = compareClass('gp3', held, [unit('c', Array.from({ length: 8 }, () => 20))], options, seededRandom(1));
+    expect(same.verdict).toBe('pass');
+    expect(same.reason).toMatch(/; t = 0\.00 on logs, 0\.00 on TPS,/);
+  });
+
   it('passes a rerun within the minimum effect, and flags a significant gain as improved', () => {
     const same = compareClass('gp3', baseline, [unit('c', series(5150, 20, 0.05, 4))], options, seededRandom(1));
     expect(same.verdict).toBe('pass');
