@@ -19,37 +19,12 @@ export async function startControlProcess(
   lab: TestLab,
   opts: { holds?: string[]; address?: string; name: string },
 ): Promise<ControlProcess> {
-  const p = spawnControlProcess(lab, { ...opts, spare: false });
-  return p.polling();
-}
-
-/** A control worker process started ahead of a kill: modules loaded and connected, not polling until `start`. */
-export interface SpareControlProcess {
-  /** Starts its worker with these holds; resolves once it polls. */
-  start(holds?: string[]): Promise<ControlProcess>;
-  kill(): Promise<void>;
-}
-
-/** Starts a spare (test/helpers/fault-control-worker.ts, STORAGE_LAB_FAULT_SPARE): it polls only once started. */
-export function spareControlProcess(lab: TestLab, opts: { address?: string; name: string }): SpareControlProcess {
-  const p = spawnControlProcess(lab, { ...opts, spare: true });
-  return {
-    async start(holds = []) {
-      await p.waitForLine(`spare ${p.pid} ready`, 'ready as a spare');
-      p.child.send({ holds });
-      return p.polling();
-    },
-    kill: p.kill,
-  };
-}
-
-function spawnControlProcess(lab: TestLab, opts: { holds?: string[]; address?: string; name: string; spare: boolean }) {
   const faultDir = path.join(lab.paths.home, 'faults', opts.name);
   mkdirSync(faultDir, { recursive: true });
   const logFile = path.join(lab.paths.home, `control-worker-${opts.name}.log`);
   const log = openSync(logFile, 'a');
   const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'fault-control-worker.js')], {
-    stdio: ['ignore', log, log, ...(opts.spare ? (['ipc'] as const) : [])],
+    stdio: ['ignore', log, log],
     env: {
       ...process.env,
       TEMPORAL_ADDRESS: opts.address ?? serverAddress(),
@@ -58,40 +33,31 @@ function spawnControlProcess(lab: TestLab, opts: { holds?: string[]; address?: s
       STORAGE_LAB_CONTROL_QUEUE: lab.taskQueue,
       STORAGE_LAB_FAULT_HOLDS: (opts.holds ?? []).join(','),
       STORAGE_LAB_FAULT_DIR: faultDir,
-      STORAGE_LAB_FAULT_SPARE: opts.spare ? '1' : '',
     },
   });
   closeSync(log);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
+  const deadline = Date.now() + 60_000;
+  while (!readFileSync(logFile, 'utf8').includes(`control worker ${child.pid} polling`)) {
+    if (child.exitCode !== null) throw new Error(`control worker exited (${child.exitCode}); see ${logFile}`);
+    if (Date.now() > deadline) throw new Error(`control worker did not start within 60 s; see ${logFile}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    pid: child.pid!,
+    faultDir,
+    async waitForHold(activity, when, timeoutMs = 120_000) {
+      const marker = path.join(faultDir, `${activity}-${when}`);
+      const end = Date.now() + timeoutMs;
+      while (!existsSync(marker)) {
+        if (child.exitCode !== null) throw new Error(`control worker exited before ${activity} (${when}); see ${logFile}`);
+        if (Date.now() > end) throw new Error(`${activity} did not reach its hold (${when}) within ${timeoutMs / 1000} s`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
   };
-  /** Waits until the process's log has `line` (60 s from now). */
-  const waitForLine = async (line: string, what: string) => {
-    const deadline = Date.now() + 60_000;
-    while (!readFileSync(logFile, 'utf8').includes(line)) {
-      if (child.exitCode !== null) throw new Error(`control worker exited (${child.exitCode}); see ${logFile}`);
-      if (Date.now() > deadline) throw new Error(`control worker not ${what} within 60 s; see ${logFile}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  const polling = async (): Promise<ControlProcess> => {
-    await waitForLine(`control worker ${child.pid} polling`, 'polling');
-    return {
-      pid: child.pid!,
-      faultDir,
-      async waitForHold(activity, when, timeoutMs = 120_000) {
-        const marker = path.join(faultDir, `${activity}-${when}`);
-        const end = Date.now() + timeoutMs;
-        while (!existsSync(marker)) {
-          if (child.exitCode !== null) throw new Error(`control worker exited before ${activity} (${when}); see ${logFile}`);
-          if (Date.now() > end) throw new Error(`${activity} did not reach its hold (${when}) within ${timeoutMs / 1000} s`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      },
-      kill,
-    };
-  };
-  return { pid: child.pid!, child, kill, waitForLine, polling };
 }

@@ -5,10 +5,6 @@
  * doing their work (after: the work is done, its completion never reported) and write
  * $STORAGE_LAB_FAULT_DIR/<activity>-<when> so the test knows when to kill. Short activities cannot be hit by a
  * kill otherwise.
- * With STORAGE_LAB_FAULT_SPARE=1 the process is a spare: it loads its modules and connects, says "spare ... ready",
- * and starts the worker only when its parent sends { holds } over IPC. A test starts it ahead of a kill, so the gap
- * between the kill and the next worker polling is the worker's own start, not Node loading the SDK again; nothing
- * polls the queue before the message.
  */
 import { Context } from '@temporalio/activity';
 import { NativeConnection } from '@temporalio/worker';
@@ -20,7 +16,8 @@ import { connectionOptions, controlTaskQueue, temporalEnv } from '../../worker/e
 
 type When = 'before' | 'after';
 
-function parseHolds(spec: string): Map<string, When> {
+function holds(): Map<string, When> {
+  const spec = process.env.STORAGE_LAB_FAULT_HOLDS ?? '';
   return new Map(
     spec
       .split(',')
@@ -35,21 +32,11 @@ async function hold(activity: string, when: When): Promise<never> {
   for (;;) await new Promise((r) => setTimeout(r, 60_000));
 }
 
-/** The holds: from the environment, or (a spare) from the message that starts it. */
-async function holds(): Promise<Map<string, When>> {
-  if (process.env.STORAGE_LAB_FAULT_SPARE !== '1') return parseHolds(process.env.STORAGE_LAB_FAULT_HOLDS ?? '');
-  console.log(`spare ${process.pid} ready`);
-  const message = await new Promise<{ holds?: string[] }>((resolve) => process.once('message', (m) => resolve(m as { holds?: string[] })));
-  // The IPC channel would keep a worker that stops by itself alive.
-  process.disconnect?.();
-  return parseHolds((message.holds ?? []).join(','));
-}
-
 async function main(): Promise<void> {
   const temporal = temporalEnv();
   const connection = await NativeConnection.connect(connectionOptions(temporal));
   const taskQueue = controlTaskQueue();
-  const planned = await holds();
+  const planned = holds();
   const { running } = await startControlWorker({
     connection,
     temporal,
