@@ -240,31 +240,43 @@ start_step() {
   ) &
   step_pids+=("$!")
 }
+# --- The build: workers, CLI and tests all run from dist/. It needs only the npm packages.
+build() {
+  build_started=$SECONDS
+  # tsc is incremental; with no source newer than its last build there is nothing to ask it.
+  if [ -f dist/.tsbuildinfo ] && [ -z "$(find tsconfig.json package-lock.json common lib analysis workflows activities infra worker client test bench \
+    -newer dist/.tsbuildinfo \( -name '*.ts' -o -name '*.json' -o -name '*.js' \) -print -quit 2>/dev/null)" ]; then
+    log "$(printf '%-12s %6s s  %s' build 0 "dist/ up to date")"
+    return 0
+  fi
+  # Called in an `||` list, where set -e does not reach: each command's failure returns by hand.
+  npx tsc -p tsconfig.json || return 1
+  touch dist/.tsbuildinfo
+  # Output of sources that moved or went away would still run (jest finds a stale test, a worker a stale module).
+  node -e '
+    const fs = require("fs"), path = require("path");
+    const walk = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+    for (const file of walk("dist")) {
+      const source = file.slice("dist/".length).replace(/\.js(\.map)?$|\.d\.ts$/, ".ts");
+      const json = file.endsWith(".json") && fs.existsSync(file.slice("dist/".length));
+      if (!json && file !== "dist/.tsbuildinfo" && !fs.existsSync(source)) fs.rmSync(file);
+    }' || return 1
+  log "$(printf '%-12s %6s s  %s' build "$((SECONDS - build_started))" "TypeScript into dist/")"
+}
+
 step_pids=()
 steps=(debian postgres17 npm temporal walg volume)
 [ "$mode" = test ] && steps+=(moto)
-for s in "${steps[@]}"; do start_step "$s"; done
+npm_pid=
+for s in "${steps[@]}"; do
+  start_step "$s"
+  if [ "$s" = npm ]; then npm_pid=${step_pids[-1]}; fi
+done
+# The build starts as soon as the npm packages are in, beside the steps still running (moto's, WAL-G's).
 failed=0
-for pid in "${step_pids[@]}"; do wait "$pid" || failed=1; done
-[ "$failed" = 0 ] || { log "a step failed (above); nothing was built"; exit 1; }
-
-# --- The build: workers, CLI and tests all run from dist/.
-build_started=$SECONDS
-# tsc is incremental; with no source newer than its last build there is nothing to ask it.
-if [ -f dist/.tsbuildinfo ] && [ -z "$(find tsconfig.json package-lock.json common lib analysis workflows activities infra worker client test bench \
-  -newer dist/.tsbuildinfo \( -name '*.ts' -o -name '*.json' -o -name '*.js' \) -print -quit 2>/dev/null)" ]; then
-  log "$(printf '%-12s %6s s  %s' build 0 "dist/ up to date")"
-  exit 0
-fi
-npx tsc -p tsconfig.json
-touch dist/.tsbuildinfo
-# Output of sources that moved or went away would still run (jest finds a stale test, a worker a stale module).
-node -e '
-  const fs = require("fs"), path = require("path");
-  const walk = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
-  for (const file of walk("dist")) {
-    const source = file.slice("dist/".length).replace(/\.js(\.map)?$|\.d\.ts$/, ".ts");
-    const json = file.endsWith(".json") && fs.existsSync(file.slice("dist/".length));
-    if (!json && file !== "dist/.tsbuildinfo" && !fs.existsSync(source)) fs.rmSync(file);
-  }'
-log "$(printf '%-12s %6s s  %s' build "$((SECONDS - build_started))" "TypeScript into dist/")"
+wait "$npm_pid" || failed=1
+if [ "$failed" = 0 ]; then build || failed=1; fi
+for pid in "${step_pids[@]}"; do
+  if [ "$pid" != "$npm_pid" ]; then wait "$pid" || failed=1; fi
+done
+[ "$failed" = 0 ] || { log "a step failed (above)"; exit 1; }
