@@ -133,6 +133,20 @@ function leftovers(paths: LabPaths, hostIds: string[]): string[] {
 }
 
 /** A local host's folder: named after a hash of its id (common/core/ids.ts hostFolderName). */
+/**
+ * Starts a lab of its own for one case of a file whose cases run at once, and the case's body in it. The lab joins
+ * `labs` (the file's afterAll closes them). The returned run is awaited by its case, which reports a failure there;
+ * until then a rejection is not unhandled.
+ */
+export function runInOwnLab<T>(labs: TestLab[], name: string, body: (lab: TestLab) => Promise<T>): Promise<T> {
+  const run = startTestLab(name).then((lab) => {
+    labs.push(lab);
+    return body(lab);
+  });
+  run.catch(() => undefined);
+  return run;
+}
+
 export function hostDirOf(paths: Pick<LabPaths, 'hostsDir'>, hostId: string): string {
   return path.join(paths.hostsDir, hostFolderName(hostId));
 }

@@ -15,7 +15,7 @@ import { WalG } from '../../lib/walg';
 import type { DrillResult, FailoverDrillResult, RestoreDrillResult } from '../../common/results/drill-result';
 import { hostIdFor } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
-import { startTestLab, type TestLab } from '../helpers/lab';
+import { runInOwnLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
 import { NO_PHASES } from '../helpers/phases';
 
@@ -31,14 +31,7 @@ describe('durability drills (integration)', () => {
     failover: Promise<Drill<FailoverDrillResult>>;
   };
   beforeAll(() => {
-    const inLab = <T>(name: string, body: (lab: TestLab) => Promise<T>): Promise<T> => {
-      const run = startTestLab(name).then((lab) => {
-        labs.push(lab);
-        return body(lab);
-      });
-      run.catch(() => undefined); // Its case awaits it and reports the failure there.
-      return run;
-    };
+    const inLab = <T>(name: string, body: (lab: TestLab) => Promise<T>) => runInOwnLab(labs, name, body);
     runs = {
       restore: inLab('drills-restore', (lab) => drill<RestoreDrillResult>(lab, WORKFLOW_TYPES.restoreDrill, { preset: 'ci' })),
       missingWal: inLab('drills-missing-wal', (lab) =>

@@ -10,7 +10,7 @@ import { runFolderName } from '../../lib/results-store';
 import { hostIdFor } from '../../common/core/ids';
 import type { ExperimentResult } from '../../common/results/result';
 import { readProgress } from '../../client/progress-view';
-import { agentPids, startTestLab, type TestLab } from '../helpers/lab';
+import { agentPids, runInOwnLab, startTestLab, type TestLab } from '../helpers/lab';
 import { NO_PHASES } from '../helpers/phases';
 
 function readResult(lab: TestLab, runId: string): ExperimentResult {
@@ -39,14 +39,7 @@ describe('local experiment (integration)', () => {
     cancelled: Promise<{ lab: TestLab; handle: WorkflowHandle; hostId: string; outcome: unknown }>;
   };
   beforeAll(() => {
-    const inLab = <T>(name: string, body: (lab: TestLab) => Promise<T>): Promise<T> => {
-      const run = startTestLab(name).then((lab) => {
-        labs.push(lab);
-        return body(lab);
-      });
-      run.catch(() => undefined); // Its case awaits it and reports the failure there.
-      return run;
-    };
+    const inLab = <T>(name: string, body: (lab: TestLab) => Promise<T>) => runInOwnLab(labs, name, body);
     runs = {
       ci: inLab('local', async (lab) => {
         const handle = await lab.startExperiment({ preset: 'ci' });
