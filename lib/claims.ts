@@ -2,13 +2,11 @@
  * Owner records: a resource the lab names from a run (a local host's folder, a backup store) is claimed by the first
  * activity that creates it, atomically (a file linked into place with O_EXCL, or an S3 object put with
  * If-None-Match: *), and every later activity checks the record before it acts. Another run's resource is refused
- * non-retryably, naming both runs (common/core/claims.ts); nothing of it is touched.
+ * non-retryably, naming both runs (common/core/claims.ts); nothing of it is touched. S3 records: lib/s3-claims.ts.
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ApplicationFailure } from '@temporalio/common';
 import { FAILURE_TYPES } from '../common/core/errors';
 import { ownedBy, ownerRefusal, type Claimant, type OwnerRecord } from '../common/core/claims';
-import { awsErrorCode } from './aws-clients';
 import { readLabFile, writeLabFile } from './lab-fs';
 
 /** The failure of an activity on another run's resource: non-retryable (the resource stays that run's). */
@@ -17,7 +15,7 @@ export function ownedByAnotherRun(message: string): ApplicationFailure {
 }
 
 /** An owner record as read, or null when the text is not one. */
-function parseRecord(text: string): OwnerRecord | null {
+export function parseRecord(text: string): OwnerRecord | null {
   try {
     const r = JSON.parse(text) as Partial<OwnerRecord>;
     return typeof r.workflowId === 'string' && typeof r.execution === 'string' && typeof r.runId === 'string' && typeof r.resource === 'string' ? (r as OwnerRecord) : null;
@@ -50,37 +48,6 @@ export function claimFile(file: string, record: OwnerRecord): OwnerRecord {
   const existing = readClaimFile(file);
   if (!existing) throw new Error(`${file} vanished while it was claimed; try again`);
   return existing;
-}
-
-/** Claims an S3 key the same way: a conditional put (If-None-Match: *) that only the first claimant's succeeds. */
-export async function claimS3Object(s3: S3Client, bucket: string, key: string, record: OwnerRecord): Promise<OwnerRecord> {
-  try {
-    await s3.send(
-      new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(record, null, 2), ContentType: 'application/json', IfNoneMatch: '*', ServerSideEncryption: 'AES256' }),
-    );
-    return record;
-  } catch (err) {
-    const code = awsErrorCode(err);
-    // 412: the object exists; 409: another conditional put of it is in flight (S3 says try again).
-    if (code !== 'PreconditionFailed' && code !== 'ConditionalRequestConflict') throw err;
-  }
-  const existing = await readS3Claim(s3, bucket, key);
-  if (!existing) throw new Error(`s3://${bucket}/${key} vanished while it was claimed; try again`);
-  return existing;
-}
-
-/** The owner record at an S3 key, or null when there is none. */
-export async function readS3Claim(s3: S3Client, bucket: string, key: string): Promise<OwnerRecord | null> {
-  try {
-    const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    const text = (await out.Body?.transformToString('utf8')) ?? '';
-    const record = parseRecord(text);
-    if (!record) throw ownedByAnotherRun(`s3://${bucket}/${key} is not an owner record the lab wrote; the resource is refused`);
-    return record;
-  } catch (err) {
-    if (awsErrorCode(err) === 'NoSuchKey') return null;
-    throw err;
-  }
 }
 
 /** Refuses, non-retryably and naming both runs, a claimant that is not the record's owner. */

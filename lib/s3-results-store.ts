@@ -9,7 +9,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import path from 'node:path';
-import { awsErrorCode } from './aws-clients';
+import { awsErrorCode } from './aws-errors';
 import { checkRunClaim, legacyFolderOf, RUN_CLAIM_KEY, runClaim, runFolderOf, runOfFolder, safeKey, type ResultsStore, type RunKey } from './results-store';
 
 export interface S3ResultsStoreOptions {

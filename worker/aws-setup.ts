@@ -11,43 +11,15 @@
 import { Ec2Provider } from '../infra/providers/aws/ec2-provider';
 import { S3AgentPackage } from '../infra/providers/aws/agent-package';
 import { awsClients, type AwsClients } from '../lib/aws-clients';
-import { awsPolicyFromEnv, DEFAULT_AWS_POLICY, type AwsPolicy } from '../infra/providers/aws/policy';
+import { DEFAULT_AWS_POLICY } from '../infra/providers/aws/policy';
+import type { AwsEnv } from './aws-env';
 import { S3ResultsStore } from '../lib/s3-results-store';
 import type { TemporalEnv } from './env';
 
-export interface AwsEnv {
-  region: string;
-  endpoint?: string;
-  bucket: string;
-  resultsPrefix: string;
-  kmsKeyId?: string;
-  /** The operator's rules for runs (default: DEFAULT_AWS_POLICY). */
-  policy?: AwsPolicy;
-}
+export { awsEnv, type AwsEnv } from './aws-env';
 
 /** Key prefix of the host agent packages in the bucket (the host instance profile may read only this). */
 export const AGENT_PREFIX = 'storage-lab/agent';
-
-/** The AWS settings, or null when STORAGE_LAB_AWS is not set. */
-export function awsEnv(env: NodeJS.ProcessEnv = process.env): AwsEnv | null {
-  const on = env.STORAGE_LAB_AWS;
-  if (!on || on === '0') return null;
-  if (on !== '1') throw new Error(`STORAGE_LAB_AWS must be 1 (AWS provider on) or unset (got "${on}")`);
-  const bucket = env.STORAGE_LAB_AWS_BUCKET;
-  if (!bucket)
-    throw new Error('STORAGE_LAB_AWS=1 needs STORAGE_LAB_AWS_BUCKET: the S3 bucket for results and the host agent package (see infra/providers/aws/README.md)');
-  const endpoint = env.STORAGE_LAB_AWS_ENDPOINT || undefined;
-  if (endpoint && !/^https?:\/\/[^/]+/.test(endpoint))
-    throw new Error(`STORAGE_LAB_AWS_ENDPOINT must be a URL such as http://127.0.0.1:5000 (got "${endpoint}")`);
-  return {
-    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
-    endpoint,
-    bucket,
-    resultsPrefix: (env.STORAGE_LAB_RESULTS_PREFIX || 'storage-lab/results').replace(/^\/+|\/+$/g, ''),
-    kmsKeyId: env.STORAGE_LAB_S3_KMS_KEY_ID || undefined,
-    policy: awsPolicyFromEnv(env),
-  };
-}
 
 /** The EC2 provider and the S3 results store of a control worker. */
 export function awsControlSetup(

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { describeClaimant, ownedBy, ownerRefusal, type Claimant, type OwnerRecord } from '../../common/core/claims';
 import { backupStoreLocation, type ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupStoreSpec } from '../../common/input/spec';
-import { awsClients } from '../../lib/aws-clients';
 import {
   backupLabelFile,
   legacyBackupFolder,
@@ -17,7 +16,7 @@ import {
   s3OwnerKey,
   type BackupStoreLabel,
 } from '../../lib/backup-stores';
-import { claimFile, claimS3Object, ownedByAnotherRun, readS3Claim } from '../../lib/claims';
+import { claimFile, ownedByAnotherRun } from '../../lib/claims';
 import { makeLabDir, removeLabFile, removeLabTree } from '../../lib/lab-fs';
 import { postgresOsUser } from '../../lib/postgres-binaries';
 import { checkedClaimant } from './owner';
@@ -29,7 +28,9 @@ function storeRecord(runId: string, store: ResolvedBackupStore, owner: Claimant,
 }
 
 /** The S3 client of a store's region and endpoint, with the control worker's credentials (its role, or its keys). */
-function s3Of(store: Extract<ResolvedBackupStore, { kind: 's3' }>) {
+async function s3Of(store: Extract<ResolvedBackupStore, { kind: 's3' }>) {
+  // Loaded on first use: a local store never needs the AWS SDK (~0.4 s of CPU in every control worker and test file).
+  const { awsClients } = await import('../../lib/aws-clients');
   return awsClients({ region: store.region, ...(store.endpoint ? { endpoint: store.endpoint } : {}) }).s3;
 }
 
@@ -57,7 +58,7 @@ export function createBackupStoreActivities(deps: Pick<ControlDeps, 'hostsDir'>)
       const where = backupStoreLocation(store);
       if (store.kind === 's3') {
         if (owner) {
-          const inForce = await claimS3Object(s3Of(store), store.bucket, s3OwnerKey(store), storeRecord(input.runId, store, owner, Boolean(input.keep)));
+          const inForce = await (await import('../../lib/s3-claims')).claimS3Object(await s3Of(store), store.bucket, s3OwnerKey(store), storeRecord(input.runId, store, owner, Boolean(input.keep)));
           if (!ownedBy(inForce, owner)) throw ownedByAnotherRun(ownerRefusal(`the backup store ${where}`, inForce, { ...owner, runId: input.runId }, 'use'));
         }
         return store;
@@ -89,7 +90,7 @@ export function createBackupStoreActivities(deps: Pick<ControlDeps, 'hostsDir'>)
       const store = resolveBackupStore(input.runId, input.store, deps.hostsDir);
       const where = backupStoreLocation(store);
       if (store.kind === 's3') {
-        const record = await readS3Claim(s3Of(store), store.bucket, s3OwnerKey(store));
+        const record = await (await import('../../lib/s3-claims')).readS3Claim(await s3Of(store), store.bucket, s3OwnerKey(store));
         const refusal = record && labelRefusal(where, { ...record, keep: false }, input.runId, owner, 'remove');
         if (refusal) return `left ${where} alone: ${refusal}`;
         return `left ${where} in place (the bucket's lifecycle rules expire it)`;

@@ -14,7 +14,7 @@ import { findWalg } from '../../../lib/walg';
 import { parseWalgVersion } from '../../../lib/parsers/walg';
 import { listOperatorDir, makeScratchDir, readLabBytes, readOperatorFile, removeLabTree } from '../../../lib/lab-fs';
 import { PROJECT_ROOT } from '../../../lib/lab-paths';
-import { awsErrorCode } from '../../../lib/aws-clients';
+import { awsErrorCode } from '../../../lib/aws-errors';
 
 /** A tool binary a host fetches beside the agent: its key, its sha256, its version and the CPU it runs on (Node's name). */
 export interface ToolBinaryRef {

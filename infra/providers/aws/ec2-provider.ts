@@ -46,7 +46,8 @@ import { describeClaimant } from '../../../common/core/claims';
 import { ownedByAnotherRun } from '../../../lib/claims';
 import type { HostProvider } from '../host-provider';
 import type { AgentPackageSource } from './agent-package';
-import { awsErrorCode, callAws, type AwsClients } from '../../../lib/aws-clients';
+import type { AwsClients } from '../../../lib/aws-clients';
+import { awsErrorCode, callAws } from '../../../lib/aws-errors';
 import type { AwsPolicy } from './policy';
 
 /** Instance states of a host that exists (terminated and shutting-down ones are gone, or going). */
