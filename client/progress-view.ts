@@ -6,7 +6,7 @@
  */
 import { defaultPayloadConverter, type Client, type WorkflowHandle } from '@temporalio/client';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
-import { progressQuery, type ActivityProgress, type HostProgress, type RunProgress } from '../common/core/messages';
+import { progressQuery, type ActivityProgress, type HostProgress, type RunProgress, type StepEntry } from '../common/core/messages';
 import { CLUSTER_STEPS, clusterPercent, detailText } from '../common/results/progress';
 
 const POLL_MS = 1_000;
@@ -73,6 +73,17 @@ export function describeStep(p: HostProgress): string {
   return `${p.step}${p.percent !== undefined ? ` ${p.percent}%` : ''}${eta} ${detailText(p.detail, 6).join(' ')}`.trim();
 }
 
+/**
+ * The percentage a plain `--watch` line shows for one of a host's recorded steps: a cluster step's weighted place in
+ * the cluster's plan; the latest step of any other workflow (a drill's round) its workflow's own percentage, as the
+ * periodic line shows it; an earlier step of another workflow none, since nothing recorded it then. (Drill hosts'
+ * lines once read 0 %: their steps are not cluster steps and carry no percentage of their own.)
+ */
+export function stepLinePercent(progress: Pick<ViewedProgress, 'hostPercent'>, host: HostProgress, entry: StepEntry, latest: boolean): number | null {
+  if (CLUSTER_STEPS.some((s) => s.name === entry.step)) return latest ? clusterPercent(host) : clusterPercent({ step: entry.step });
+  return latest ? (progress.hostPercent[host.hostId] ?? null) : null;
+}
+
 /** Shows progress until the workflow closes, then returns its result (or throws its failure). */
 export async function watchWorkflow<T>(client: Client, handle: WorkflowHandle, out: NodeJS.WriteStream = process.stdout): Promise<T> {
   const tty = Boolean(out.isTTY);
@@ -119,8 +130,10 @@ export async function watchWorkflow<T>(client: Client, handle: WorkflowHandle, o
       const steps = c.steps ?? [];
       // Every step the host's workflow recorded, in order, each with its own time: none is lost between polls.
       for (const entry of steps.slice(seen.steps)) {
-        const at = entry === steps.at(-1) ? c : { ...c, step: entry.step, percent: undefined, etaSeconds: undefined, detail: undefined };
-        out.write(`[${entry.at}] ${c.hostId} ${clusterPercent(at)}% ${describeStep(at)}\n`);
+        const latest = entry === steps.at(-1);
+        const at = latest ? c : { ...c, step: entry.step, percent: undefined, etaSeconds: undefined, detail: undefined };
+        const percent = stepLinePercent(progress, c, entry, latest);
+        out.write(`[${entry.at}] ${c.hostId} ${percent === null ? '' : `${percent}% `}${describeStep(at)}\n`);
         seen.at = Date.now();
       }
       seen.steps = steps.length;

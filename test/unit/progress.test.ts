@@ -1,6 +1,6 @@
 import type { RunProgress } from '../../common/core/messages';
 import { childrenPercent, clusterPercent, progressMarkdown, runPercent } from '../../common/results/progress';
-import { describeStep } from '../../client/progress-view';
+import { describeStep, stepLinePercent } from '../../client/progress-view';
 
 const at = '2026-11-30T00:00:00.000Z';
 
@@ -58,5 +58,19 @@ describe('run progress', () => {
     expect(describeStep({ hostId: 'h', step: 'vacuum', percent: 40, detail: { step: 'VACUUM (VERBOSE)', scanEtaSeconds: 12 }, at })).toBe(
       'vacuum 40% step VACUUM (VERBOSE) scanEtaSeconds 12',
     );
+  });
+
+  it("gives a drill host's --watch line its drill's percentage, not 0 %; a cluster step its weighted place", () => {
+    // A restore drill at its verify step (62.5 % through its plan): the host's steps are the drill's, not a cluster's.
+    const drillHost = { hostId: 'drill-restore', step: 'verify', steps: [{ step: 'fetch', at }, { step: 'verify', at }], at };
+    const viewed = { hostPercent: { 'drill-restore': 62.5 } };
+    expect(stepLinePercent(viewed, drillHost, drillHost.steps[1], true)).toBe(62.5);
+    // An earlier step of a drill: nothing recorded its percentage then, so the line shows none (not 0 %).
+    expect(stepLinePercent(viewed, drillHost, drillHost.steps[0], false)).toBeNull();
+    // Cluster steps keep their weighted place: the latest with its own progress, an earlier one at its start.
+    const cluster = { hostId: 'c1', step: 'load', percent: 50, steps: [{ step: 'provision', at }, { step: 'load', at }], at };
+    expect(stepLinePercent({ hostPercent: {} }, cluster, cluster.steps[1], true)).toBe(clusterPercent({ step: 'load', percent: 50 }));
+    expect(stepLinePercent({ hostPercent: {} }, cluster, cluster.steps[0], false)).toBe(0);
+    expect(stepLinePercent({ hostPercent: {} }, cluster, cluster.steps[1], false)).toBe(clusterPercent({ step: 'load', percent: 0 }));
   });
 });
