@@ -8,7 +8,7 @@ import { createHostActivities } from '../activities/host';
 import { clientOsUser, postgresOsUser } from '../lib/postgres-binaries';
 import { registerLabRoot } from '../lib/lab-fs';
 import { hostAgentRoots } from '../lib/lab-paths';
-import { readConfig } from '../infra/providers/local/local-provider';
+import { readConfig } from '../infra/providers/local/host-config-file';
 import { IoCap } from '../lib/io-cap';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { joinScript } from '../lib/cgroups';
-import { readConfig } from '../infra/providers/local/local-provider';
+import { readConfig } from '../infra/providers/local/host-config-file';
 import { registerLabRoot } from '../lib/lab-fs';
 
 const RESTART_DELAY_MS = 1_000;

@@ -18,6 +18,7 @@ import { localProvider } from '../../../common/providers/local';
 import { classLimits } from '../../../common/input/spec';
 import { hostTaskQueue } from '../../../common/core/names';
 import { hostAgentEnv } from '../../agent-env';
+import { readConfig } from './host-config-file';
 import {
   LabPathError,
   chownLab,
@@ -611,12 +612,6 @@ function toRecord(config: HostConfig): HostRecord {
   return { hostId, runId, provider, className, kind, taskQueue, emulated, emulationNote, limits, postgres };
 }
 
-/** A host's host.json (in its folder, root's own), read through the file guard: the folder must be a lab root. */
-export function readConfig(file: string): HostConfig {
-  const text = readLabFile(file);
-  if (text === null) throw new Error(`no host config at ${file}`);
-  return JSON.parse(text) as HostConfig;
-}
 
 /** The labels a host folder holds (its run and expiry), or null. */
 function readLabels(hostDir: string): { runId: string; hostId?: string; expiresAt?: string } | null {
