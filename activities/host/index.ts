@@ -10,6 +10,7 @@ import { runPgbench, type PgbenchInput } from './pgbench';
 import { runVacuumPhase, type VacuumPhaseInput } from './vacuum';
 import { runBacklogPhase, type BacklogPhaseInput } from './backlog';
 import { createDrillHostActivities } from './durability';
+import { describeServer, publishDataSet, restoreDataSet, type PublishInput, type RestoreDataSetInput } from './data-set';
 import { watched } from './watchdog';
 
 /**
@@ -30,6 +31,9 @@ export function createHostActivities(deps: HostDeps) {
     runPgbench: (input: PgbenchInput) => runPgbench(deps, input),
     runVacuumPhase: (input: VacuumPhaseInput) => runVacuumPhase(deps, input),
     runBacklogPhase: (input: BacklogPhaseInput) => runBacklogPhase(deps, input),
+    describeServer: (input: HostInput) => describeServer(deps, input),
+    publishDataSet: (input: PublishInput) => publishDataSet(deps, input),
+    restoreDataSet: (input: RestoreDataSetInput) => restoreDataSet(deps, input),
     ...createDrillHostActivities(deps),
   }));
 }
