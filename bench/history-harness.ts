@@ -10,6 +10,7 @@
  * The workflows' own timers are seconds long (the failover drill's writes before the kill), so real time is fine;
  * what a long activity could add to a history is what it reports, and that the fakes reproduce.
  */
+import { fakeDataSetControl, fakeDataSetHost } from './fake-data-sets';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -146,6 +147,7 @@ async function take(seconds: number, hostId: string, phase: string): Promise<voi
 /** The control plane, faked: hosts are host workers started in this process; results go nowhere. */
 function fakeControl(startHost: (record: HostRecord) => Promise<void>): Partial<ControlActivities> {
   return {
+    ...fakeDataSetControl(),
     async preflight() {
       return { warnings: [] };
     },
@@ -192,6 +194,7 @@ const REPOSITORY_OK = { ok: true, status: 'ok', detail: 'fake: ok', walChecked: 
 function fakeHost(hostId: string, d: StepDurations): Partial<HostActivities> {
   const node = /-node-(\d)$/.exec(hostId)?.[1];
   const host: Partial<HostActivities> = {
+    ...fakeDataSetHost(),
     async describeHost() {
       return { hostId, pid: 1, postgresRunning: true };
     },

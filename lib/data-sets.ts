@@ -16,7 +16,7 @@ import type { ResolvedBackupStore } from '../common/input/backup-store';
 import type { BackupStoreSpec } from '../common/input/spec';
 import { backupStoreFolder } from './backup-stores';
 import { readClaimFile } from './claims';
-import { LabPathError, listLabDir, readLabFile } from './lab-fs';
+import { LabPathError, listLabDir, readLabFile, removeLabFile, removeLabTree } from './lab-fs';
 
 /** The folder of every data set in a store. */
 export const DATA_SETS_FOLDER = '_datasets';
@@ -99,4 +99,13 @@ export function listDataSets(store: BackupStoreSpec, hostsDir: string): DataSetE
       return { key, state: 'broken', manifest: null, claim: null, problem: (err as Error).message };
     }
   });
+}
+
+/** Removes one set: the manifest first (no run starts restoring it), then its backup, then its claim. Says what it did. */
+export async function removeDataSet(store: BackupStoreSpec, hostsDir: string, key: string, why: string): Promise<string> {
+  const paths = dataSetPaths(store, hostsDir, key);
+  removeLabFile(paths.manifest);
+  await removeLabTree(paths.repository);
+  removeLabFile(paths.claim);
+  return `removed data set ${key} (${why})`;
 }

@@ -10,7 +10,7 @@ import type { DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupStoreSpec } from '../../common/input/spec';
 import { claimFile } from '../../lib/claims';
-import { dataSetPaths, dataSetStore, dataSetsDir, listDataSets, readDataSetClaim, readManifest, type DataSetEntry, type DataSetPaths } from '../../lib/data-sets';
+import { dataSetPaths, dataSetStore, dataSetsDir, listDataSets, readDataSetClaim, readManifest, removeDataSet, type DataSetEntry, type DataSetPaths } from '../../lib/data-sets';
 import { LabPathError, makeLabDir, readLabFile, removeLabFile, removeLabTree, writeLabFile } from '../../lib/lab-fs';
 import { postgresOsUser } from '../../lib/postgres-binaries';
 import { checkedClaimant } from './owner';
@@ -148,18 +148,9 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
       const removed: string[] = [];
       for (const set of listDataSets(input.store, deps.hostsDir)) {
         if (set.state !== 'published' || Date.parse(set.manifest!.expiresAt) > now) continue;
-        removed.push(await removeDataSet(deps, input.store, set.key, `expired at ${set.manifest!.expiresAt}`));
+        removed.push(await removeDataSet(input.store, deps.hostsDir, set.key, `expired at ${set.manifest!.expiresAt}`));
       }
       return removed;
     },
   };
-}
-
-/** Removes one set: the manifest first (no run starts restoring it), then its backup, then its claim. Says what it did. */
-export async function removeDataSet(deps: Pick<ControlDeps, 'hostsDir'>, store: BackupStoreSpec, key: string, why: string): Promise<string> {
-  const paths = dataSetPaths(store, deps.hostsDir, key);
-  removeLabFile(paths.manifest);
-  await removeLabTree(paths.repository);
-  removeLabFile(paths.claim);
-  return `removed data set ${key} (${why})`;
 }

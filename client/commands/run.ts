@@ -1,4 +1,5 @@
 /** storage-lab run: validate here, start the experiment workflow, optionally watch it and copy its results. */
+import { formatBound } from '../../common/input/bounds';
 import { WorkflowFailedError } from '@temporalio/client';
 import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -35,6 +36,9 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
   console.log(`  ${plan.hosts.length} hosts, ${plan.parallel} at a time:`);
   for (const h of plan.hosts)
     console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
+  console.log('  data preparation per host (estimated):');
+  for (const h of plan.preparation.hosts) console.log(`    ${h.hostId.padEnd(24)} ${h.step.padEnd(15)} ~${formatBound(h.seconds)}`);
+  console.log(`    ${plan.preparation.note}`);
   console.log('  phases per host:');
   for (const p of plan.phases) console.log(`    ${p}`);
   if (plan.drills.length) console.log(`  then the durability drills:\n${plan.drills.map((d) => `    ${d}`).join('\n')}`);

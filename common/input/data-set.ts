@@ -10,6 +10,8 @@
  * The chunking and the number of writers are not in it: they change how fast the same rows arrive, not the rows.
  */
 import { base32, hex, sha256 } from '../core/sha256';
+import { accountRows, dataSetBytes } from './data-size';
+import { classLimits, dataReuse, type ExperimentSpec } from './spec';
 
 /**
  * The loader's version: raise it whenever activities/host/load.ts changes what it writes (DDL, rows, the VACUUM
@@ -219,3 +221,59 @@ export function expiresAt(publishedAt: string, keepDays: number): string {
 
 /** Days a published set is kept when the spec does not say (dataSets.keepDays). */
 export const DEFAULT_KEEP_DAYS = 7;
+
+/** Why a spec's clusters load every host instead of using data sets, or null when they use them. */
+export function dataSetsOff(spec: ExperimentSpec): string | null {
+  if (dataReuse(spec) === 'never') return 'data.reuse is "never": every host loads afresh';
+  // A folder store is one machine's: EC2 hosts share none. Their sets need S3 (WAL-G writes there), not built yet.
+  if (spec.provider !== 'local') return 'data sets are kept in local folder stores in this version; hosts on AWS load their own';
+  if (spec.durability.backupStore.kind !== 'folder') return 'data sets are kept in folder stores in this version; an S3 store loads every host';
+  return null;
+}
+
+/**
+ * The estimate's assumptions for a restore: WAL-G's fetch and lz4 decompression on one host, and the bytes it writes
+ * (the database, as dataSetBytes sizes it). A restore writes every block onto the host's own volume, so a gp3 volume
+ * needs no hydration (that is an EBS snapshot's lazy load, which the lab does not use: no Fast Snapshot Restore cost).
+ */
+export const RESTORE_ASSUMPTIONS = { fetchMiBps: 400, instanceStoreMiBps: 1_000, loadRowsPerSecondPerWriter: 25_000, loadIoFactor: 2.5 } as const;
+
+/** One host's data preparation in a plan. */
+export interface PlannedPreparation {
+  className: string;
+  index: number;
+  step: 'load + publish' | 'restore' | 'load';
+  seconds: number;
+}
+
+function classMiBps(spec: ExperimentSpec, className: string): number {
+  return classLimits(spec.storageClasses[className])?.throughputMiBps ?? RESTORE_ASSUMPTIONS.instanceStoreMiBps;
+}
+
+/** Estimated seconds of a load on one host of a class (the cost model's: the slower of the CPU's rows and the device's bytes). */
+export function estimatedLoadSeconds(spec: ExperimentSpec, className: string): number {
+  const a = RESTORE_ASSUMPTIONS;
+  return Math.max(accountRows(spec.data.scale) / (spec.data.loadWriters * a.loadRowsPerSecondPerWriter), (dataSetBytes(spec.data.scale) * a.loadIoFactor) / (classMiBps(spec, className) * 2 ** 20));
+}
+
+/** Estimated seconds of a restore (or of a publish's backup, which reads what a restore writes). */
+export function estimatedRestoreSeconds(spec: ExperimentSpec, className: string): number {
+  return dataSetBytes(spec.data.scale) / (Math.min(RESTORE_ASSUMPTIONS.fetchMiBps, classMiBps(spec, className)) * 2 ** 20);
+}
+
+/**
+ * Each host's preparation in the order the clusters run: with data sets, the first host loads and publishes and
+ * every other restores (or all restore when a set of the key is published already); without, every host loads.
+ */
+export function planPreparation(spec: ExperimentSpec, withDataSets = dataSetsOff(spec) === null): PlannedPreparation[] {
+  const out: PlannedPreparation[] = [];
+  for (const className of Object.keys(spec.storageClasses))
+    for (let index = 0; index < spec.clustersPerClass; index++) {
+      const first = out.length === 0;
+      const load = estimatedLoadSeconds(spec, className);
+      if (!withDataSets) out.push({ className, index, step: 'load', seconds: load });
+      else if (first) out.push({ className, index, step: 'load + publish', seconds: load + estimatedRestoreSeconds(spec, className) });
+      else out.push({ className, index, step: 'restore', seconds: estimatedRestoreSeconds(spec, className) });
+    }
+  return out;
+}
