@@ -250,9 +250,10 @@ async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: numb
 export async function emptySharedBuffers(c: Client): Promise<void> {
   const version = Number((await c.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0].v);
   if (version < 170000) return;
-  await c.query('CREATE EXTENSION IF NOT EXISTS pg_buffercache');
+  // In schema public: lab sessions run with search_path=pg_catalog, where PostgreSQL 17 refuses to create an extension.
+  await c.query('CREATE EXTENSION IF NOT EXISTS pg_buffercache SCHEMA public');
   try {
-    await c.query('SELECT count(*) FROM pg_buffercache WHERE relfilenode IS NOT NULL AND pg_buffercache_evict(bufferid)');
+    await c.query('SELECT count(*) FROM public.pg_buffercache WHERE relfilenode IS NOT NULL AND public.pg_buffercache_evict(bufferid)');
   } finally {
     await c.query('DROP EXTENSION IF EXISTS pg_buffercache');
   }

@@ -247,6 +247,8 @@ export interface PlannedPreparation {
 }
 
 function classMiBps(spec: ExperimentSpec, className: string): number {
+  // Locally, preparation runs with the modelled cap lifted (lib/io-cap.ts): the device's own cap does not apply.
+  if (spec.provider === 'local') return RESTORE_ASSUMPTIONS.instanceStoreMiBps;
   return classLimits(spec.storageClasses[className])?.throughputMiBps ?? RESTORE_ASSUMPTIONS.instanceStoreMiBps;
 }
 

@@ -9,12 +9,15 @@ import {
   compareDataSet,
   dataSetKey,
   dataSetKeyParts,
+  dataSetsOff,
   isDataSetKey,
+  planPreparation,
   manifestProblems,
   type DataSetFacts,
   type DataSetKeyParts,
 } from '../../common/input/data-set';
 import { resolveSpec } from '../../common/input/spec';
+import { planRun } from '../../common/input/plan';
 
 const spec = { data: { scale: 250 }, postgres: { settings: { shared_buffers: '1GB' } as Record<string, string> } };
 const base = dataSetKeyParts(spec, 15);
@@ -120,5 +123,42 @@ describe('manifest as input', () => {
     ['not an object', 'x', /not a JSON object/],
   ])('refuses %s', (_name, m, problem) => {
     expect(manifestProblems(m, key).join('\n')).toMatch(problem);
+  });
+});
+
+describe('which hosts load and which restore', () => {
+  it('local-quick: the first host loads and publishes, the other restores; the dry run says so with estimates', () => {
+    const spec = resolveSpec({ preset: 'local-quick' });
+    expect(dataSetsOff(spec)).toBeNull();
+    const prep = planPreparation(spec);
+    expect(prep.map((p) => p.step)).toEqual(['load + publish', 'restore']);
+    expect(prep[1].seconds).toBeLessThan(prep[0].seconds);
+    const plan = planRun(spec, 'run-1');
+    expect(plan.preparation.hosts.map((h) => `${h.hostId} ${h.step}`)).toEqual(plan.hosts.map((h, i) => `${h.hostId} ${i === 0 ? 'load + publish' : 'restore'}`));
+    expect(plan.preparation.note).toMatch(/1 load and 1 restore.*no hydration/);
+  });
+
+  it('data.reuse "never" loads every host, and says why', () => {
+    const spec = resolveSpec({ preset: 'nightly', data: { reuse: 'never' } });
+    expect(dataSetsOff(spec)).toMatch(/data.reuse is "never"/);
+    expect(planPreparation(spec).every((p) => p.step === 'load')).toBe(true);
+    expect(planRun(spec, 'r').preparation.note).toMatch(/^4 loads, .*data.reuse is "never".*With data sets: 1 load and 3 restores/);
+  });
+
+  it('seed-full: 8 loads on AWS in this version, and what 1 load and 7 restores would take', () => {
+    const spec = resolveSpec({ preset: 'seed-full' });
+    expect(dataSetsOff(spec)).toMatch(/AWS/);
+    const note = planRun(spec, 'r').preparation.note;
+    expect(note).toMatch(/^8 loads, .*With data sets: 1 load and 7 restores/);
+    // gp3 restores at its 125 MiB/s: 482 GiB in about an hour, far less than its load.
+    const gp3 = planPreparation(spec, true).find((p) => p.className === 'gp3')!;
+    expect(gp3.step).toBe('restore');
+    expect(gp3.seconds / 3600).toBeGreaterThan(0.9);
+    expect(gp3.seconds).toBeLessThan(planPreparation(spec, false).find((p) => p.className === 'gp3')!.seconds);
+  });
+
+  it('refuses a data.reuse it does not know, naming the field', () => {
+    expect(() => resolveSpec({ preset: 'ci', data: { reuse: 'sometimes' } })).toThrow(/data\.reuse: must be "auto" or "never"/);
+    expect(() => resolveSpec({ preset: 'ci', dataSets: { keepDays: 0 } })).toThrow(/dataSets\.keepDays: must be positive/);
   });
 });
