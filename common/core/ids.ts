@@ -23,7 +23,7 @@ export const MAX_ID_LENGTH = 200;
 export const CHILD_ID_ROOM = 40;
 
 /** Run folders the lab keeps for itself in a results store: the index of runs and captures (history.ts). */
-export const RESERVED_RUN_FOLDERS = ['_history'] as const;
+export const RESERVED_RUN_FOLDERS = ['_history', '_datasets'] as const;
 export type ReservedRunFolder = (typeof RESERVED_RUN_FOLDERS)[number];
 
 /**
