@@ -11,15 +11,15 @@
  */
 import path from 'node:path';
 import type { OwnerRecord } from '../common/core/claims';
-import { isDataSetKey, manifestProblems, type DataSetManifest } from '../common/input/data-set';
+import { DATA_SETS_FOLDER, isDataSetKey } from '../common/core/ids';
+import { manifestProblems, type DataSetManifest } from '../common/input/data-set';
 import type { ResolvedBackupStore } from '../common/input/backup-store';
 import type { BackupStoreSpec } from '../common/input/spec';
 import { backupStoreFolder } from './backup-stores';
 import { readClaimFile } from './claims';
 import { LabPathError, listLabDir, readLabFile, removeLabFile, removeLabTree } from './lab-fs';
 
-/** The folder of every data set in a store. */
-export const DATA_SETS_FOLDER = '_datasets';
+export { DATA_SETS_FOLDER };
 
 /** The data sets' folder of a folder store. */
 export function dataSetsDir(store: BackupStoreSpec, hostsDir: string): string {

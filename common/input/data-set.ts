@@ -9,9 +9,11 @@
  * FREEZE), the loader's version, the cluster's creation options and the server settings that change stored bytes.
  * The chunking and the number of writers are not in it: they change how fast the same rows arrive, not the rows.
  */
-import { base32, hex, sha256 } from '../core/sha256';
+import { DATA_SET_KEY_LENGTH, dataSetKeyOf, isDataSetKey } from '../core/ids';
+import { hex, sha256 } from '../core/sha256';
 import { accountRows, dataSetBytes } from './data-size';
-import { classLimits, dataReuse, type ExperimentSpec } from './spec';
+import { dataReuse, type ExperimentSpec } from './spec';
+import { classLimits } from './storage';
 
 /**
  * The loader's version: raise it whenever activities/host/load.ts changes what it writes (DDL, rows, the VACUUM
@@ -75,21 +77,11 @@ export function canonicalJsonText(value: unknown): string {
   );
 }
 
-/** Characters of a key after its prefix: 130 bits of SHA-256 in base 32 (lower case, digits 2-7: one safe path segment). */
-export const DATA_SET_KEY_LENGTH = 26;
-const KEY_PATTERN = new RegExp(`^ds-[a-z2-7]{${DATA_SET_KEY_LENGTH}}$`);
+export { DATA_SET_KEY_LENGTH, isDataSetKey };
 
-/**
- * A data set's key: `ds-` and 130 bits of SHA-256 of its parts' canonical JSON. A hash, never a part's text, so
- * whatever a spec holds, the key is one safe path segment and an S3 key part (isDataSetKey checks one that comes in).
- */
+/** A data set's key: named by the one naming module (common/core/ids.ts) from its parts' canonical JSON. */
 export function dataSetKey(parts: DataSetKeyParts): string {
-  return `ds-${base32(sha256(`storage-lab data set:${canonicalJsonText(parts)}`)).slice(0, DATA_SET_KEY_LENGTH)}`;
-}
-
-/** Whether a value is a key dataSetKey could have made (the CLI's and the activities' door for a key that comes in). */
-export function isDataSetKey(key: unknown): key is string {
-  return typeof key === 'string' && KEY_PATTERN.test(key);
+  return dataSetKeyOf(canonicalJsonText(parts));
 }
 
 /** One relation of a data set as measured on a host. */
