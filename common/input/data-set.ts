@@ -14,6 +14,7 @@ import { hex, sha256 } from '../core/sha256';
 import { accountRows, dataSetBytes } from './data-size';
 import { dataReuse, type ExperimentSpec } from './spec';
 import { classLimits } from './storage';
+import { providerOf } from '../providers/registry';
 
 /**
  * The loader's version: raise it whenever activities/host/load.ts changes what it writes (DDL, rows, the VACUUM
@@ -217,8 +218,9 @@ export const DEFAULT_KEEP_DAYS = 7;
 /** Why a spec's clusters load every host instead of using data sets, or null when they use them. */
 export function dataSetsOff(spec: ExperimentSpec): string | null {
   if (dataReuse(spec) === 'never') return 'data.reuse is "never": every host loads afresh';
-  // A folder store is one machine's: EC2 hosts share none. Their sets need S3 (WAL-G writes there), not built yet.
-  if (spec.provider !== 'local') return 'data sets are kept in local folder stores in this version; hosts on AWS load their own';
+  // A folder store is one machine's: hosts elsewhere (EC2) share none. Their sets need S3 (WAL-G writes there), not built yet.
+  const provider = providerOf(spec.provider);
+  if (!provider.onThisMachine) return `data sets are kept in local folder stores in this version; hosts ${provider.where} load their own`;
   if (spec.durability.backupStore.kind !== 'folder') return 'data sets are kept in folder stores in this version; an S3 store loads every host';
   return null;
 }
@@ -240,7 +242,7 @@ export interface PlannedPreparation {
 
 function classMiBps(spec: ExperimentSpec, className: string): number {
   // Locally, preparation runs with the modelled cap lifted (lib/io-cap.ts): the device's own cap does not apply.
-  if (spec.provider === 'local') return RESTORE_ASSUMPTIONS.instanceStoreMiBps;
+  if (providerOf(spec.provider).onThisMachine) return RESTORE_ASSUMPTIONS.instanceStoreMiBps;
   return classLimits(spec.storageClasses[className])?.throughputMiBps ?? RESTORE_ASSUMPTIONS.instanceStoreMiBps;
 }
 
