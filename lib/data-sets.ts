@@ -41,9 +41,20 @@ export interface DataSetPaths {
 }
 
 export function dataSetPaths(store: BackupStoreSpec, hostsDir: string, key: string): DataSetPaths {
-  const dir = dataSetsDir(store, hostsDir);
+  return dataSetPathsAt(path.join(dataSetsDir(store, hostsDir), checkedKey(key)), key);
+}
+
+/**
+ * The files of the set whose repository a host is handed (it knows the folder, not the store): refused unless the
+ * folder is `<...>/_datasets/<key>`, normalized, for a key dataSetKey could have made. The one place the records'
+ * names are made.
+ */
+export function dataSetPathsAt(repository: string, key: string): DataSetPaths {
   const k = checkedKey(key);
-  return { repository: path.join(dir, k), claim: path.join(dir, `${k}.claim.json`), manifest: path.join(dir, `${k}.manifest.json`) };
+  if (path.basename(repository) !== k || path.basename(path.dirname(repository)) !== DATA_SETS_FOLDER || path.normalize(repository) !== repository || !path.isAbsolute(repository))
+    throw new LabPathError(`${JSON.stringify(repository)} is not that set's repository (an absolute <store>/${DATA_SETS_FOLDER}/${k})`);
+  const dir = path.dirname(repository);
+  return { repository, claim: path.join(dir, `${k}.claim.json`), manifest: path.join(dir, `${k}.manifest.json`) };
 }
 
 /** The set's repository as the backup tool takes it. */

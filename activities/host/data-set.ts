@@ -13,8 +13,9 @@ import { FAILURE_TYPES } from '../../common/core/errors';
 import { DATA_SET_TABLES, type DataSetFacts, type RelationFacts } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
-import { DATA_SETS_FOLDER, checkedKey, readManifest } from '../../lib/data-sets';
-import { readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
+import { checkClaim, ownedByAnotherRun } from '../../lib/claims';
+import { DATA_SETS_FOLDER, dataSetPathsAt, readDataSetClaim, readManifest, type DataSetPaths } from '../../lib/data-sets';
+import { LabPathError, readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
 import { withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
 import { ownerOf } from '../../lib/backup-tool';
@@ -92,7 +93,13 @@ export interface PublishOutcome {
  */
 export async function publishDataSet(deps: HostDeps, input: PublishInput): Promise<PublishOutcome> {
   assertHost(deps, input);
-  const store = checkedRepository(input.store, input.key);
+  const { store, paths } = checkedRepository(input.store, input.key);
+  // The set's folder is its builder's: the claim (made by the control worker before the folder) must name the
+  // workflow that asks, or nothing is written into it.
+  const claim = readDataSetClaim(paths);
+  if (!claim) throw ownedByAnotherRun(`data set ${input.key} is not claimed (${paths.claim}); only its builder publishes into ${paths.repository}: refused, nothing written`);
+  if (!input.owner) throw ownedByAnotherRun(`data set ${input.key}: the request names no owner; only its builder publishes into it: refused, nothing written`);
+  checkClaim(`data set ${input.key}`, claim, input.owner, 'publish into');
   const run = async (): Promise<Omit<PublishOutcome, 'preparedWithoutCap'>> => {
     const started = Date.now();
     const settings = { hostId: input.hostId, server: input.server, user: input.user };
@@ -150,10 +157,9 @@ const RESTORE_SETTINGS_MARK = '\n# Written by Storage Lab for the restore.\n';
  */
 export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput): Promise<RestoreDataSetOutcome> {
   assertHost(deps, input);
-  const store = checkedRepository(input.store, input.key);
-  const manifestFile = `${store.path}.manifest.json`;
-  if (!readManifest({ manifest: manifestFile, repository: store.path, claim: `${store.path}.claim.json` }, input.key))
-    throw ApplicationFailure.nonRetryable(`data set ${input.key} has no manifest at ${manifestFile}: it is not published, so nothing is restored`, FAILURE_TYPES.verification);
+  const { store, paths } = checkedRepository(input.store, input.key);
+  if (!readManifest(paths, input.key))
+    throw ApplicationFailure.nonRetryable(`data set ${input.key} has no manifest at ${paths.manifest}: it is not published, so nothing is restored`, FAILURE_TYPES.verification);
   const { config } = deps;
   const settings = { hostId: input.hostId, server: input.server, user: input.user };
   const run = async () => {
@@ -219,12 +225,12 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
  * The set's repository as a host may use it: a folder named by the key (one a key could be) in the stores' data sets
  * folder. The file guard keeps every read and write within the lab's roots besides.
  */
-function checkedRepository(store: ResolvedBackupStore, key: string): ResolvedBackupStore {
-  const k = checkedKey(key);
-  if (store.kind !== 'folder' || path.basename(store.path) !== k || path.basename(path.dirname(store.path)) !== DATA_SETS_FOLDER || path.normalize(store.path) !== store.path)
-    throw ApplicationFailure.nonRetryable(
-      `data set ${k}: ${JSON.stringify(store)} is not that set's repository (a folder store's ${DATA_SETS_FOLDER}/${k}); refused, nothing read or written`,
-      FAILURE_TYPES.invalidSpec,
-    );
-  return store;
+function checkedRepository(store: ResolvedBackupStore, key: string): { store: Extract<ResolvedBackupStore, { kind: 'folder' }>; paths: DataSetPaths } {
+  try {
+    if (store.kind !== 'folder') throw new LabPathError(`a ${store.kind} store is no data set's repository (a folder store's ${DATA_SETS_FOLDER}/<key>)`);
+    return { store, paths: dataSetPathsAt(store.path, key) };
+  } catch (err) {
+    if (!(err instanceof LabPathError)) throw err;
+    throw ApplicationFailure.nonRetryable(`data set ${JSON.stringify(key)}: ${err.message}; refused, nothing read or written`, FAILURE_TYPES.invalidSpec);
+  }
 }

@@ -94,7 +94,12 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
   it('loads and publishes: facts of a frozen set, a WAL-G base backup, the manifest written last', async () => {
     const hostId = source.deps.config.hostId;
     await source.run(loadData, { hostId, scale: 1, chunkRows: 25_000, writers: 2, freeze: true });
-    published = await source.run(publishDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS) });
+    // Only the set's builder writes into its folder: another run's workflow is refused before anything is written.
+    await expect(source.run(publishDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), owner: owner('run-b/gp3-0') })).rejects.toThrow(
+      /data set .* belongs to .*run-a\/gp3-0.*may not publish into it/,
+    );
+    expect(readdirSync(claimed.store.path)).toEqual([]);
+    published = await source.run(publishDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), owner: owner('run-a/gp3-0') });
     expect(published.backup.tool).toBe('wal-g');
     expect(published.facts.relations.pgbench_accounts.rows).toBe(100_000);
     // VACUUM (FREEZE, ANALYZE): every page of the accounts all-frozen.
@@ -148,7 +153,7 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     const claim: DataSetClaim = await as('run-c/gp3-0').run(activities.claimDataSet, { store: folder, key: tamperedKey, runId: 'run-c', owner: owner('run-c/gp3-0') });
     expect(claim.state).toBe('claimed');
     await withConnection(source.deps.config, (c) => c.query('UPDATE public.pgbench_accounts SET abalance = 1 WHERE aid = 4242'));
-    const p = await source.run(publishDataSet, { hostId, key: tamperedKey, store: claim.store, ...hostSettings(SETTINGS) });
+    const p = await source.run(publishDataSet, { hostId, key: tamperedKey, store: claim.store, ...hostSettings(SETTINGS), owner: owner('run-c/gp3-0') });
     expect(p.facts.relations.pgbench_accounts.checksum).not.toBe(published.facts.relations.pgbench_accounts.checksum);
     const lying = manifestOf(p, tamperedKey, tamperedParts, published.facts);
     await as('run-c/gp3-0').run(activities.publishDataSetManifest, { store: folder, manifest: lying, owner: owner('run-c/gp3-0') });
