@@ -170,17 +170,19 @@ export function runChecks(classes: Record<string, ClassResult>): Check[] {
         ok: run.failedTransactions === 0,
         detail: `${run.failedTransactions} failed of ${run.transactions + run.failedTransactions}`,
       });
-      const memoryRatio = c.load ? c.load.heapBytes / (cls.limits.memoryLimitMiB * 1024 * 1024) : 0;
+      // A restored host has no load result: its heap is the data set's.
+      const heapBytes = c.load?.heapBytes ?? c.dataSet?.heapBytes;
+      const memoryRatio = heapBytes ? heapBytes / (cls.limits.memoryLimitMiB * 1024 * 1024) : 0;
       checks.push(...samplerChecks(c, cls, memoryRatio >= 1));
       checks.push(...phaseChecks(c.hostId, c.phases));
-      if (c.load) {
+      if (heapBytes) {
         checks.push({
           name: 'data set larger than memory',
           scope: c.hostId,
           ok: !cls.emulated || memoryRatio >= 1,
           // A caveat of the sizes chosen (tiny presets fit in RAM), not a wrong figure.
           severity: 'warning',
-          detail: `heap ${round(c.load.heapBytes / 2 ** 30, 2)} GiB = ${round(memoryRatio, 1)}x the ${cls.limits.memoryLimitMiB} MiB memory limit${memoryRatio < 1 ? ': a working set that fits in RAM shows little difference between storage classes' : ''}`,
+          detail: `heap ${round(heapBytes / 2 ** 30, 2)} GiB = ${round(memoryRatio, 1)}x the ${cls.limits.memoryLimitMiB} MiB memory limit${memoryRatio < 1 ? ': a working set that fits in RAM shows little difference between storage classes' : ''}`,
         });
       }
     }

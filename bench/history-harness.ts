@@ -10,6 +10,7 @@
  * The workflows' own timers are seconds long (the failover drill's writes before the kill), so real time is fine;
  * what a long activity could add to a history is what it reports, and that the fakes reproduce.
  */
+import { fakeDataSetControl, fakeDataSetHost } from './fake-data-sets';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -171,6 +172,7 @@ function notInBudget(name: string): () => Promise<never> {
 /** The control plane, faked: hosts are host workers started in this process; results go nowhere. */
 function fakeControl(startHost: (record: HostRecord) => Promise<void>): ControlActivities {
   return {
+    ...fakeDataSetControl(),
     async preflight() {
       return { warnings: [] };
     },
@@ -223,6 +225,8 @@ function fakeControl(startHost: (record: HostRecord) => Promise<void>): ControlA
     listManagedHosts: notInBudget('listManagedHosts'),
     removeBackupFolder: notInBudget('removeBackupFolder'),
     describeRuns: notInBudget('describeRuns'),
+    listDataSets: notInBudget('listDataSets'),
+    removeExpiredDataSets: notInBudget('removeExpiredDataSets'),
   };
 }
 
@@ -244,6 +248,7 @@ function fakeHost(hostId: string, d: StepDurations): HostActivities {
   ) as unknown as PhaseActivities;
   const host: HostActivities = {
     ...phases,
+    ...fakeDataSetHost(),
     async describeHost() {
       return { hostId, pid: 1, postgresRunning: true };
     },

@@ -55,6 +55,24 @@ export function buildProgram(): Command {
       await (await import('./commands/sweep')).sweepCommand(opts);
     });
 
+  const datasets = program.command('datasets').description('published data sets: loaded once, restored onto other hosts and later runs');
+  datasets
+    .command('list')
+    .description('key, state, rows, sizes, load and publish seconds, publisher and expiry of every set')
+    .option('--store-path <path>', 'a folder store below the backups folder (a spec\'s durability.backupStore.path)')
+    .option('--json', 'print the sets as JSON')
+    .action(async (opts) => {
+      await (await import('./commands/datasets')).datasetsListCommand(opts);
+    });
+  datasets
+    .command('rm <keys...>')
+    .description('remove data sets (manifest first, so no run starts restoring one)')
+    .option('--store-path <path>', 'a folder store below the backups folder')
+    .option('--force', 'remove a set another run is still building')
+    .action(async (keys: string[], opts) => {
+      await (await import('./commands/datasets')).datasetsRmCommand(keys, opts);
+    });
+
   const schedule = program.command('schedule').description('Temporal Schedules that start nightly regressions, experiments and drills');
   schedule
     .command('create <name>')

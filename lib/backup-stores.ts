@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { OwnerRecord } from '../common/core/claims';
 import type { ResolvedBackupStore } from '../common/input/backup-store';
 import type { SpecProblem } from '../common/core/errors';
-import { legacyRunFolderName, runFolderName } from '../common/core/ids';
+import { RESERVED_RUN_FOLDERS, legacyRunFolderName, runFolderName } from '../common/core/ids';
 import type { BackupStoreSpec } from '../common/input/spec';
 import { LabPathError, listLabDir, readLabFile } from './lab-fs';
 import { backupsDirFor } from './lab-paths';
@@ -108,6 +108,8 @@ export function listBackupFolders(hostsDir: string): BackupFolder[] {
     });
   const labelled = new Set(out.map((b) => path.basename(b.path)));
   for (const name of names) {
+    // The lab's own folders there (published data sets, lib/data-sets.ts): no run's store, never an orphan.
+    if ((RESERVED_RUN_FOLDERS as readonly string[]).includes(name)) continue;
     const marker = `.${name}.storage-lab`;
     if (labelled.has(name) || !names.includes(marker) || !lstatSync(path.join(dir, name)).isDirectory()) continue;
     const made = Math.min(lstatSync(path.join(dir, marker)).mtimeMs, lstatSync(path.join(dir, name)).mtimeMs);

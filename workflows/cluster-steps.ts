@@ -95,12 +95,12 @@ export async function configure(c: ClusterRun): Promise<void> {
 }
 
 /** The resumable load, then (when the spec asks) count(*) and count(distinct aid) against the rows asked for. */
-export async function loadAndVerify(c: ClusterRun): Promise<void> {
+export async function loadAndVerify(c: ClusterRun, opts: { freeze?: boolean } = {}): Promise<void> {
   const { spec, hostId, host, result } = c;
   const { scale, chunkRows, loadWriters } = spec.data;
   const load = await host.load.loadData.executeWithOptions(
-    { summary: `load scale ${scale}: ${accountRows(scale).toLocaleString('en-US')} rows in chunks of ${chunkRows.toLocaleString('en-US')}, ${loadWriters} writers` },
-    [{ hostId, scale, chunkRows, writers: loadWriters }],
+    { summary: `load scale ${scale}: ${accountRows(scale).toLocaleString('en-US')} rows in chunks of ${chunkRows.toLocaleString('en-US')}, ${loadWriters} writers${opts.freeze ? ', then VACUUM (FREEZE, ANALYZE)' : ''}` },
+    [{ hostId, scale, chunkRows, writers: loadWriters, ...(opts.freeze ? { freeze: true } : {}) }],
   );
   if (spec.data.verifyRows) {
     const counted = await host.setup.verifyAccounts.executeWithOptions({ summary: 'verify: count(*) and count(distinct aid)' }, [{ hostId }]);

@@ -31,8 +31,15 @@ interface HostRef {
   hostId: string;
 }
 
-/** One undo step: the hosts provisioned together (torn down together), one backup store, or a network cut around a host. */
-type UndoStep = { hosts: HostRef[] } | { store: { runId: string; store: BackupStoreSpec } } | { cut: HostRef };
+/**
+ * One undo step: the hosts provisioned together (torn down together), one backup store, a network cut around a host,
+ * or a data set this run claimed to build.
+ */
+type UndoStep =
+  | { hosts: HostRef[] }
+  | { store: { runId: string; store: BackupStoreSpec } }
+  | { cut: HostRef }
+  | { dataSet: { key: string; store: BackupStoreSpec } };
 
 /** What a run made, as undo steps registered before each creation; undone in reverse after the results are saved. */
 export class UndoStack {
@@ -61,6 +68,14 @@ export class UndoStack {
     if (!this.steps.some((s) => 'cut' in s && s.cut.hostId === hostId)) this.steps.push({ cut: { provider, hostId } });
   }
 
+  /**
+   * A data set this run claimed to build (issue 31): released when the run ends before its manifest is written, so no
+   * half-published set stays for a later run to take; a published one stays.
+   */
+  dataSet(key: string, store: BackupStoreSpec): void {
+    this.steps.push({ dataSet: { key, store } });
+  }
+
   /** Runs every step, last registered first, each one even when another failed; returns what failed. */
   async undo(): Promise<string[]> {
     const errors: string[] = [];
@@ -70,18 +85,29 @@ export class UndoStack {
 
   /** The steps in the order they are undone. */
   private order(): UndoStep[] {
-    const reversed = [...this.steps].reverse();
+    // A data set's release depends on nothing the run made and nothing depends on it: first, outside the order below
+    // (so a run that claims one compares, and marks, the rest exactly as one that does not).
+    const dataSets = this.steps.filter((s) => 'dataSet' in s);
+    const steps = this.steps.filter((s) => !('dataSet' in s));
+    const reversed = [...steps].reverse();
     // The order before the stack: every host at once, then the store (no run of that code cut a network).
-    const hosts = this.steps.flatMap((s) => ('hosts' in s ? s.hosts : []));
-    const before = [...this.steps.filter((s) => 'cut' in s).reverse(), ...(hosts.length ? [{ hosts }] : []), ...this.steps.filter((s) => 'store' in s)];
-    if (JSON.stringify(before) === JSON.stringify(reversed)) return reversed;
-    return patched(UNDO_IN_REVERSE_PATCH) ? reversed : before;
+    const hosts = steps.flatMap((s) => ('hosts' in s ? s.hosts : []));
+    const before = [...steps.filter((s) => 'cut' in s).reverse(), ...(hosts.length ? [{ hosts }] : []), ...steps.filter((s) => 'store' in s)];
+    if (JSON.stringify(before) === JSON.stringify(reversed)) return [...dataSets, ...reversed];
+    return [...dataSets, ...(patched(UNDO_IN_REVERSE_PATCH) ? reversed : before)];
   }
 }
 
 /** Undoes one step through teardownCalls; returns what failed. */
 async function undoStep(step: UndoStep): Promise<string[]> {
   const errors: string[] = [];
+  if ('dataSet' in step) {
+    const { key, store } = step.dataSet;
+    await teardownCalls.releaseDataSet
+      .executeWithOptions({ summary: `release data set ${key} unless published` }, [{ key, store, owner: currentClaimant() }])
+      .catch((err) => errors.push(`releasing data set ${key} failed: ${failureMessage(err)}`));
+    return errors;
+  }
   if ('cut' in step) {
     const { provider, hostId } = step.cut;
     await teardownCalls.healNetwork

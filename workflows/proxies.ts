@@ -61,6 +61,22 @@ export const resultCalls = proxyActivities<ControlActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20, nonRetryableErrorTypes: REFUSED_PATH_TYPES },
 });
 
+/** Data sets' records (a claim, a manifest, a release): small files, retried like results; a refusal stays refused. */
+export const dataSetCalls = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+});
+
+/** The wait for another builder's manifest: one heartbeating activity as long as the builder's bound, not a polling loop in the history. */
+export function dataSetWaitCalls(boundSeconds: number) {
+  return proxyActivities<ControlActivities>({
+    startToCloseTimeout: (boundSeconds + 300) * 1000,
+    heartbeatTimeout: CONTROL_HEARTBEAT_TIMEOUT,
+    retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
+  });
+}
+
 /**
  * The sweeper's calls: listing and run lookups are cheap, its teardowns must not hold the sweep for an hour when
  * one host resists; the next sweep tries that host again.
@@ -101,8 +117,8 @@ export type { HostTimeouts };
  */
 export const HOST_CALL_GROUPS = {
   hello: ['describeHost'],
-  setup: ['configurePostgres', 'configureBackups', 'initBackupRepository', 'takeBackup', 'verifyAccounts', 'cloneStandby', 'setReplication', 'createFailoverLedger', 'rejoinAsStandby'],
-  load: ['loadData'],
+  setup: ['describeServer', 'configurePostgres', 'configureBackups', 'initBackupRepository', 'takeBackup', 'verifyAccounts', 'cloneStandby', 'setReplication', 'createFailoverLedger', 'rejoinAsStandby'],
+  load: ['loadData', 'publishDataSet', 'restoreDataSet'],
   measure: [
     'runPgbench',
     'writeHistory',

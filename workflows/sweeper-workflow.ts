@@ -3,7 +3,7 @@
  * workflow runs no compensation), is unknown to this namespace, or has outlived its expiry. A host whose run is
  * running and not expired is never touched. With dryRun it only reports what it would remove.
  */
-import { continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
 import { planSweep, runsToCheck, type SweepReport } from '../common/core/sweep';
 import { PROVIDER_NAMES } from '../common/providers/registry';
@@ -16,6 +16,9 @@ export interface SweepInput {
   /** Report what would be removed; remove nothing. */
   dryRun?: boolean;
 }
+
+/** The patch that adds the removal of expired data sets at a sweep's end: sweeps begun before end without it. */
+export const SWEEP_DATA_SETS_PATCH = 'sweep-data-sets';
 
 /** Teardowns at once: a few, so a large leak is cleared quickly without a burst of API calls. */
 const PARALLEL_TEARDOWNS = 4;
@@ -92,6 +95,12 @@ export async function sweeperWorkflow(rawInput: SweepInput = {}, rawCarried?: Sw
     }
   });
   if (todo.length > REMOVALS_PER_EXECUTION) await continueAsNew<typeof sweeperWorkflow>(input, report);
+  // Data sets past dataSets.keepDays, in the lab's default folder store (a spec's sub-folder store: datasets rm).
+  if (patched(SWEEP_DATA_SETS_PATCH))
+    await sweepCalls
+      .removeExpiredDataSets({ store: { kind: 'folder' } })
+      .then((removed) => (report.dataSetsRemoved = removed))
+      .catch((err) => (report.dataSetsFailed = failureMessage(err)));
   setCurrentDetails(`Removed ${report.removed.length} hosts, ${report.failed.length} failed, ${report.kept.length} kept`);
   return report;
 }

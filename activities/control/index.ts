@@ -4,6 +4,7 @@
  * factory that receives their dependencies; each group lives in its own module.
  */
 import { createBackupStoreActivities } from './backup-stores';
+import { createDataSetActivities } from './data-sets';
 import { createDiagnoseActivities } from './diagnose';
 import { createPreflightActivities } from './preflight';
 import { createProviderActivities, providerNamed } from './providers';
@@ -22,6 +23,7 @@ export function createControlActivities(deps: ControlDeps) {
     ...createResultsActivities(deps),
     ...createSweepActivities(deps),
     ...createBackupStoreActivities(deps),
+    ...createDataSetActivities(deps),
     ...createDiagnoseActivities(deps),
   };
 }

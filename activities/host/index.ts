@@ -9,6 +9,7 @@ import { loadData, verifyAccounts, type LoadInput } from './load';
 import { runPgbench, type PgbenchInput } from './pgbench';
 import { createPhaseActivities } from './phases';
 import { createDrillHostActivities } from './durability';
+import { describeServer, publishDataSet, restoreDataSet, type PublishInput, type RestoreDataSetInput } from './data-set';
 import { watched } from './watchdog';
 
 /**
@@ -28,6 +29,9 @@ export function createHostActivities(deps: HostDeps) {
     verifyAccounts: (input: HostInput) => verifyAccounts(deps, input),
     runPgbench: (input: PgbenchInput) => runPgbench(deps, input),
     ...createPhaseActivities(deps),
+    describeServer: (input: HostInput) => describeServer(deps, input),
+    publishDataSet: (input: PublishInput) => publishDataSet(deps, input),
+    restoreDataSet: (input: RestoreDataSetInput) => restoreDataSet(deps, input),
     ...createDrillHostActivities(deps),
   }));
 }

@@ -17,6 +17,13 @@ export interface LoadInput extends HostInput {
   scale: number;
   chunkRows: number;
   writers: number;
+  /**
+   * End with VACUUM (FREEZE, ANALYZE), as pgbench -i's COPY FREEZE leaves its rows (PostgreSQL 14+): every page
+   * frozen and all-visible, so a host restored from a published set and the host that loaded it start in the same
+   * physical state, and neither's first measured seconds pay for freezing or hint bits. Absent: VACUUM ANALYZE
+   * (runs started before data sets).
+   */
+  freeze?: boolean;
 }
 
 /** pgbench switches aid to bigint at this scale (SCALE_32BIT_THRESHOLD). */
@@ -241,7 +248,7 @@ async function loadChunk(c: Client, chunk: number, chunkRows: number, rows: numb
  * shared_buffers free to take what the workload reads and to keep the pages it dirties. pg_buffercache_evict is
  * PostgreSQL 17's; an older server starts with what the load left.
  */
-async function emptySharedBuffers(c: Client): Promise<void> {
+export async function emptySharedBuffers(c: Client): Promise<void> {
   const version = Number((await c.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0].v);
   if (version < 170000) return;
   // In public, named in full: the lab's sessions have only pg_catalog on their search path (lib/pg.ts), where an
@@ -291,7 +298,7 @@ async function finishLoad(
   meta = await readMeta(c);
   if (!meta.vacuumed_at) {
     const seconds = await timedStep(deps, c, 'vacuum analyze', VACUUM_PROGRESS_SQL, heapBytes, rowsRate, report, (ddl) =>
-      ddl.query('VACUUM ANALYZE public.pgbench_branches, public.pgbench_tellers, public.pgbench_accounts, public.pgbench_history').then(() => undefined),
+      ddl.query(`VACUUM ${input.freeze ? '(FREEZE, ANALYZE)' : 'ANALYZE'} public.pgbench_branches, public.pgbench_tellers, public.pgbench_accounts, public.pgbench_history`).then(() => undefined),
     );
     await recordStep(c, 'vacuum', seconds);
     // The load ends written out: each chunk's COPY leaves its ring of buffers dirty in shared_buffers, and VACUUM

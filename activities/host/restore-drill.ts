@@ -319,7 +319,7 @@ async function ledgerAndChecksums(
 }
 
 /** pg_amcheck over every table and B-tree index of the lab database, heap-all-indexed (installs the extension). */
-async function amcheck(deps: HostDeps): Promise<RestoreVerification['amcheck']> {
+export async function amcheck(deps: HostDeps): Promise<RestoreVerification['amcheck']> {
   const ctx = Context.current();
   const args = ['--install-missing', '--heapallindexed', '--no-strict-names'];
   try {

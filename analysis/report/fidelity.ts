@@ -54,7 +54,8 @@ export function budgetBoundWhy(name: string, c: ClusterResult, sharedBuffersMiB:
   const perTx = (n: number) => n / tx;
   const walFlushes = d.wal?.wal_sync ?? null;
   const dataWrites = d.bufferWrites ?? null;
-  const heapPages = c.load ? c.load.heapBytes / (PAGE_KIB * 1024) : null;
+  const heapBytes = c.load?.heapBytes ?? c.dataSet?.heapBytes;
+  const heapPages = heapBytes ? heapBytes / (PAGE_KIB * 1024) : null;
   // A random single-row UPDATE dirties one heap page; over T transactions on N pages, N (1 - e^(-T/N)) distinct ones.
   const window = run.transactions;
   const dirtied = heapPages ? heapPages * (1 - Math.exp(-window / heapPages)) : null;

@@ -1,4 +1,5 @@
 /** report.md: this run and the published reference side by side, then per-cluster figures and the self-checks. */
+import { dataPreparationMarkdown } from './data-sets';
 import type { ExperimentResult } from '../../common/results/result';
 import { costMarkdown, type RunCost } from '../../common/input/cost';
 import type { Verdict } from '../../common/results/verdict';
@@ -67,11 +68,12 @@ export function renderMarkdown(result: ExperimentResult): string {
     for (const c of cls.clusters) {
       const l = c.tpsRun?.latencyMs;
       lines.push(
-        `| ${c.hostId} | ${c.className} | ${c.status}${c.error ? `: ${c.error.split('\n')[0]}` : ''} | ${fmt(c.load?.rows, 0)} | ${fmt(c.load?.loadSeconds)} | ${fmt(c.tpsRun?.tps)} | ${l ? `${fmt(l.mean, 2)} / ${fmt(l.p50, 2)} / ${fmt(l.p95, 2)} / ${fmt(l.p99, 2)}` : '–'} | ${fmt(c.tpsRun?.failedTransactions, 0)} |`,
+        `| ${c.hostId} | ${c.className} | ${c.status}${c.error ? `: ${c.error.split('\n')[0]}` : ''} | ${fmt(c.load?.rows ?? c.rows, 0)} | ${c.dataSet?.prepared === 'restored' ? `restored: ${fmt(c.dataSet.restore?.restoreSeconds)}` : fmt(c.load?.loadSeconds)} | ${fmt(c.tpsRun?.tps)} | ${l ? `${fmt(l.mean, 2)} / ${fmt(l.p50, 2)} / ${fmt(l.p95, 2)} / ${fmt(l.p99, 2)}` : '–'} | ${fmt(c.tpsRun?.failedTransactions, 0)} |`,
       );
     }
   }
   lines.push('');
+  lines.push(...dataPreparationMarkdown(result));
   const uncapped = uncappedPreparationLine(result);
   if (uncapped) lines.push(uncapped, '');
 
@@ -107,7 +109,11 @@ export function uncappedPreparationLine(result: ExperimentResult): string | null
   const hosts = Object.values(result.classes)
     .flatMap((cls) => cls.clusters)
     .map((c) => {
-      const steps = [...(c.load?.preparedWithoutCap ? ['load'] : []), ...uncappedPreparation(c.phases)];
+      const steps = [
+        ...(c.load?.preparedWithoutCap ? ['load'] : []),
+        ...(c.dataSet?.preparedWithoutCap ? [c.dataSet.prepared === 'restored' ? 'restore' : 'publish'] : []),
+        ...uncappedPreparation(c.phases),
+      ];
       return steps.length ? `${c.hostId} (${steps.join(', ')})` : null;
     })
     .filter((h) => h !== null);

@@ -2,6 +2,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { formatBound } from '../../common/input/bounds';
 import { estimateCost, formatCost } from '../../common/input/cost';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { planRun } from '../../common/input/plan';
@@ -34,6 +35,9 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
   console.log(`  ${plan.hosts.length} hosts, ${plan.parallel} at a time:`);
   for (const h of plan.hosts)
     console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
+  console.log('  data preparation per host (estimated):');
+  for (const h of plan.preparation.hosts) console.log(`    ${h.hostId.padEnd(24)} ${h.step.padEnd(15)} ~${formatBound(h.seconds)}`);
+  console.log(`    ${plan.preparation.note}`);
   console.log('  steps per host:');
   for (const s of plan.steps) console.log(`    ${s}`);
   if (plan.drills.length) console.log(`  then the durability drills:\n${plan.drills.map((d) => `    ${d}`).join('\n')}`);

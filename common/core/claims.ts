@@ -16,7 +16,7 @@ export interface Claimant {
 
 /** What a resource's owner record says: who made it, for which run, and what it is. */
 export interface OwnerRecord extends Claimant {
-  kind: 'host' | 'backup-store';
+  kind: 'host' | 'backup-store' | 'data-set';
   /** The host id, or the backup store's location. */
   resource: string;
   /** The run the resource is named after (the experiment's id for its clusters' hosts). */

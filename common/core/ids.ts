@@ -22,8 +22,17 @@ export const MAX_ID_LENGTH = 200;
  */
 export const CHILD_ID_ROOM = 40;
 
-/** Run folders the lab keeps for itself in a results store: the index of runs and captures (history.ts). */
-export const RESERVED_RUN_FOLDERS = ['_history'] as const;
+/**
+ * The folder of published data sets in a folder backup store (lib/data-sets.ts), beside the run folders of the
+ * lab's default store: reserved among them (a run id's "_" is always doubled, so none escapes to it).
+ */
+export const DATA_SETS_FOLDER = '_datasets';
+
+/**
+ * Run folders the lab keeps for itself in a results or backup store: the index of runs and captures (history.ts),
+ * and the published data sets.
+ */
+export const RESERVED_RUN_FOLDERS = ['_history', DATA_SETS_FOLDER] as const;
 export type ReservedRunFolder = (typeof RESERVED_RUN_FOLDERS)[number];
 
 /**
@@ -127,7 +136,7 @@ function decodeUtf8(bytes: number[]): string | null {
 export function runFolderName(runId: string): string {
   const name = escapeRunId(runId);
   const problem =
-    segmentProblem(name, MAX_FOLDER_LENGTH) ?? ((RESERVED_RUN_FOLDERS as readonly string[]).includes(name) ? 'is reserved for the lab\'s own index of runs' : null);
+    segmentProblem(name, MAX_FOLDER_LENGTH) ?? ((RESERVED_RUN_FOLDERS as readonly string[]).includes(name) ? 'is reserved for the lab\'s own folders (its index of runs, its data sets)' : null);
   if (problem) throw new UnsafeIdError('runId', `${JSON.stringify(runId)} (as a folder ${JSON.stringify(name)}) ${problem}; use another id`);
   return name;
 }
@@ -211,4 +220,23 @@ export const HOST_FOLDER_LENGTH = 16;
 export function hostFolderName(hostId: string): string {
   if (nameSchemeOf(hostId) === 'fnv32') return hostId;
   return base32(sha256(`host-folder:${hostId}`)).slice(0, HOST_FOLDER_LENGTH);
+}
+
+/** Characters of a data set's key after its `ds-` prefix: 130 bits of SHA-256 in base 32, as a run's tag. */
+export const DATA_SET_KEY_LENGTH = 26;
+const DATA_SET_KEY_PATTERN = new RegExp(`^ds-[a-z2-7]{${DATA_SET_KEY_LENGTH}}$`);
+
+/**
+ * A data set's key (its folder `<store>/_datasets/<key>` and its records `<key>.claim.json`, `<key>.manifest.json`):
+ * `ds-` and 130 bits of SHA-256 of the canonical text of what makes two loads identical (common/input/data-set.ts).
+ * A hash, never a part's text, so whatever a spec holds the key is one safe path segment and an S3 key part; two
+ * different sets with one key cannot be found.
+ */
+export function dataSetKeyOf(canonicalParts: string): string {
+  return `ds-${base32(sha256(`storage-lab data set:${canonicalParts}`)).slice(0, DATA_SET_KEY_LENGTH)}`;
+}
+
+/** Whether a value is a key dataSetKeyOf could have made: the door of every key that comes in (CLI, activities, manifests). */
+export function isDataSetKey(key: unknown): key is string {
+  return typeof key === 'string' && DATA_SET_KEY_PATTERN.test(key);
 }

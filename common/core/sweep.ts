@@ -44,6 +44,9 @@ export interface SweepReport {
   kept: SweepDecision[];
   /** Hosts whose removal failed; the next sweep tries them again. */
   failed: (SweepDecision & { error: string })[];
+  /** Published data sets past their expiry, removed from the lab's folder store (issue 31); or why that failed. */
+  dataSetsRemoved?: string[];
+  dataSetsFailed?: string;
 }
 
 export interface SweepPlan {

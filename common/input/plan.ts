@@ -6,6 +6,7 @@ import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec, typ
 import { describeBudget, deviceModelOf } from '../model/devices';
 import { PHASES } from '../phases/registry';
 import { providerOf } from '../providers/registry';
+import { dataSetsOff, planPreparation, type PlannedPreparation } from './data-set';
 
 export interface PlannedHost {
   hostId: string;
@@ -22,6 +23,8 @@ export interface Plan {
   /** The durability drills after the clusters, with their steps' bounds. */
   drills: string[];
   parallel: number;
+  /** Each host's data preparation, load or restore, with its estimated seconds (issue 31). */
+  preparation: { hosts: (PlannedPreparation & { hostId: string })[]; note: string };
 }
 
 export function planRun(spec: ExperimentSpec, runId: string): Plan {
@@ -61,7 +64,7 @@ export function planRun(spec: ExperimentSpec, runId: string): Plan {
   }
   steps.push('save results', 'teardown');
   steps.push(`a host silent for ${formatBound(b.deadAfterSeconds)} is dead (host.deadAfterSeconds)`);
-  return { hosts, steps, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length) };
+  return { hosts, steps, drills: planDrills(spec), parallel: Math.min(spec.maxParallelClusters, hosts.length), preparation: planPreparationText(spec, runId) };
 }
 
 /** What a host's volume is, in words: a modelled class by its model's name and budget (common/model/devices.ts). */
@@ -71,6 +74,26 @@ function volumeLine(cls: StorageClassSpec, gib: number, limits: ReturnType<typeo
   if (cls.kind === 'ebs') return `${gib} GiB gp3 EBS at ${limits?.iops} IOPS / ${limits?.throughputMiBps} MiB/s`;
   const model = deviceModelOf(cls);
   return model ? `${gib} GiB modelled volume: ${model.name} (${model.standsFor}), ${describeBudget(model)}` : `${gib} GiB ${cls.kind}`;
+}
+
+/** Load or restore per host, and what the plan assumes (and, where data sets are off, what they would save). */
+function planPreparationText(spec: ExperimentSpec, runId: string): Plan['preparation'] {
+  const off = dataSetsOff(spec);
+  const hosts = planPreparation(spec).map((p) => ({ ...p, hostId: hostIdFor(runId, p.className, p.index) }));
+  const total = (ps: PlannedPreparation[]) => ps.reduce((sum, p) => sum + p.seconds, 0);
+  const counts = (ps: PlannedPreparation[]) => {
+    const loads = ps.filter((p) => p.step !== 'restore').length;
+    const restores = ps.length - loads;
+    return `${loads} load${loads === 1 ? '' : 's'}${restores ? ` and ${restores} restore${restores === 1 ? '' : 's'}` : ''}`;
+  };
+  const hydration = 'a restore writes every block onto the host\'s own volume (WAL-G backup-fetch), so a gp3 volume needs no hydration and no Fast Snapshot Restore (0 USD)';
+  if (off === null)
+    return { hosts, note: `${counts(hosts)}, ${formatBound(total(hosts))} of preparation host time (or only restores when a set of this key is published already: storage-lab datasets list); ${hydration}` };
+  const alternative = planPreparation(spec, true);
+  return {
+    hosts,
+    note: `${counts(hosts)}, ${formatBound(total(hosts))} of preparation host time: ${off}. With data sets: ${counts(alternative)}, ${formatBound(total(alternative))}; ${hydration}`,
+  };
 }
 
 /** The drills an experiment runs after its clusters, each step with its bound. */

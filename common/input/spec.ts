@@ -32,6 +32,10 @@ export { classLimits, EBS_LEAST_IOPS, GP3_BASELINE, STORAGE_KINDS, StorageClassS
 
 export const SPEC_VERSION = 1;
 
+/** How a run uses published data sets (data.reuse). */
+export const DATA_REUSE_MODES = ['auto', 'never'] as const;
+export type DataReuseMode = (typeof DATA_REUSE_MODES)[number];
+
 const classNamePattern = /^[a-z][a-z0-9-]{0,19}$/;
 const ClassName = z
   .string()
@@ -140,6 +144,11 @@ export const ExperimentSpecSchema = z
         loadWriters: int(1, 64, 'parallel chunk writers'),
         /** After the load, check count(*) = count(distinct aid) = the rows asked for (a full scan). */
         verifyRows: z.boolean().default(true),
+        /**
+         * Data sets (issue 31): "auto" (when absent) restores a published set of the same key instead of loading, and
+         * publishes the first load for the other hosts and later runs; "never" loads every host afresh.
+         */
+        reuse: z.enum(DATA_REUSE_MODES, { error: `must be ${DATA_REUSE_MODES.map((m) => `"${m}"`).join(' or ')}` }).optional(),
       })
       .strict(),
     workload: z
@@ -181,6 +190,8 @@ export const ExperimentSpecSchema = z
     prediction: z.object({ calibrationClass: ClassName }).strict().optional(),
     /** Resources older than this are the sweeper's, whatever their run's state. */
     expiresAfterHours: z.number().positive().max(24 * 14),
+    /** Published data sets: kept this many days after their publish (default 7), then the sweeper removes them. */
+    dataSets: z.object({ keepDays: z.number({ error: 'must be a number of days' }).positive({ error: 'must be positive (days)' }).max(365, { error: 'must be at most 365 (days)' }) }).strict().optional(),
   })
   .strict()
   .superRefine((spec, ctx) => {
@@ -304,6 +315,11 @@ export function volumeBytes(spec: ExperimentSpec): number {
   return Math.ceil(heap + wal + phasesVolumeBytes(spec.phases));
 }
 
+
+/** A spec's data.reuse: "auto" when absent. */
+export function dataReuse(spec: Pick<ExperimentSpec, 'data'>): DataReuseMode {
+  return spec.data.reuse ?? 'auto';
+}
 
 /** Thrown for a spec that cannot run; carries every problem at once. */
 export class InvalidSpecError extends Error {

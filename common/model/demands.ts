@@ -107,7 +107,8 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   const walSyncs = d.wal?.wal_sync ?? 0;
   const walBytes = d.wal?.wal_bytes ?? d.walBytes ?? 0;
 
-  const heapBytes = cluster.load?.heapBytes ?? 0;
+  // A host restored from a data set (issue 31) has no load result: its heap is the set's.
+  const heapBytes = cluster.load?.heapBytes ?? cluster.dataSet?.heapBytes ?? 0;
   let dataBytes = d.databaseBytes ?? 0;
   if (!dataBytes && heapBytes) {
     dataBytes = heapBytes * (1 + INDEX_SHARE);

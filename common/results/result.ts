@@ -61,6 +61,29 @@ export interface LoadResult {
   verified?: { rows: number; distinctAids: number };
 }
 
+/** A cluster's data preparation with data sets: which set, loaded or restored, the seconds of each step and the checks. */
+export interface ClusterDataSet {
+  key: string;
+  /** loaded: this host loaded (published: and made the set); restored: from the set another host or run published. */
+  prepared: 'loaded' | 'loaded-and-published' | 'restored';
+  /** Why a host that could have restored loaded instead (another builder's bound passed, a publish that failed). */
+  reason?: string;
+  /** The load's seconds on the publisher (rows, keys, VACUUM) as its manifest records them. */
+  loadSeconds?: number;
+  publishSeconds?: number;
+  /** A restore's fetch, WAL replay with promote, and restart; the checks' seconds apart. */
+  restore?: { fetchSeconds: number; recoverSeconds: number; restoreSeconds: number; checkSeconds: number };
+  /** Seconds this host waited for another builder's manifest. */
+  waitedSeconds?: number;
+  /** The comparison with the manifest (restored hosts): every check and whether it passed. */
+  checks?: { name: string; ok: boolean; detail: string }[];
+  /** The run that published the set (a restored host's source). */
+  source?: { runId: string; hostId: string; publishedAt: string };
+  /** pgbench_accounts' heap on this host (the memory checks read it where no load result is). */
+  heapBytes?: number;
+  preparedWithoutCap?: boolean;
+}
+
 /** Result of one cluster: one Postgres on one host of one storage class. */
 export interface ClusterResult {
   hostId: string;
@@ -74,6 +97,8 @@ export interface ClusterResult {
   startedAt: string;
   finishedAt: string;
   load?: LoadResult;
+  /** How the host's data was prepared when the run uses data sets (issue 31): loaded (and published) or restored. */
+  dataSet?: ClusterDataSet;
   /** Convenience copies of the load's figures, as the result schema promises them at cluster level. */
   rows?: number;
   loadSeconds?: number;

@@ -95,7 +95,15 @@ maybe('record workflow histories for the replay test', () => {
     const history = await save(lab.client, 'experiment-ci', handle.workflowId);
     const clusters = children(history, WORKFLOW_TYPES.cluster);
     expect(clusters).toHaveLength(2);
-    await save(lab.client, 'cluster-ci', clusters[0].workflowId, clusters[0].runId);
+    // Data sets (issue 31): one cluster loads and publishes, the other restores; each path has its history.
+    const scheduled = async (c: { workflowId: string; runId: string }) =>
+      ((await lab.client.workflow.getHandle(c.workflowId, c.runId).fetchHistory()).events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    const publisher: { workflowId: string; runId: string }[] = [];
+    for (const c of clusters) if ((await scheduled(c)).includes('publishDataSet')) publisher.push(c);
+    expect(publisher).toHaveLength(1);
+    const restorer = clusters.find((c) => c !== publisher[0])!;
+    await save(lab.client, 'cluster-ci', restorer.workflowId, restorer.runId);
+    await save(lab.client, 'cluster-ci-publishes-data-set', publisher[0].workflowId, publisher[0].runId);
     expect(lab.leftovers(['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0)))).toEqual([]);
   });
 

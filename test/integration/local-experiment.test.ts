@@ -83,12 +83,23 @@ describe('local experiment (integration)', () => {
     expect(result.schemaVersion).toBe(1);
     expect(result.postgresVersion).toMatch(/^\d+\.\d+/);
     expect(Object.keys(result.classes).sort()).toEqual(['gp3', 'local-disk']);
+    // Data sets (issue 31): one host loads and publishes, the other restores what it published (whichever claims first).
+    expect(Object.values(result.classes).map((cls) => cls.clusters[0]?.dataSet?.prepared).sort()).toEqual(['loaded-and-published', 'restored']);
     for (const cls of Object.values(result.classes)) {
       expect(cls.clusters).toHaveLength(1);
       const c = cls.clusters[0];
       expect(c.status).toBe('ok');
       expect(c.rows).toBe(200_000);
-      expect(c.load?.verified).toEqual({ rows: 200_000, distinctAids: 200_000 });
+      if (c.dataSet?.prepared === 'restored') {
+        // Compared with the publisher's manifest: every check ran and passed.
+        expect(c.dataSet.checks!.map((x) => x.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck']);
+        expect(c.dataSet.checks!.filter((x) => !x.ok)).toEqual([]);
+        expect(c.dataSet.restore!.restoreSeconds).toBeGreaterThan(0);
+        expect(c.load).toBeUndefined();
+      } else {
+        expect(c.load?.verified).toEqual({ rows: 200_000, distinctAids: 200_000 });
+        expect(c.dataSet!.publishSeconds).toBeGreaterThan(0);
+      }
       expect(c.tps).toBeGreaterThan(0);
       expect(c.tpsSeries!.length).toBeGreaterThanOrEqual(4);
       expect(c.latencyMs!.p99).toBeGreaterThanOrEqual(c.latencyMs!.p50);
@@ -114,7 +125,7 @@ describe('local experiment (integration)', () => {
     const phaseCheckNames = PHASES.flatMap((p) => Object.keys(p.selfTest.breaks));
     expect(result.checks.filter((c) => phaseCheckNames.includes(c.name) && !c.ok)).toEqual([]);
     const report = readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'report.md'), 'utf8');
-    for (const heading of ['## Checkpoint after the TPS run', '## VACUUM over bloat', '## Logical-replication backlog drain']) expect(report).toContain(heading);
+    for (const heading of ['## Data preparation', '## Checkpoint after the TPS run', '## VACUUM over bloat', '## Logical-replication backlog drain']) expect(report).toContain(heading);
     console.log(report.split('\n').filter((l) => /^\| .*(local-disk|gp3)-0 \|/.test(l)).join('\n'));
     expect(result.classes.gp3.emulated).toBe(true);
     expect(result.classes.gp3.limits.iops).toBe(3000);

@@ -2,14 +2,17 @@
 import { createHash } from 'node:crypto';
 import {
   CHILD_ID_ROOM,
+  DATA_SETS_FOLDER,
   HOST_FOLDER_LENGTH,
   MAX_FOLDER_LENGTH,
   MAX_ID_LENGTH,
   UnsafeIdError,
+  dataSetKeyOf,
   escapeRunId,
   fnv32RunTag,
   hostFolderName,
   hostIdFor,
+  isDataSetKey,
   legacyRunFolderName,
   nameSchemeOf,
   runFolderName,
@@ -147,8 +150,11 @@ describe('workflow ids', () => {
     expect(workflowIdProblem(top, MAX_ID_LENGTH - CHILD_ID_ROOM)).toBeNull();
     expect(workflowIdProblem(`${top}b`, MAX_ID_LENGTH - CHILD_ID_ROOM)).toMatch(/use at most 190/);
     expect(workflowIdProblem(clusterWorkflowId(`${top}/experiment`, 'c'.repeat(20), 15))).toBeNull();
-    // The reserved history folder cannot be reached: "_" is always escaped.
+    // The reserved history and data set folders cannot be reached: "_" is always escaped.
     expect(runFolderName('_history')).toBe('__history');
+    expect(runFolderName(DATA_SETS_FOLDER)).toBe('__datasets');
+    // The old escaping kept "_": a run id of that spelling would have named the data sets' folder, so it names none.
+    expect(legacyRunFolderName(DATA_SETS_FOLDER)).toBeNull();
   });
 });
 
@@ -196,5 +202,20 @@ describe('host ids and host folders', () => {
     expect(hostFolderName(hostIdFor('r', 'gp3', 0, 'fnv32'))).toBe(hostIdFor('r', 'gp3', 0, 'fnv32'));
     // 107 bytes: "<hosts>/<folder>/run/.s.PGSQL.65535" leaves 71 for the hosts folder.
     expect(`/${hostFolderName(hostId)}/run/.s.PGSQL.65535`.length).toBe(107 - 71);
+  });
+});
+
+describe('data set keys', () => {
+  it('are ds- and 130 bits of SHA-256 of the parts\' text (26 base-32 characters): one safe segment, whatever the text', () => {
+    const key = dataSetKeyOf('{"scale":1}');
+    expect(key).toBe(`ds-${base32(createHash('sha256').update('storage-lab data set:{"scale":1}').digest()).slice(0, 26)}`);
+    expect(isDataSetKey(key)).toBe(true);
+    expect(segmentProblem(dataSetKeyOf('../../etc/passwd'))).toBeNull();
+    expect(dataSetKeyOf('{"scale":2}')).not.toBe(key);
+  });
+
+  it('refuse anything dataSetKeyOf could not have made', () => {
+    for (const bad of ['../x', 'ds-', `ds-${'a'.repeat(25)}`, `ds-${'a'.repeat(27)}`, `DS-${'a'.repeat(26)}`, `ds-${'1'.repeat(26)}`, `ds-${'a'.repeat(26)}/..`, 42, null, undefined])
+      expect([bad, isDataSetKey(bad)]).toEqual([bad, false]);
   });
 });

@@ -5,6 +5,7 @@
  * before teardown. Each cluster runs as the lab runs it,
  * the child of an experiment of one storage class (a cluster started directly is refused at its door).
  */
+import { fakeDataSetControl, fakeDataSetHost } from '../../bench/fake-data-sets';
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
@@ -66,6 +67,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     const owned = (activity: string, input: unknown) => (owners[activity] = (input as { owner?: unknown }).owner);
     const control: Partial<ControlActivities> = {
       ...experimentSteps,
+      ...fakeDataSetControl(),
       async provisionHost({ request }) {
         return fakeHostRecord(request);
       },
@@ -83,6 +85,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       },
     };
     const host: Partial<HostActivities> = {
+      ...fakeDataSetHost(),
       async describeHost() {
         return { hostId, pid: 1, postgresRunning: true };
       },
@@ -159,6 +162,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       connection,
       taskQueue: hostTaskQueue(hostId),
       activities: {
+        ...fakeDataSetHost(),
         async describeHost() {
           return { hostId, pid: 1, postgresRunning: true };
         },
@@ -182,6 +186,7 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
       workflowBundle: workflowBundle(),
       activities: {
         ...experimentSteps,
+        ...fakeDataSetControl(),
         async provisionHost({ request }) {
           return fakeHostRecord(request);
         },
@@ -243,9 +248,12 @@ describe('clusterWorkflow measured phases (mocked activities)', () => {
     expect(outcome).toMatchObject({ status: 'ok' });
     expect(saved!.phases.durability).toMatchObject({ backup: { label: backup.label } });
     expect(calls).toEqual(['load', 'prepareBackupStore', 'configureBackups', 'takeBackup', 'save', 'teardown', `removeBackupStore ${clusterId}`]);
-    // The same order as before the undo stack: a cluster's history takes no patch.
+    // The same order as before the undo stack: a cluster's history takes no undo patch, only data sets' (issue 31).
     const history = await client.workflow.getHandle(clusterId).fetchHistory();
-    expect(history.events!.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+    const markers = history.events!.filter((e) => e.markerRecordedEventAttributes);
+    expect(markers).toHaveLength(1);
+    const payload = markers[0].markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!;
+    expect(JSON.parse(Buffer.from(payload).toString('utf8'))).toMatchObject({ id: 'data-sets' });
   });
 
   const tpsRun = (tpsSeries: number[]) => ({

@@ -10,6 +10,7 @@ import { hostIdFor } from '../../common/core/ids';
 import { hostTaskQueue, WORKFLOW_TYPES } from '../../common/core/names';
 import { resolveSpec } from '../../common/input/resolve';
 import { fakeHostRecord } from '../helpers/fake-host';
+import { fakeDataSetControl, fakeDataSetHost } from '../../bench/fake-data-sets';
 import { connect, uniqueId, workflowBundle } from '../helpers/temporal';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 
@@ -17,6 +18,7 @@ type Calls = string[];
 
 function fakeControl(calls: Calls): Partial<ControlActivities> {
   return {
+    ...fakeDataSetControl(),
     async preflight() {
       calls.push('preflight');
       return { warnings: [] };
@@ -47,6 +49,7 @@ function fakeControl(calls: Calls): Partial<ControlActivities> {
 
 function fakeHost(calls: Calls, hostId: string, behaviour: { loadFails?: boolean; hangInTps?: boolean }): Partial<HostActivities> {
   return {
+    ...fakeDataSetHost(),
     async describeHost() {
       return { hostId, pid: 1, postgresRunning: false };
     },

@@ -15,6 +15,8 @@ import { nameSchemeOf } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
+import { DATA_SETS_PATCH } from '../../workflows/data-set';
+import { SWEEP_DATA_SETS_PATCH } from '../../workflows/sweeper-workflow';
 import { COLLISION_PROOF_NAMES_PATCH } from '../../workflows/names';
 import { swapModule } from '../helpers/bundle-swap';
 import { DRILL_SAVES_SPEC_PATCH } from '../../workflows/drill-skeleton';
@@ -26,7 +28,10 @@ const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 /** What the recorder writes (test/fixtures/histories/README.md): deleting one fails this test. */
 const EXPECTED: Record<string, string> = {
   'experiment-ci': WORKFLOW_TYPES.experiment,
+  'experiment-ci-before-data-sets': WORKFLOW_TYPES.experiment,
   'cluster-ci': WORKFLOW_TYPES.cluster,
+  'cluster-ci-publishes-data-set': WORKFLOW_TYPES.cluster,
+  'cluster-ci-before-data-sets': WORKFLOW_TYPES.cluster,
   'cluster-ci-before-checkpoint': WORKFLOW_TYPES.cluster,
   'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
   'restore-drill-ci-before-saves-spec': WORKFLOW_TYPES.restoreDrill,
@@ -42,6 +47,7 @@ const EXPECTED: Record<string, string> = {
   'failover-drill-ci-before-saves-spec-2': WORKFLOW_TYPES.failoverDrill,
   'nightly-regression-ci': WORKFLOW_TYPES.nightlyRegression,
   sweeper: WORKFLOW_TYPES.sweeper,
+  'sweeper-before-data-sets': WORKFLOW_TYPES.sweeper,
   diagnose: WORKFLOW_TYPES.diagnose,
   'diagnose-before-dsn-rules': WORKFLOW_TYPES.diagnose,
 };
@@ -107,6 +113,21 @@ describe('recorded workflow histories replay against the current workflow code',
     expect(activities('cluster-ci-before-checkpoint')).not.toContain('runCheckpointPhase');
   });
 
+  it('holds the cluster on both paths of data sets (restore, load and publish) and from before them, and the sweeper on both sides of its patch', () => {
+    const activities = (name: string) =>
+      (fixtures.find((f) => f.name === name)!.history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    const patches = (name: string) => patchesOf(fixtures.find((f) => f.name === name)!.history);
+    expect(patches('cluster-ci')).toEqual([DATA_SETS_PATCH]);
+    expect(activities('cluster-ci')).toEqual(expect.arrayContaining(['claimDataSet', 'restoreDataSet']));
+    expect(activities('cluster-ci')).not.toContain('loadData');
+    expect(patches('cluster-ci-publishes-data-set')).toEqual([DATA_SETS_PATCH]);
+    expect(activities('cluster-ci-publishes-data-set')).toEqual(expect.arrayContaining(['claimDataSet', 'loadData', 'publishDataSet', 'publishDataSetManifest', 'releaseDataSet']));
+    expect(patches('cluster-ci-before-data-sets')).toEqual([]);
+    expect(activities('cluster-ci-before-data-sets')).not.toContain('claimDataSet');
+    expect(patches('sweeper')).toEqual([SWEEP_DATA_SETS_PATCH]);
+    expect(patches('sweeper-before-data-sets')).toEqual([]);
+  });
+
   it('holds the drills on both sides of their patches (drill-saves-spec, undo-in-reverse)', () => {
     const patches = (name: string) => patchesOf(fixtures.find((f) => f.name === name)!.history);
     expect(patches('restore-drill-ci')).toEqual([DRILL_SAVES_SPEC_PATCH, UNDO_IN_REVERSE_PATCH]);
@@ -128,11 +149,16 @@ describe('recorded workflow histories replay against the current workflow code',
   });
 
   it("replays every recorded run with the host names it started with: none begun before collision-proof names addresses a host by the new scheme's name", async () => {
-    // A chain's later executions carry no marker of their own: they follow their first execution's hosts.
-    const newScheme = (f: { name: string; history: History }) => patchesOf(f.history).includes(COLLISION_PROOF_NAMES_PATCH) || f.name === 'power-cut-drill-ci-2';
-    const older = fixtures.filter((f) => !newScheme(f));
-    // Only the power-cut drill, a workflow type younger than the patch, was recorded on the new names.
-    expect(fixtures.filter(newScheme).map((f) => f.name).sort()).toEqual(['power-cut-drill-ci-1', 'power-cut-drill-ci-2']);
+    // A chain's later executions carry no marker of their own: they follow their first execution's hosts; so do an
+    // experiment's clusters (recorded from the experiment-ci run, which took the patch).
+    const followers = ['power-cut-drill-ci-2', 'cluster-ci', 'cluster-ci-publishes-data-set'];
+    const newScheme = (f: { name: string; history: History }) => patchesOf(f.history).includes(COLLISION_PROOF_NAMES_PATCH) || followers.includes(f.name);
+    // The sweeper derives no name: it removes the hosts the lab lists, of either scheme (sweeper.json was recorded with
+    // hosts of the new one, sweeper-before-data-sets.json with the old).
+    const older = fixtures.filter((f) => !newScheme(f) && f.name !== 'sweeper');
+    // Recorded on the new names: the power-cut drill (a workflow type younger than the patch) and the ci experiment
+    // with its clusters, recorded again for data sets.
+    expect(fixtures.filter(newScheme).map((f) => f.name).sort()).toEqual(['cluster-ci', 'cluster-ci-publishes-data-set', 'experiment-ci', 'power-cut-drill-ci-1', 'power-cut-drill-ci-2']);
     // The interceptor fails a replay that schedules a host activity on, or starts a cluster with, a new-scheme host id.
     const errors = await replay(
       { workflowsPath: require.resolve('../../workflows'), interceptors: { workflowModules: [require.resolve('../fixtures/replay-names/interceptors')] }, replayName: 'replay-names' },
@@ -140,7 +166,8 @@ describe('recorded workflow histories replay against the current workflow code',
     );
     expect(Object.entries(errors).filter(([, e]) => e).map(([name, e]) => `${name}: ${e!.message}`)).toEqual([]);
     // The new-named runs addressed their hosts by the new scheme only, as recorded (their replay, above, keeps them).
-    for (const f of fixtures.filter(newScheme)) {
+    // (An experiment schedules no host activity itself: its clusters, recorded beside it, are checked.)
+    for (const f of fixtures.filter((x) => newScheme(x) && x.type !== WORKFLOW_TYPES.experiment)) {
       const queues = (f.history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? []).filter((q) => q.startsWith('host:'));
       expect(queues.length).toBeGreaterThan(0);
       expect([f.name, queues.filter((q) => nameSchemeOf(q.slice('host:'.length)) !== 'sha256')]).toEqual([f.name, []]);
@@ -153,11 +180,11 @@ describe('recorded workflow histories replay against the current workflow code',
         bundlerOptions: { webpackConfigHook: swapModule('./names', 'workflows', require.resolve('../fixtures/replay-names/names-always-new')) },
         replayName: 'replay-names-broken',
       },
-      fixtures.filter((f) => ['experiment-ci', 'restore-drill-ci'].includes(f.name)),
+      fixtures.filter((f) => ['experiment-ci-before-data-sets', 'restore-drill-ci'].includes(f.name)),
     );
     // Either the interceptor's refusal, or the path it turns the run into (a cluster start refused, the drill's claim
     // at its start) is a determinism error: both are a run in flight that would break.
-    expect(broken['experiment-ci']?.message).toMatch(/by a name of the new scheme|Nondeterminism error/);
+    expect(broken['experiment-ci-before-data-sets']?.message).toMatch(/by a name of the new scheme|Nondeterminism error/);
     expect(broken['restore-drill-ci']?.message).toMatch(/by a name of the new scheme|Nondeterminism error/);
   });
 

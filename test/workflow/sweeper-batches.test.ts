@@ -36,6 +36,9 @@ describe('sweeperWorkflow in batches (mocked activities)', () => {
       async describeRuns() {
         return { gone: 'closed' };
       },
+      async removeExpiredDataSets() {
+        return [];
+      },
       async teardownHost({ hostId }) {
         if (hostId === 'h7') {
           attemptsOnStuck++;

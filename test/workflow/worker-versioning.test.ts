@@ -73,6 +73,7 @@ describe('worker versioning: a new build while runs are in flight', () => {
           return [];
         },
         describeRuns: async () => ({}),
+        removeExpiredDataSets: async () => [],
       });
     // As a host agent: activities only, unversioned, on a queue of its own.
     const hostAgent = await Worker.create({ connection, taskQueue: hostQueue, activities: { probeStep: async (step: string) => `host:${step}` } });

@@ -1,0 +1,156 @@
+/**
+ * Published data sets on the control side (issue 31; lib/data-sets.ts says where they are): the claim that makes one
+ * run the builder of a key, the wait of every other host (or run) for its manifest, the manifest written last, the
+ * release of a set whose publish failed, and the removal of expired or unwanted sets (sweeper, `datasets rm`).
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { describeClaimant, ownedBy, type Claimant, type OwnerRecord } from '../../common/core/claims';
+import { FAILURE_TYPES } from '../../common/core/errors';
+import type { DataSetManifest } from '../../common/input/data-set';
+import type { ResolvedBackupStore } from '../../common/input/backup-store';
+import type { BackupStoreSpec } from '../../common/input/spec';
+import { claimFile } from '../../lib/claims';
+import { dataSetPaths, dataSetStore, dataSetsDir, listDataSets, readDataSetClaim, readManifest, removeDataSet, type DataSetEntry, type DataSetPaths } from '../../lib/data-sets';
+import { LabPathError, makeLabDir, readLabFile, removeLabFile, removeLabTree, writeLabFile } from '../../lib/lab-fs';
+import { postgresOsUser } from '../../lib/postgres-binaries';
+import { checkedClaimant } from './owner';
+import type { ControlDeps } from './types';
+
+/** What a claim found: a published set to restore, the key now ours to build, or another run building it. */
+export type DataSetClaim =
+  | { state: 'published'; key: string; store: ResolvedBackupStore; manifest: DataSetManifest }
+  | { state: 'claimed'; key: string; store: ResolvedBackupStore }
+  | { state: 'building'; key: string; store: ResolvedBackupStore; by: string; claimedAt: string };
+
+/** What a wait for another builder ended with. */
+export type DataSetWait =
+  | { state: 'published'; manifest: DataSetManifest; waitedSeconds: number }
+  | { state: 'released'; waitedSeconds: number; detail: string }
+  | { state: 'timeout'; waitedSeconds: number; detail: string };
+
+const WAIT_POLL_MS = 2_000;
+
+function refused(message: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message, FAILURE_TYPES.invalidSpec);
+}
+
+/** The set's files, a key or a store that cannot be a path refused (non-retryable). */
+function pathsOf(deps: Pick<ControlDeps, 'hostsDir'>, store: BackupStoreSpec, key: string): DataSetPaths {
+  try {
+    return dataSetPaths(store, deps.hostsDir, key);
+  } catch (err) {
+    if (err instanceof LabPathError) throw refused(err.message);
+    throw err;
+  }
+}
+
+export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
+  return {
+    /**
+     * Claims `key` for the workflow that asks, unless a manifest says the set is published already: the first claimant
+     * (O_EXCL) builds it, and a retry of the same owner finds its own claim. The repository folder is made for the
+     * Postgres OS user only after the claim, so every folder there is one a claim names.
+     */
+    async claimDataSet(input: { store: BackupStoreSpec; key: string; runId: string; owner?: Claimant }): Promise<DataSetClaim> {
+      const owner = checkedClaimant(input.owner);
+      if (!owner) throw refused('claimDataSet: the request names no owner');
+      const paths = pathsOf(deps, input.store, input.key);
+      const store = dataSetStore(paths);
+      makeLabDir(dataSetsDir(input.store, deps.hostsDir), { marker: true });
+      const manifest = readManifest(paths, input.key);
+      if (manifest) return { state: 'published', key: input.key, store, manifest };
+      const record: OwnerRecord = { kind: 'data-set', resource: paths.repository, runId: input.runId, ...owner, claimedAt: new Date().toISOString() };
+      const inForce = claimFile(paths.claim, record);
+      if (!ownedBy(inForce, owner)) {
+        // Published between the look and the claim: restore it.
+        const now = readManifest(paths, input.key);
+        if (now) return { state: 'published', key: input.key, store, manifest: now };
+        return { state: 'building', key: input.key, store, by: describeClaimant(inForce), claimedAt: inForce.claimedAt };
+      }
+      makeLabDir(paths.repository, { marker: true, owner: postgresOsUser(), mode: 0o750 });
+      return { state: 'claimed', key: input.key, store };
+    },
+
+    /**
+     * Waits, at most timeoutSeconds, for another builder's manifest; heartbeats what it waits for. Ends early when the
+     * claim is released (the builder failed: the caller may claim it itself). Bounded: a builder that hangs costs the
+     * waiter its bound, then the waiter loads its own host, and says why.
+     */
+    async waitForDataSet(input: { store: BackupStoreSpec; key: string; timeoutSeconds: number }): Promise<DataSetWait> {
+      const paths = pathsOf(deps, input.store, input.key);
+      const ctx = Context.current();
+      const started = Date.now();
+      const waited = () => Math.round((Date.now() - started) / 100) / 10;
+      for (;;) {
+        const manifest = readManifest(paths, input.key);
+        if (manifest) return { state: 'published', manifest, waitedSeconds: waited() };
+        const claim = readDataSetClaim(paths);
+        if (!claim) return { state: 'released', waitedSeconds: waited(), detail: `the builder of ${input.key} released it without publishing` };
+        if (Date.now() - started > input.timeoutSeconds * 1000)
+          return {
+            state: 'timeout',
+            waitedSeconds: waited(),
+            detail: `${describeClaimant(claim)} has been building data set ${input.key} since ${claim.claimedAt}; not published within ${input.timeoutSeconds} s, so this host loads its own`,
+          };
+        ctx.heartbeat({ phase: 'wait for data set', key: input.key, builder: claim.workflowId, waitedSeconds: waited() });
+        await new Promise<void>((resolve, reject) => {
+          const t = setTimeout(resolve, WAIT_POLL_MS);
+          ctx.cancellationSignal.addEventListener('abort', () => (clearTimeout(t), reject(ctx.cancellationSignal.reason)), { once: true });
+        });
+      }
+    },
+
+    /**
+     * Writes the manifest, last and exclusively, for the claim's owner only: from now on the set is usable. A retry
+     * that finds its own manifest is done; anyone else's claim is refused.
+     */
+    async publishDataSetManifest(input: { store: BackupStoreSpec; manifest: DataSetManifest; owner?: Claimant }): Promise<string> {
+      const owner = checkedClaimant(input.owner);
+      const key = input.manifest.key;
+      const paths = pathsOf(deps, input.store, key);
+      const claim = readDataSetClaim(paths);
+      if (!claim || !owner || !ownedBy(claim, owner))
+        throw refused(`data set ${key}: ${claim ? `claimed by ${describeClaimant(claim)}` : 'not claimed'}; only its builder publishes it`);
+      try {
+        writeLabFile(paths.manifest, `${JSON.stringify(input.manifest, null, 2)}\n`, { exclusive: true, mode: 0o644 });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      // Read back through the same check every restore makes: a manifest that would be refused is never left behind.
+      readManifest(paths, key);
+      return paths.manifest;
+    },
+
+    /**
+     * The builder's undo: a set whose manifest was never written is removed with its claim (nothing half made stays to
+     * be taken); a published set stays. Another run's claim is left alone.
+     */
+    async releaseDataSet(input: { store: BackupStoreSpec; key: string; owner?: Claimant }): Promise<string> {
+      const owner = checkedClaimant(input.owner);
+      const paths = pathsOf(deps, input.store, input.key);
+      if (readLabFile(paths.manifest, { maxBytes: 1 }) !== null) return `kept data set ${input.key}: published`;
+      const claim = readDataSetClaim(paths);
+      if (!claim) return `nothing to release for data set ${input.key}`;
+      if (!owner || !ownedBy(claim, owner)) return `left data set ${input.key} alone: claimed by ${describeClaimant(claim)}`;
+      await removeLabTree(paths.repository);
+      removeLabFile(paths.claim);
+      return `released data set ${input.key}: removed its unpublished backup`;
+    },
+
+    /** The sets of a store (the CLI's `datasets list`, and the sweeper). */
+    async listDataSets(input: { store: BackupStoreSpec }): Promise<DataSetEntry[]> {
+      return listDataSets(input.store, deps.hostsDir);
+    },
+
+    /** Removes expired published sets (the sweeper): each named, the manifest first so no run starts restoring it. */
+    async removeExpiredDataSets(input: { store: BackupStoreSpec; now?: string }): Promise<string[]> {
+      const now = Date.parse(input.now ?? new Date().toISOString());
+      const removed: string[] = [];
+      for (const set of listDataSets(input.store, deps.hostsDir)) {
+        if (set.state !== 'published' || Date.parse(set.manifest!.expiresAt) > now) continue;
+        removed.push(await removeDataSet(input.store, deps.hostsDir, set.key, `expired at ${set.manifest!.expiresAt}`));
+      }
+      return removed;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * The report's data preparation section (issue 31): for each host, whether it loaded (and published) the data set or
+ * restored it, with the seconds of the load, the publish and the restore side by side, and the comparison checks of
+ * every restored host. A run whose hosts were restored says so first, so a reader (the nightly's) never takes them
+ * for loaded ones.
+ */
+import type { ClusterResult, ExperimentResult } from '../../common/results/result';
+
+const s = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(1));
+
+/** The section's lines, or none when no host used a data set. */
+export function dataPreparationMarkdown(result: Pick<ExperimentResult, 'classes'>): string[] {
+  const clusters: ClusterResult[] = Object.values(result.classes).flatMap((c) => c.clusters);
+  const used = clusters.filter((c) => c.dataSet);
+  if (!used.length) return [];
+  const restored = used.filter((c) => c.dataSet!.prepared === 'restored');
+  const lines = ['## Data preparation', ''];
+  if (restored.length) {
+    const keys = [...new Set(restored.map((c) => c.dataSet!.key))];
+    lines.push(
+      `**${restored.length} of ${clusters.length} hosts were restored from a published data set (${keys.join(', ')}), not loaded:** ${restored.map((c) => c.hostId).join(', ')}.` +
+        ` Their sets were published by ${[...new Set(restored.map((c) => `${c.dataSet!.source?.hostId} of run ${c.dataSet!.source?.runId}`))].join('; ')}.`,
+      '',
+    );
+  }
+  lines.push('| host | data set | prepared | load (s) | publish (s) | restore (s): fetch + replay + restart | checks (s) | waited (s) | comparison |');
+  lines.push('|---|---|---|---|---|---|---|---|---|');
+  for (const c of used) {
+    const d = c.dataSet!;
+    const r = d.restore;
+    const failed = d.checks?.filter((x) => !x.ok) ?? [];
+    const comparison = d.checks ? (failed.length ? `**failed**: ${failed.map((x) => `${x.name}: ${x.detail}`).join('; ')}` : `passed (${d.checks.map((x) => x.name).join(', ')})`) : d.reason ?? '–';
+    lines.push(
+      `| ${c.hostId} | ${d.key} | ${d.prepared} | ${s(d.loadSeconds)}${d.prepared === 'restored' ? ' (publisher\'s)' : ''} | ${s(d.publishSeconds)}${d.prepared === 'restored' ? ' (publisher\'s)' : ''} | ${r ? `${s(r.restoreSeconds)}: ${s(r.fetchSeconds)} + ${s(r.recoverSeconds)} + ${s(r.restoreSeconds - r.fetchSeconds - r.recoverSeconds)}` : '–'} | ${r ? s(r.checkSeconds) : '–'} | ${s(d.waitedSeconds)} | ${comparison} |`,
+    );
+  }
+  lines.push('');
+  return lines;
+}

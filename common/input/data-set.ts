@@ -1,0 +1,275 @@
+/**
+ * A data set as a named artifact (issue 31): what makes two loads give the same data (its key), what its publisher
+ * recorded (its manifest, written last), and the comparison of a restored host with that manifest. Pure: workflows
+ * decide load or restore from it, activities write and check it, the CLI lists it.
+ *
+ * The key is a hash of every input that changes what a load leaves on disk, and of nothing else: the PostgreSQL
+ * major (on-disk format, initdb's defaults such as PostgreSQL 18's data checksums), the scale (rows, and the aid
+ * type pgbench widens at 20,000), the schema and load options of the loader (fill factor, the final VACUUM's
+ * FREEZE), the loader's version, the cluster's creation options and the server settings that change stored bytes.
+ * The chunking and the number of writers are not in it: they change how fast the same rows arrive, not the rows.
+ */
+import { DATA_SET_KEY_LENGTH, dataSetKeyOf, isDataSetKey } from '../core/ids';
+import { hex, sha256 } from '../core/sha256';
+import { accountRows, dataSetBytes } from './data-size';
+import { dataReuse, type ExperimentSpec } from './spec';
+import { classLimits } from './storage';
+import { providerOf } from '../providers/registry';
+
+/**
+ * The loader's version: raise it whenever activities/host/load.ts changes what it writes (DDL, rows, the VACUUM
+ * after them), so no run restores a set an older loader made.
+ */
+export const LOADER_VERSION = 2;
+
+/** How initdb creates every host's cluster (activities/host/postgres.ts initCluster): a part of the on-disk format. */
+export const INITDB_FORMAT = 'encoding=UTF8 locale=C checksums=initdb-default';
+
+/** The fill factor pgbench's tables are created with (pgbench -i's default, load.ts's DDL). */
+export const LOAD_FILL_FACTOR = 100;
+
+/**
+ * Settings of postgres.settings that change the bytes a load leaves (and so are part of the key); every other
+ * setting changes how the server runs, not what it stores, and a restored host runs with its own spec's settings.
+ */
+export const ON_DISK_SETTINGS = [
+  // The table and TOAST formats the load's tables are created with.
+  'default_table_access_method',
+  'default_toast_compression',
+  // The statistics ANALYZE stores in pg_statistic (part of the published state).
+  'default_statistics_target',
+  // What the load's VACUUM (FREEZE) freezes (0 with FREEZE, but a spec may still set the table's own).
+  'vacuum_freeze_min_age',
+  'vacuum_freeze_table_age',
+  'vacuum_multixact_freeze_min_age',
+] as const;
+
+/** Everything a data set's key is made of, as recorded in its manifest (people read it in `datasets list`). */
+export interface DataSetKeyParts {
+  postgresMajor: number;
+  scale: number;
+  schema: { fillFactor: number; freeze: boolean; tables: 'pgbench'; aidType: 'int' | 'bigint' };
+  loaderVersion: number;
+  initdb: string;
+  settings: Record<string, string>;
+}
+
+/** pgbench switches aid to bigint at this scale (SCALE_32BIT_THRESHOLD; load.ts makes the same choice). */
+const BIGINT_SCALE = 20_000;
+
+/** The key parts of a spec's data on a server of this major. */
+export function dataSetKeyParts(spec: { data: { scale: number }; postgres: { settings: Record<string, string | number | boolean> } }, postgresMajor: number): DataSetKeyParts {
+  const settings: Record<string, string> = {};
+  for (const name of ON_DISK_SETTINGS) if (Object.hasOwn(spec.postgres.settings, name)) settings[name] = String(spec.postgres.settings[name]);
+  return {
+    postgresMajor,
+    scale: spec.data.scale,
+    schema: { fillFactor: LOAD_FILL_FACTOR, freeze: true, tables: 'pgbench', aidType: spec.data.scale >= BIGINT_SCALE ? 'bigint' : 'int' },
+    loaderVersion: LOADER_VERSION,
+    initdb: INITDB_FORMAT,
+    settings,
+  };
+}
+
+/** JSON with object keys sorted: one text for one value, whatever order its keys were built in. */
+export function canonicalJsonText(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]])) : v,
+  );
+}
+
+export { DATA_SET_KEY_LENGTH, isDataSetKey };
+
+/** A data set's key: named by the one naming module (common/core/ids.ts) from its parts' canonical JSON. */
+export function dataSetKey(parts: DataSetKeyParts): string {
+  return dataSetKeyOf(canonicalJsonText(parts));
+}
+
+/** One relation of a data set as measured on a host. */
+export interface RelationFacts {
+  rows: number;
+  /** Order-independent checksum of the rows (sum of the first 64 bits of each row's md5), as text. */
+  checksum: string;
+  /** The heap's bytes (main fork), and the table with its indexes, visibility map and free space map. */
+  heapBytes: number;
+  totalBytes: number;
+  /** Pages the visibility map marks all-visible and all-frozen (pg_visibility_map_summary): the freeze state. */
+  allVisible: number | null;
+  allFrozen: number | null;
+}
+
+/** What a host's data set is, measured the same way on the publisher and on every restored host. */
+export interface DataSetFacts {
+  relations: Record<string, RelationFacts>;
+  /** pg_database_size of the lab's database. */
+  databaseBytes: number;
+}
+
+/** The tables a data set holds (pgbench's), compared relation by relation. */
+export const DATA_SET_TABLES = ['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'] as const;
+
+/** The manifest, written last into the set's folder: its presence is what makes a set usable. */
+export interface DataSetManifest {
+  formatVersion: 1;
+  key: string;
+  parts: DataSetKeyParts;
+  rows: number;
+  facts: DataSetFacts;
+  /** The base backup: the tool, its label, bytes stored. */
+  backup: { tool: 'wal-g'; label: string; repositoryBytes: number | null; databaseBytes: number | null };
+  /** Seconds of the first host's load (rows, keys, VACUUM) and of the publish (freeze-settle, archive, backup). */
+  loadSeconds: number;
+  publishSeconds: number;
+  /** The host and run that made it. */
+  source: { hostId: string; runId: string; workflowId: string };
+  publishedAt: string;
+  /** After this the sweeper removes it (dataSets.keepDays from its publishing run). */
+  expiresAt: string;
+}
+
+/** Problems of a manifest read from a store (it is input like any other), or [] when it is well formed. */
+export function manifestProblems(m: unknown, expectedKey: string): string[] {
+  const problems: string[] = [];
+  const o = m as Partial<DataSetManifest> | null;
+  if (typeof o !== 'object' || o === null) return ['is not a JSON object'];
+  if (o.formatVersion !== 1) problems.push(`formatVersion ${JSON.stringify(o.formatVersion)} is not 1`);
+  if (o.key !== expectedKey) problems.push(`names key ${JSON.stringify(o.key)}, not ${expectedKey} (the folder it is in)`);
+  if (!o.parts || dataSetKey(o.parts) !== o.key) problems.push('its key parts do not hash to its key');
+  if (!o.facts || typeof o.facts !== 'object' || !o.facts.relations) problems.push('has no facts');
+  if (typeof o.rows !== 'number') problems.push('has no row count');
+  if (typeof o.expiresAt !== 'string' || Number.isNaN(Date.parse(o.expiresAt))) problems.push('has no expiry');
+  return problems;
+}
+
+/** One check of a restored host against the manifest. */
+export interface DataSetCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+/** The tolerance on relation sizes: a restore gives the same pages, a fresh load the same within 1 %. */
+export const SIZE_TOLERANCE = 0.01;
+
+/**
+ * The restored host against its manifest: every table's rows and checksum equal, heap and total sizes within 1 %,
+ * the freeze state (all-visible and all-frozen pages) equal within 1 %, and pg_amcheck clean when it ran. Each check
+ * fails on data made to break it (test/unit/data-set.test.ts).
+ */
+export function compareDataSet(manifest: Pick<DataSetManifest, 'facts' | 'rows'>, restored: DataSetFacts, amcheck: { ok: boolean; detail: string } | null): DataSetCheck[] {
+  const checks: DataSetCheck[] = [];
+  const want = manifest.facts.relations;
+  const tables = [...new Set([...Object.keys(want), ...Object.keys(restored.relations)])].sort();
+  const rows: string[] = [];
+  const sums: string[] = [];
+  const sizes: string[] = [];
+  const frozen: string[] = [];
+  for (const t of tables) {
+    const a = want[t];
+    const b = restored.relations[t];
+    if (!a || !b) {
+      rows.push(`${t} ${a ? 'missing on the restored host' : 'not in the manifest'}`);
+      continue;
+    }
+    if (a.rows !== b.rows) rows.push(`${t}: ${b.rows} rows, the manifest says ${a.rows}`);
+    if (a.checksum !== b.checksum) sums.push(`${t}: checksum ${b.checksum}, the manifest says ${a.checksum}`);
+    for (const [what, x, y] of [
+      ['heap', a.heapBytes, b.heapBytes],
+      ['total', a.totalBytes, b.totalBytes],
+    ] as const)
+      if (!within(x, y, SIZE_TOLERANCE)) sizes.push(`${t} ${what} ${y} bytes, the manifest says ${x} (${pct(x, y)})`);
+    for (const [what, x, y] of [
+      ['all-visible', a.allVisible, b.allVisible],
+      ['all-frozen', a.allFrozen, b.allFrozen],
+    ] as const)
+      if (x !== null && y !== null && !within(x, y, SIZE_TOLERANCE)) frozen.push(`${t} ${what} pages ${y}, the manifest says ${x}`);
+  }
+  const total = Object.values(restored.relations).reduce((s, r) => s + (r.rows ?? 0), 0);
+  checks.push({ name: 'row counts', ok: rows.length === 0, detail: rows.length ? rows.join('; ') : `${tables.length} tables, ${total} rows, as the manifest` });
+  checks.push({ name: 'checksums', ok: sums.length === 0, detail: sums.length ? sums.join('; ') : 'every table\'s checksum equal' });
+  checks.push({ name: 'relation sizes', ok: sizes.length === 0, detail: sizes.length ? sizes.join('; ') : `heap and total sizes within ${SIZE_TOLERANCE * 100} %` });
+  checks.push({ name: 'freeze state', ok: frozen.length === 0, detail: frozen.length ? frozen.join('; ') : 'all-visible and all-frozen pages as the source' });
+  if (amcheck) checks.push({ name: 'pg_amcheck', ok: amcheck.ok, detail: amcheck.detail });
+  return checks;
+}
+
+function within(expected: number, got: number, tolerance: number): boolean {
+  if (expected === got) return true;
+  return Math.abs(got - expected) <= tolerance * Math.max(Math.abs(expected), 1);
+}
+
+function pct(expected: number, got: number): string {
+  return expected ? `${(((got - expected) / expected) * 100).toFixed(2)} %` : 'from 0';
+}
+
+/** A short digest of facts, for messages and test names (never a key). */
+export function factsDigest(facts: DataSetFacts): string {
+  return hex(sha256(canonicalJsonText(facts))).slice(0, 12);
+}
+
+/** When a set published now expires. */
+export function expiresAt(publishedAt: string, keepDays: number): string {
+  return new Date(Date.parse(publishedAt) + keepDays * 86_400_000).toISOString();
+}
+
+/** Days a published set is kept when the spec does not say (dataSets.keepDays). */
+export const DEFAULT_KEEP_DAYS = 7;
+
+/** Why a spec's clusters load every host instead of using data sets, or null when they use them. */
+export function dataSetsOff(spec: ExperimentSpec): string | null {
+  if (dataReuse(spec) === 'never') return 'data.reuse is "never": every host loads afresh';
+  // A folder store is one machine's: hosts elsewhere (EC2) share none. Their sets need S3 (WAL-G writes there), not built yet.
+  const provider = providerOf(spec.provider);
+  if (!provider.onThisMachine) return `data sets are kept in local folder stores in this version; hosts ${provider.where} load their own`;
+  if (spec.durability.backupStore.kind !== 'folder') return 'data sets are kept in folder stores in this version; an S3 store loads every host';
+  return null;
+}
+
+/**
+ * The estimate's assumptions for a restore: WAL-G's fetch and lz4 decompression on one host, and the bytes it writes
+ * (the database, as dataSetBytes sizes it). A restore writes every block onto the host's own volume, so a gp3 volume
+ * needs no hydration (that is an EBS snapshot's lazy load, which the lab does not use: no Fast Snapshot Restore cost).
+ */
+export const RESTORE_ASSUMPTIONS = { fetchMiBps: 400, instanceStoreMiBps: 1_000, loadRowsPerSecondPerWriter: 25_000, loadIoFactor: 2.5 } as const;
+
+/** One host's data preparation in a plan. */
+export interface PlannedPreparation {
+  className: string;
+  index: number;
+  step: 'load + publish' | 'restore' | 'load';
+  seconds: number;
+}
+
+function classMiBps(spec: ExperimentSpec, className: string): number {
+  // Locally, preparation runs with the modelled cap lifted (lib/io-cap.ts): the device's own cap does not apply.
+  if (providerOf(spec.provider).onThisMachine) return RESTORE_ASSUMPTIONS.instanceStoreMiBps;
+  return classLimits(spec.storageClasses[className])?.throughputMiBps ?? RESTORE_ASSUMPTIONS.instanceStoreMiBps;
+}
+
+/** Estimated seconds of a load on one host of a class (the cost model's: the slower of the CPU's rows and the device's bytes). */
+export function estimatedLoadSeconds(spec: ExperimentSpec, className: string): number {
+  const a = RESTORE_ASSUMPTIONS;
+  return Math.max(accountRows(spec.data.scale) / (spec.data.loadWriters * a.loadRowsPerSecondPerWriter), (dataSetBytes(spec.data.scale) * a.loadIoFactor) / (classMiBps(spec, className) * 2 ** 20));
+}
+
+/** Estimated seconds of a restore (or of a publish's backup, which reads what a restore writes). */
+export function estimatedRestoreSeconds(spec: ExperimentSpec, className: string): number {
+  return dataSetBytes(spec.data.scale) / (Math.min(RESTORE_ASSUMPTIONS.fetchMiBps, classMiBps(spec, className)) * 2 ** 20);
+}
+
+/**
+ * Each host's preparation in the order the clusters run: with data sets, the first host loads and publishes and
+ * every other restores (or all restore when a set of the key is published already); without, every host loads.
+ */
+export function planPreparation(spec: ExperimentSpec, withDataSets = dataSetsOff(spec) === null): PlannedPreparation[] {
+  const out: PlannedPreparation[] = [];
+  for (const className of Object.keys(spec.storageClasses))
+    for (let index = 0; index < spec.clustersPerClass; index++) {
+      const first = out.length === 0;
+      const load = estimatedLoadSeconds(spec, className);
+      if (!withDataSets) out.push({ className, index, step: 'load', seconds: load });
+      else if (first) out.push({ className, index, step: 'load + publish', seconds: load + estimatedRestoreSeconds(spec, className) });
+      else out.push({ className, index, step: 'restore', seconds: estimatedRestoreSeconds(spec, className) });
+    }
+  return out;
+}

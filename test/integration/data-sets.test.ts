@@ -1,0 +1,203 @@
+/**
+ * Data sets for real at a tiny scale (issue 31): a load on one bare host, published with WAL-G into a claimed set
+ * (manifest last), restored onto a fresh host and compared with the manifest (rows, checksums, sizes, freeze state,
+ * pg_amcheck). The comparison fails on a set whose manifest does not match its backup; a second claimant waits for
+ * the builder's manifest and times out with a reason; a failed publish leaves nothing a later run could take; a
+ * restore reads nothing but a published set's repository. Host and control activities run in mock activity contexts
+ * (bench/bench-host.ts), with real Postgres and WAL-G.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
+import { createDataSetActivities, type DataSetClaim } from '../../activities/control/data-sets';
+import { publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
+import { loadData } from '../../activities/host/load';
+import { stopPostgres } from '../../activities/host/postgres';
+import { compareDataSet, dataSetKey, dataSetKeyParts, expiresAt, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
+import type { ResolvedBackupStore } from '../../common/input/backup-store';
+import { registerLabRoot } from '../../lib/lab-fs';
+import type { DataSetEntry } from '../../lib/data-sets';
+import { withConnection } from '../../lib/pg';
+import { findWalg } from '../../lib/walg';
+
+const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
+const folder = { kind: 'folder' as const };
+
+describe('data sets: publish once, restore elsewhere, compare (integration)', () => {
+  let root: string;
+  let source: BenchHost;
+  let target: BenchHost;
+  let activities: ReturnType<typeof createDataSetActivities>;
+  let parts: DataSetKeyParts;
+  let key: string;
+  let claimed: DataSetClaim;
+  let published: PublishOutcome;
+  let manifest: DataSetManifest;
+  const as = (workflowId: string, execution = 'e1') => new MockActivityEnvironment({ workflowExecution: { workflowId, runId: execution } });
+  const owner = (workflowId: string, execution = 'e1') => ({ workflowId, execution });
+
+  beforeAll(async () => {
+    expect(findWalg()).not.toBeNull();
+    root = mkdtempSync(path.join(os.tmpdir(), 'storage-lab-datasets-'));
+    chmodSync(root, 0o755);
+    registerLabRoot(root);
+    process.env.STORAGE_LAB_BACKUPS_DIR = path.join(root, 'backups');
+    activities = createDataSetActivities({ hostsDir: path.join(root, 'hosts') });
+    source = await startBenchHost('ds-source', SETTINGS);
+    target = await startBenchHost('ds-target', SETTINGS);
+    await target.run(stopPostgres, { hostId: target.deps.config.hostId, mode: 'immediate' });
+    rmSync(target.deps.config.dataDir, { recursive: true, force: true });
+    const server = await source.run(describeServer, { hostId: source.deps.config.hostId });
+    parts = dataSetKeyParts({ data: { scale: 1 }, postgres: { settings: {} } }, server.major);
+    key = dataSetKey(parts);
+  });
+  afterAll(async () => {
+    await source?.close();
+    await target?.close();
+    delete process.env.STORAGE_LAB_BACKUPS_DIR;
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  function manifestOf(p: PublishOutcome, k: string, keyParts: DataSetKeyParts, facts = p.facts): DataSetManifest {
+    const now = new Date().toISOString();
+    return {
+      formatVersion: 1,
+      key: k,
+      parts: keyParts,
+      rows: Object.values(facts.relations).reduce((s, r) => s + r.rows, 0),
+      facts,
+      backup: { tool: 'wal-g', label: p.backup.label, repositoryBytes: p.backup.repositoryBytes, databaseBytes: p.backup.databaseBytes },
+      loadSeconds: 1,
+      publishSeconds: p.seconds,
+      source: { hostId: source.deps.config.hostId, runId: 'run-a', workflowId: 'run-a/gp3-0' },
+      publishedAt: now,
+      expiresAt: expiresAt(now, 7),
+    };
+  }
+
+  it('claims the key for its first builder; a second run finds it being built and waits, bounded, with a reason', async () => {
+    claimed = await as('run-a/gp3-0').run(activities.claimDataSet, { store: folder, key, runId: 'run-a', owner: owner('run-a/gp3-0') });
+    expect(claimed.state).toBe('claimed');
+    expect(path.basename(claimed.store.path)).toBe(key);
+    // A retry of the builder finds its own claim.
+    expect(((await as('run-a/gp3-0').run(activities.claimDataSet, { store: folder, key, runId: 'run-a', owner: owner('run-a/gp3-0') })) as { state: string }).state).toBe('claimed');
+    const other = await as('run-b/gp3-0').run(activities.claimDataSet, { store: folder, key, runId: 'run-b', owner: owner('run-b/gp3-0') });
+    expect(other).toMatchObject({ state: 'building', by: expect.stringContaining('run-a/gp3-0') });
+    const waited = await as('run-b/gp3-0').run(activities.waitForDataSet, { store: folder, key, timeoutSeconds: 1 });
+    expect(waited).toMatchObject({ state: 'timeout', detail: expect.stringMatching(/run-a\/gp3-0.*not published within 1 s/) });
+    // A key that is not one is refused before it becomes a path.
+    await expect(as('run-b/x').run(activities.claimDataSet, { store: folder, key: '../../etc', runId: 'run-b', owner: owner('run-b/x') })).rejects.toThrow(/not a data set key/);
+  });
+
+  it('loads and publishes: facts of a frozen set, a WAL-G base backup, the manifest written last', async () => {
+    const hostId = source.deps.config.hostId;
+    await source.run(loadData, { hostId, scale: 1, chunkRows: 25_000, writers: 2, freeze: true });
+    // Only the set's builder writes into its folder: another run's workflow is refused before anything is written.
+    await expect(source.run(publishDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), owner: owner('run-b/gp3-0') })).rejects.toThrow(
+      /data set .* belongs to .*run-a\/gp3-0.*may not publish into it/,
+    );
+    expect(readdirSync(claimed.store.path)).toEqual([]);
+    published = await source.run(publishDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), owner: owner('run-a/gp3-0') });
+    expect(published.backup.tool).toBe('wal-g');
+    expect(published.facts.relations.pgbench_accounts.rows).toBe(100_000);
+    // VACUUM (FREEZE, ANALYZE): every page of the accounts all-frozen.
+    const acc = published.facts.relations.pgbench_accounts;
+    expect(acc.allFrozen).toBeGreaterThan(0);
+    expect(acc.allFrozen).toBe(acc.allVisible);
+    expect(acc.allFrozen).toBe(acc.heapBytes / 8192);
+    // Archiving is off again after the publish.
+    const mode = await withConnection(source.deps.config, async (c) => (await c.query<{ v: string }>("SELECT current_setting('archive_mode') AS v")).rows[0].v);
+    expect(mode).toBe('off');
+    // Not usable before its manifest: a second run still waits.
+    expect(((await as('run-b/gp3-0').run(activities.claimDataSet, { store: folder, key, runId: 'run-b', owner: owner('run-b/gp3-0') })) as { state: string }).state).toBe('building');
+    manifest = manifestOf(published, key, parts);
+    // Only the builder writes the manifest.
+    await expect(as('run-b/gp3-0').run(activities.publishDataSetManifest, { store: folder, manifest, owner: owner('run-b/gp3-0') })).rejects.toThrow(/only its builder publishes it/);
+    await as('run-a/gp3-0').run(activities.publishDataSetManifest, { store: folder, manifest, owner: owner('run-a/gp3-0') });
+    const now = await as('run-b/gp3-0').run(activities.claimDataSet, { store: folder, key, runId: 'run-b', owner: owner('run-b/gp3-0') });
+    expect(now).toMatchObject({ state: 'published', manifest: { key } });
+    expect(await as('run-b/gp3-0').run(activities.waitForDataSet, { store: folder, key, timeoutSeconds: 5 })).toMatchObject({ state: 'published' });
+    // The builder's undo keeps a published set.
+    expect(await as('run-a/gp3-0').run(activities.releaseDataSet, { store: folder, key, owner: owner('run-a/gp3-0') })).toMatch(/kept/);
+  });
+
+  it('restores the set onto a fresh host in the same state: the comparison passes', async () => {
+    const hostId = target.deps.config.hostId;
+    const restored = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
+    const checks = compareDataSet(manifest, restored.facts, restored.amcheck);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.map((c) => c.name)).toContain('pg_amcheck');
+    // Same pages: the restored sizes are the source's exactly, not only within 1 %.
+    expect(restored.facts.relations.pgbench_accounts.heapBytes).toBe(published.facts.relations.pgbench_accounts.heapBytes);
+    expect(restored.restoreSeconds).toBeGreaterThan(0);
+    // The restore's recovery settings are gone: the durability step's archive_mode would otherwise be overridden.
+    const auto = await withConnection(target.deps.config, async (c) => (await c.query<{ v: string }>("SELECT current_setting('archive_mode') AS v, current_setting('restore_command') AS r")).rows[0]);
+    expect(auto).toMatchObject({ v: 'off' });
+    expect((auto as unknown as { r: string }).r).toBe('');
+    // A workload role can use the tables on the restored host (its grants came with the set).
+    const counted = await withConnection(target.deps.config, async (c) => (await c.query<{ n: string }>('SELECT count(*) AS n FROM public.pgbench_accounts')).rows[0].n);
+    expect(Number(counted)).toBe(100_000);
+    // A retry of a finished restore checks again without restoring again.
+    const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
+    expect(again.backupLabel).toBe(restored.backupLabel);
+    expect(compareDataSet(manifest, again.facts, null).every((c) => c.ok)).toBe(true);
+  });
+
+  it('fails the comparison on a set whose manifest does not match its backup', async () => {
+    // A second set (its own key) whose backup holds one changed row, published with the facts from before the change.
+    const hostId = source.deps.config.hostId;
+    const tamperedParts = { ...parts, loaderVersion: parts.loaderVersion + 1000 };
+    const tamperedKey = dataSetKey(tamperedParts);
+    const claim: DataSetClaim = await as('run-c/gp3-0').run(activities.claimDataSet, { store: folder, key: tamperedKey, runId: 'run-c', owner: owner('run-c/gp3-0') });
+    expect(claim.state).toBe('claimed');
+    await withConnection(source.deps.config, (c) => c.query('UPDATE public.pgbench_accounts SET abalance = 1 WHERE aid = 4242'));
+    const p = await source.run(publishDataSet, { hostId, key: tamperedKey, store: claim.store, ...hostSettings(SETTINGS), owner: owner('run-c/gp3-0') });
+    expect(p.facts.relations.pgbench_accounts.checksum).not.toBe(published.facts.relations.pgbench_accounts.checksum);
+    const lying = manifestOf(p, tamperedKey, tamperedParts, published.facts);
+    await as('run-c/gp3-0').run(activities.publishDataSetManifest, { store: folder, manifest: lying, owner: owner('run-c/gp3-0') });
+    const restored = await target.run(restoreDataSet, { hostId: target.deps.config.hostId, key: tamperedKey, store: claim.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
+    const failed = compareDataSet(lying, restored.facts, restored.amcheck).filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual(['checksums']);
+    expect(failed[0].detail).toMatch(/pgbench_accounts: checksum/);
+  });
+
+  it('a failed publish leaves nothing a later run could take; a restore reads only a published set', async () => {
+    const brokenParts = { ...parts, loaderVersion: parts.loaderVersion + 2000 };
+    const brokenKey = dataSetKey(brokenParts);
+    const claim: DataSetClaim = await as('run-d/gp3-0').run(activities.claimDataSet, { store: folder, key: brokenKey, runId: 'run-d', owner: owner('run-d/gp3-0') });
+    // Half a backup, then the builder fails: its undo removes the set.
+    writeFileSync(path.join(claim.store.path, 'half-a-backup'), 'x');
+    const hostId = target.deps.config.hostId;
+    await expect(
+      target.run(restoreDataSet, { hostId, key: brokenKey, store: claim.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 30, amcheck: false }),
+    ).rejects.toThrow(/has no manifest.*not published/);
+    // Another run's undo leaves it alone; the builder's removes it.
+    expect(await as('run-e/x').run(activities.releaseDataSet, { store: folder, key: brokenKey, owner: owner('run-e/x') })).toMatch(/left data set .* alone/);
+    expect(await as('run-d/gp3-0').run(activities.releaseDataSet, { store: folder, key: brokenKey, owner: owner('run-d/gp3-0') })).toMatch(/released/);
+    expect(existsSync(claim.store.path)).toBe(false);
+    expect(readdirSync(path.dirname(claim.store.path)).filter((f) => f.startsWith(brokenKey))).toEqual([]);
+    // A waiter learns the builder gave up; a later run claims the key afresh.
+    expect(((await as('run-f/x').run(activities.waitForDataSet, { store: folder, key: brokenKey, timeoutSeconds: 5 })) as { state: string }).state).toBe('released');
+    expect(((await as('run-f/x').run(activities.claimDataSet, { store: folder, key: brokenKey, runId: 'run-f', owner: owner('run-f/x') })) as { state: string }).state).toBe('claimed');
+    // A store that is not the key's repository is refused before anything is read.
+    const elsewhere: ResolvedBackupStore = { kind: 'folder', path: path.join(root, 'backups', 'some-run') };
+    await expect(target.run(restoreDataSet, { hostId, key, store: elsewhere, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 30, amcheck: false })).rejects.toThrow(
+      /is not that set's repository/,
+    );
+    await expect(
+      target.run(restoreDataSet, { hostId, key, store: { kind: 'folder', path: `${path.dirname(claimed.store.path)}/../_datasets/${key}` }, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 30, amcheck: false }),
+    ).rejects.toThrow(/is not that set's repository/);
+  });
+
+  it('lists the sets and removes expired ones, manifest first', async () => {
+    const sets: DataSetEntry[] = await as('sweeper').run(activities.listDataSets, { store: folder });
+    expect(sets.find((s) => s.key === key)).toMatchObject({ state: 'published' });
+    expect(await as('sweeper').run(activities.removeExpiredDataSets, { store: folder })).toEqual([]);
+    const removed: string[] = await as('sweeper').run(activities.removeExpiredDataSets, { store: folder, now: new Date(Date.now() + 8 * 86_400_000).toISOString() });
+    expect(removed.join('\n')).toContain(key);
+    expect(existsSync(claimed.store.path)).toBe(false);
+    expect(((await as('sweeper').run(activities.listDataSets, { store: folder })) as DataSetEntry[]).find((s) => s.key === key)).toBeUndefined();
+  });
+});

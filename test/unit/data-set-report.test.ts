@@ -1,0 +1,55 @@
+/** The report's data preparation section: restored hosts are named first, with load, publish and restore seconds, and a failed comparison shows. */
+import { dataPreparationMarkdown } from '../../analysis/report/data-sets';
+import type { ClusterResult } from '../../common/results/result';
+import { demandsFromClass } from '../../common/model/demands';
+import { recordedRun } from '../helpers/predict-fixtures';
+
+const base = { className: 'gp3', index: 0, status: 'ok', emulated: true, startedAt: '', finishedAt: '', failedAttempts: [], phases: {} } as unknown as ClusterResult;
+const loaded: ClusterResult = { ...base, hostId: 'h-gp3-0', dataSet: { key: 'ds-a', prepared: 'loaded-and-published', loadSeconds: 108.2, publishSeconds: 21.4 } };
+const restored: ClusterResult = {
+  ...base,
+  hostId: 'h-nvme-0',
+  dataSet: {
+    key: 'ds-a',
+    prepared: 'restored',
+    loadSeconds: 108.2,
+    publishSeconds: 21.4,
+    restore: { fetchSeconds: 10, recoverSeconds: 3, restoreSeconds: 14, checkSeconds: 9 },
+    checks: [{ name: 'row counts', ok: true, detail: 'same' }],
+    source: { runId: 'run-1', hostId: 'h-gp3-0', publishedAt: '' },
+  },
+};
+
+describe('data preparation in the report', () => {
+  it('is absent when no host used a data set', () => {
+    expect(dataPreparationMarkdown({ classes: { gp3: { clusters: [base] } } as never })).toEqual([]);
+  });
+  it('says which hosts were restored, with the seconds side by side', () => {
+    const text = dataPreparationMarkdown({ classes: { gp3: { clusters: [loaded] }, nvme: { clusters: [restored] } } as never }).join('\n');
+    expect(text).toMatch(/1 of 2 hosts were restored from a published data set \(ds-a\), not loaded:\*\* h-nvme-0/);
+    expect(text).toMatch(/\| h-gp3-0 \| ds-a \| loaded-and-published \| 108\.2 \| 21\.4 \| – \|/);
+    expect(text).toMatch(/\| h-nvme-0 \| ds-a \| restored \| 108\.2 \(publisher's\) \| 21\.4 \(publisher's\) \| 14\.0: 10\.0 \+ 3\.0 \+ 1\.0 \| 9\.0 \|.*passed/);
+  });
+  it('shows a failed comparison', () => {
+    const bad = { ...restored, dataSet: { ...restored.dataSet!, checks: [{ name: 'checksums', ok: false, detail: 'pgbench_accounts differs' }] } };
+    expect(dataPreparationMarkdown({ classes: { nvme: { clusters: [bad] } } as never }).join('\n')).toMatch(/\*\*failed\*\*: checksums: pgbench_accounts differs/);
+  });
+});
+
+describe('a restored host in the prediction model', () => {
+  it('takes its heap from the data set where it has no load result (the cache size of a run without its database size)', () => {
+    const run = recordedRun('predict-check-2');
+    const cluster = run.classes['local-disk'].clusters.find((c) => c.status === 'ok' && c.tpsRun)!;
+    for (const c of run.classes['local-disk'].clusters) if (c.diagnostics) delete (c.diagnostics as { databaseBytes?: number }).databaseBytes;
+    const heapBytes = cluster.load!.heapBytes;
+    expect(heapBytes).toBeGreaterThan(0);
+    const loadedCache = demandsFromClass(run, 'local-disk').cache;
+    for (const c of run.classes['local-disk'].clusters) {
+      c.dataSet = { key: 'ds-a', prepared: 'restored', heapBytes: c.load?.heapBytes };
+      delete c.load;
+    }
+    const restoredCache = demandsFromClass(run, 'local-disk').cache;
+    expect(loadedCache?.dataBytes).toBeGreaterThan(heapBytes);
+    expect(restoredCache).toEqual(loadedCache);
+  });
+});

@@ -1,0 +1,164 @@
+/**
+ * Data sets (common/input/data-set.ts): the key changes with every component that changes what a load leaves on disk
+ * and with nothing else; the manifest is checked as input; the comparison of a restored host fails on each kind of
+ * difference it exists to catch, and passes on an equal one.
+ */
+import {
+  DATA_SET_KEY_LENGTH,
+  LOADER_VERSION,
+  compareDataSet,
+  dataSetKey,
+  dataSetKeyParts,
+  dataSetsOff,
+  isDataSetKey,
+  planPreparation,
+  manifestProblems,
+  type DataSetFacts,
+  type DataSetKeyParts,
+} from '../../common/input/data-set';
+import { resolveSpec } from '../../common/input/resolve';
+import { planRun } from '../../common/input/plan';
+
+const spec = { data: { scale: 250 }, postgres: { settings: { shared_buffers: '1GB' } as Record<string, string> } };
+const base = dataSetKeyParts(spec, 15);
+
+describe('data set key', () => {
+  it('is one safe path segment of a fixed shape', () => {
+    const key = dataSetKey(base);
+    expect(key).toMatch(new RegExp(`^ds-[a-z2-7]{${DATA_SET_KEY_LENGTH}}$`));
+    expect(isDataSetKey(key)).toBe(true);
+    for (const bad of ['../x', 'ds-', `ds-${'a'.repeat(DATA_SET_KEY_LENGTH)}/..`, `DS-${'a'.repeat(DATA_SET_KEY_LENGTH)}`, `ds-${'1'.repeat(DATA_SET_KEY_LENGTH)}`, 42, null])
+      expect(isDataSetKey(bad)).toBe(false);
+  });
+
+  it('is a function of its parts alone (key order does not matter)', () => {
+    const reordered: DataSetKeyParts = JSON.parse(JSON.stringify({ settings: base.settings, initdb: base.initdb, loaderVersion: base.loaderVersion, schema: base.schema, scale: base.scale, postgresMajor: base.postgresMajor }));
+    expect(dataSetKey(reordered)).toBe(dataSetKey(base));
+  });
+
+  const changes: [string, (p: DataSetKeyParts) => DataSetKeyParts][] = [
+    ['PostgreSQL major', (p) => ({ ...p, postgresMajor: 17 })],
+    ['scale', (p) => ({ ...p, scale: 251 })],
+    ['fill factor', (p) => ({ ...p, schema: { ...p.schema, fillFactor: 90 } })],
+    ['freeze', (p) => ({ ...p, schema: { ...p.schema, freeze: false } })],
+    ['aid type', (p) => ({ ...p, schema: { ...p.schema, aidType: 'bigint' } })],
+    ['loader version', (p) => ({ ...p, loaderVersion: LOADER_VERSION + 1 })],
+    ['initdb format', (p) => ({ ...p, initdb: `${p.initdb} checksums=on` })],
+    ['an on-disk setting', (p) => ({ ...p, settings: { default_toast_compression: 'lz4' } })],
+  ];
+  it.each(changes)('changes with the %s', (_name, change) => {
+    expect(dataSetKey(change(base))).not.toBe(dataSetKey(base));
+  });
+
+  it('takes the spec components that matter and nothing else', () => {
+    const key = dataSetKey(base);
+    expect(dataSetKey(dataSetKeyParts({ ...spec, data: { scale: 251 } }, 15))).not.toBe(key);
+    expect(dataSetKey(dataSetKeyParts(spec, 16))).not.toBe(key);
+    expect(dataSetKey(dataSetKeyParts({ ...spec, postgres: { settings: { ...spec.postgres.settings, default_statistics_target: '500' } } }, 15))).not.toBe(key);
+    // Settings of how the server runs, and the load's own speed, make the same rows.
+    expect(dataSetKey(dataSetKeyParts({ ...spec, postgres: { settings: { shared_buffers: '4GB', work_mem: '64MB' } } }, 15))).toBe(key);
+    const a = resolveSpec({ preset: 'local-quick' });
+    const b = resolveSpec({ preset: 'local-quick', data: { chunkRows: a.data.chunkRows * 2, loadWriters: a.data.loadWriters + 1, verifyRows: !a.data.verifyRows }, workload: { clients: 8, threads: 2 } });
+    expect(dataSetKey(dataSetKeyParts(b, 15))).toBe(dataSetKey(dataSetKeyParts(a, 15)));
+    // The scale where pgbench widens aid changes the schema part, not only the scale.
+    expect(dataSetKeyParts({ ...spec, data: { scale: 20_000 } }, 15).schema.aidType).toBe('bigint');
+  });
+});
+
+const facts: DataSetFacts = {
+  databaseBytes: 40_000_000,
+  relations: {
+    pgbench_accounts: { rows: 100_000, checksum: '123456789', heapBytes: 13_434_880, totalBytes: 15_712_256, allVisible: 1640, allFrozen: 1640 },
+    pgbench_branches: { rows: 1, checksum: '-42', heapBytes: 8192, totalBytes: 57_344, allVisible: 1, allFrozen: 1 },
+  },
+};
+const copy = (): DataSetFacts => JSON.parse(JSON.stringify(facts));
+const manifest = { facts, rows: 100_001 };
+
+describe('comparison of a restored host with its manifest', () => {
+  it('passes on the same facts and a clean pg_amcheck', () => {
+    const checks = compareDataSet(manifest, copy(), { ok: true, detail: 'clean' });
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.map((c) => c.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck']);
+  });
+
+  it('accepts sizes within 1 %', () => {
+    const f = copy();
+    f.relations.pgbench_accounts.heapBytes = Math.round(facts.relations.pgbench_accounts.heapBytes * 1.009);
+    expect(compareDataSet(manifest, f, null).every((c) => c.ok)).toBe(true);
+  });
+
+  const breaks: [string, string, (f: DataSetFacts) => void][] = [
+    ['row counts', 'a row missing', (f) => (f.relations.pgbench_accounts.rows -= 1)],
+    ['row counts', 'a table missing', (f) => delete f.relations.pgbench_branches],
+    ['row counts', 'a table not in the manifest', (f) => (f.relations.extra = { ...f.relations.pgbench_branches })],
+    ['checksums', 'a changed row', (f) => (f.relations.pgbench_accounts.checksum = '123456790')],
+    ['relation sizes', 'a heap 2 % larger', (f) => (f.relations.pgbench_accounts.heapBytes = Math.round(f.relations.pgbench_accounts.heapBytes * 1.02))],
+    ['relation sizes', 'indexes missing', (f) => (f.relations.pgbench_accounts.totalBytes = f.relations.pgbench_accounts.heapBytes)],
+    ['freeze state', 'pages not frozen', (f) => (f.relations.pgbench_accounts.allFrozen = 0)],
+  ];
+  it.each(breaks)('fails %s on %s', (check, _what, breakIt) => {
+    const f = copy();
+    breakIt(f);
+    const failed = compareDataSet(manifest, f, null).filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual([check]);
+    expect(failed[0].detail).not.toBe('');
+  });
+
+  it('fails on a pg_amcheck that found corruption', () => {
+    const failed = compareDataSet(manifest, copy(), { ok: false, detail: '1 problems in pgbench_accounts' }).filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual(['pg_amcheck']);
+  });
+});
+
+describe('manifest as input', () => {
+  const key = dataSetKey(base);
+  const good = { formatVersion: 1, key, parts: base, rows: 1, facts, expiresAt: '2027-01-01T00:00:00.000Z' };
+  it('accepts a manifest the lab writes', () => expect(manifestProblems(good, key)).toEqual([]));
+  it.each([
+    ['another key', { ...good, key: dataSetKey({ ...base, scale: 1 }) }, /names key/],
+    ['parts that do not hash to the key', { ...good, parts: { ...base, scale: 1 } }, /do not hash/],
+    ['no facts', { ...good, facts: undefined }, /no facts/],
+    ['no expiry', { ...good, expiresAt: 'soon' }, /no expiry/],
+    ['not an object', 'x', /not a JSON object/],
+  ])('refuses %s', (_name, m, problem) => {
+    expect(manifestProblems(m, key).join('\n')).toMatch(problem);
+  });
+});
+
+describe('which hosts load and which restore', () => {
+  it('local-quick: the first host loads and publishes, the other restores; the dry run says so with estimates', () => {
+    const spec = resolveSpec({ preset: 'local-quick' });
+    expect(dataSetsOff(spec)).toBeNull();
+    const prep = planPreparation(spec);
+    expect(prep.map((p) => p.step)).toEqual(['load + publish', 'restore']);
+    expect(prep[1].seconds).toBeLessThan(prep[0].seconds);
+    const plan = planRun(spec, 'run-1');
+    expect(plan.preparation.hosts.map((h) => `${h.hostId} ${h.step}`)).toEqual(plan.hosts.map((h, i) => `${h.hostId} ${i === 0 ? 'load + publish' : 'restore'}`));
+    expect(plan.preparation.note).toMatch(/1 load and 1 restore.*no hydration/);
+  });
+
+  it('data.reuse "never" loads every host, and says why', () => {
+    const spec = resolveSpec({ preset: 'nightly', data: { reuse: 'never' } });
+    expect(dataSetsOff(spec)).toMatch(/data.reuse is "never"/);
+    expect(planPreparation(spec).every((p) => p.step === 'load')).toBe(true);
+    expect(planRun(spec, 'r').preparation.note).toMatch(/^4 loads, .*data.reuse is "never".*With data sets: 1 load and 3 restores/);
+  });
+
+  it('seed-full: 8 loads on AWS in this version, and what 1 load and 7 restores would take', () => {
+    const spec = resolveSpec({ preset: 'seed-full' });
+    expect(dataSetsOff(spec)).toMatch(/AWS/);
+    const note = planRun(spec, 'r').preparation.note;
+    expect(note).toMatch(/^8 loads, .*With data sets: 1 load and 7 restores/);
+    // gp3 restores at its 125 MiB/s: 482 GiB in about an hour, far less than its load.
+    const gp3 = planPreparation(spec, true).find((p) => p.className === 'gp3')!;
+    expect(gp3.step).toBe('restore');
+    expect(gp3.seconds / 3600).toBeGreaterThan(0.9);
+    expect(gp3.seconds).toBeLessThan(planPreparation(spec, false).find((p) => p.className === 'gp3')!.seconds);
+  });
+
+  it('refuses a data.reuse it does not know, naming the field', () => {
+    expect(() => resolveSpec({ preset: 'ci', data: { reuse: 'sometimes' } })).toThrow(/data\.reuse: must be "auto" or "never"/);
+    expect(() => resolveSpec({ preset: 'ci', dataSets: { keepDays: 0 } })).toThrow(/dataSets\.keepDays: must be positive/);
+  });
+});
