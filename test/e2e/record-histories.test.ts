@@ -90,7 +90,8 @@ maybe('record workflow histories for the replay test', () => {
   }
 
   it('a ci experiment and one of its cluster workflows', async () => {
-    const handle = await lab.startExperiment({ preset: 'ci' });
+    // With data sets (the ci preset loads every host unless asked): both cluster paths get a recorded history.
+    const handle = await lab.startExperiment({ preset: 'ci', data: { reuse: 'auto' } });
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     const history = await save(lab.client, 'experiment-ci', handle.workflowId);
     const clusters = children(history, WORKFLOW_TYPES.cluster);
