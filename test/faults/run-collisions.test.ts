@@ -37,7 +37,8 @@ const SPEC = {
   storageClasses: { gp3: null },
   compare: null,
   data: { scale: 5, chunkRows: 50_000 },
-  workload: { warmupSeconds: 0, durationSeconds: 20 },
+  // Long enough for the second run to be refused and its cluster to close while the first still measures.
+  workload: { warmupSeconds: 0, durationSeconds: 30 },
   phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
 };
 const CLASS = 'local-disk';
@@ -132,11 +133,12 @@ async function collide(lab: TestLab, firstId: string, secondId: string): Promise
     if (!clusterClosed) await new Promise((r) => setTimeout(r, 200));
   }
   expect(clusterClosed).toBe(true);
+  // The host is still the first run's, its record untouched: read as soon as the refused cluster closed, while the first
+  // run measures (after its TPS window it tears the host down; at load average 27 the cancel below came after that).
+  expect(readFileSync(path.join(hostDir, 'owner.json'), 'utf8')).toBe(ownerRecord);
   await second.cancel().catch(() => undefined);
   const secondFailure = await outcome(second.result());
   expect(secondFailure).toBeTruthy();
-  // The host is still the first run's, its record untouched.
-  expect(readFileSync(path.join(hostDir, 'owner.json'), 'utf8')).toBe(ownerRecord);
 
   const summary = (await first.result()) as { status: string; medianTps: Record<string, number | null> };
   expect(summary.status).toBe('completed');
