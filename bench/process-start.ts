@@ -6,14 +6,12 @@
  * median CPU, both sides and their ratio.
  *   node dist/bench/process-start.js [--rounds 7]
  */
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { inFreshProcess } from '../test/helpers/fresh-process';
 import { median } from './bench-host';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' } } });
 const ROUNDS = Number(values.rounds);
-const DIST = path.resolve(__dirname, '..');
 const AWS_SDK = ['@aws-sdk/client-ec2', '@aws-sdk/client-s3', '@aws-sdk/client-ssm'];
 
 /** Each process by what it imports at start (its main aside: it would connect to Temporal). */
@@ -25,12 +23,7 @@ const PROCESSES: Record<string, string[]> = {
 
 /** CPU seconds of a fresh process that requires `modules` (a worker's main that throws is caught, its imports stay). */
 function cpuOf(modules: string[]): number {
-  const list = modules.map((m) => (m.startsWith('@') ? m : path.join(DIST, m)));
-  const script = `process.argv[2] = '/nonexistent/host.json'; for (const m of ${JSON.stringify(list)}) try { require(m); } catch {}
-    const u = process.cpuUsage(); process.stdout.write(String((u.user + u.system) / 1e6));`;
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', cwd: DIST, timeout: 60_000 });
-  if (r.status !== 0) throw new Error(`loading ${modules.join(', ')} failed: ${r.stderr}`);
-  return Number(r.stdout);
+  return Number(inFreshProcess(modules, 'const u = process.cpuUsage(); process.stdout.write(String((u.user + u.system) / 1e6));'));
 }
 
 console.log(`process start, ${ROUNDS} alternating rounds each; CPU seconds (user + system), medians`);

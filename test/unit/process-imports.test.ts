@@ -5,20 +5,13 @@
  * supervisor loads no package at all. Checked in a fresh Node process, as the workers start, by what ends up in its
  * module cache; the probe is shown to see what is loaded where it is.
  */
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-
-const DIST = path.resolve(__dirname, '../..');
+import { inFreshProcess } from '../helpers/fresh-process';
 
 /** The packages (scoped to `scope`, or any) a fresh Node process holds after requiring these modules of dist. */
 function packagesLoadedBy(modules: string[], scope = '@aws-sdk'): string[] {
-  const script = `
-    // A worker's main runs on require: its imports are loaded before it throws for want of a real host.json.
-    process.argv[2] = '/nonexistent/host.json';
-    for (const m of ${JSON.stringify(modules.map((m) => path.join(DIST, m)))}) try { require(m); } catch {}
-    const pkgs = new Set(Object.keys(require.cache).map((f) => (/node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(f) || [])[1]).filter((p) => p && p.startsWith(${JSON.stringify(scope)})));
+  const tail = `const pkgs = new Set(Object.keys(require.cache).map((f) => (/node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(f) || [])[1]).filter((p) => p && p.startsWith(${JSON.stringify(scope)})));
     process.stdout.write(JSON.stringify([...pkgs].sort()));`;
-  return JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000 })) as string[];
+  return JSON.parse(inFreshProcess(modules, tail)) as string[];
 }
 
 test('the host agent and its supervisor load no AWS SDK package (their imports, without their main)', () => {
