@@ -61,6 +61,14 @@ describe('data set key', () => {
     const a = resolveSpec({ preset: 'local-quick' });
     const b = resolveSpec({ preset: 'local-quick', data: { chunkRows: a.data.chunkRows * 2, loadWriters: a.data.loadWriters + 1, verifyRows: !a.data.verifyRows }, workload: { clients: 8, threads: 2 } });
     expect(dataSetKey(dataSetKeyParts(b, 15))).toBe(dataSetKey(dataSetKeyParts(a, 15)));
+  });
+
+  it('is the same for a later run of the same preset: no run id, name or time in it, so that run restores every host', () => {
+    const first = resolveSpec({ preset: 'nightly' });
+    const later = resolveSpec({ preset: 'nightly', name: 'nightly-tomorrow', durability: { enabled: true } });
+    const key = dataSetKey(dataSetKeyParts(first, 17));
+    expect(dataSetKey(dataSetKeyParts(later, 17))).toBe(key);
+    expect(JSON.stringify(dataSetKeyParts(later, 17))).not.toMatch(/nightly|20\d\d-/);
     // The scale where pgbench widens aid changes the schema part, not only the scale.
     expect(dataSetKeyParts({ ...spec, data: { scale: 20_000 } }, 15).schema.aidType).toBe('bigint');
   });
