@@ -54,11 +54,11 @@ export function fakeDataSetHost(calls: string[] = [], hostId = ''): Pick<HostAct
     },
     async publishDataSet() {
       calls.push(`publish ${hostId}`);
-      return { facts: FAKE_FACTS, backup: { tool: 'wal-g', toolVersion: '3.0.8', type: 'full', label: 'base_1', walStart: '000000010000000000000002', walStop: '000000010000000000000002', seconds: 1, databaseBytes: 1, repositoryBytes: 1 } as never, seconds: 1, preparedWithoutCap: false };
+      return { facts: FAKE_FACTS, backup: { tool: 'wal-g', toolVersion: '3.0.8', type: 'full', label: 'base_1', walStart: '000000010000000000000002', walStop: '000000010000000000000002', seconds: 1, databaseBytes: 1, repositoryBytes: 1 } as never, seconds: 1, parts: { storageFactsSeconds: 0.1, archiveOnSeconds: 0.2, checksumSeconds: 0.5, backupSeconds: 0.6, archiveOffSeconds: 0.1 }, preparedWithoutCap: false };
     },
     async restoreDataSet() {
       calls.push(`restore ${hostId}`);
-      return { backupLabel: 'base_1', fetchSeconds: 1, recoverSeconds: 1, restoreSeconds: 2.5, facts: FAKE_FACTS, amcheck: { ok: true, detail: 'clean' }, checkSeconds: 1, postgresVersion: '15.18', preparedWithoutCap: false };
+      return { backupLabel: 'base_1', fetchSeconds: 1, recoverSeconds: 1, restoreSeconds: 2.5, facts: FAKE_FACTS, amcheck: { ok: true, detail: 'clean' }, checkSeconds: 1, checkParts: { storageFactsSeconds: 0.1, checksumSeconds: 0.5, amcheckSeconds: 0.8, evictSeconds: 0.1 }, postgresVersion: '15.18', preparedWithoutCap: false };
     },
   };
 }

@@ -95,7 +95,15 @@ async function publish(c: ClusterRun, claim: Extract<DataSetClaim, { state: 'cla
     expiresAt: expiresAt(publishedAt, spec.dataSets?.keepDays ?? DEFAULT_KEEP_DAYS),
   };
   await dataSetCalls.publishDataSetManifest.executeWithOptions({ summary: `write the manifest of data set ${key}, last` }, [{ store: spec.durability.backupStore, manifest, owner }]);
-  result.dataSet = { key, prepared: 'loaded-and-published', loadSeconds, publishSeconds: out.seconds, heapBytes: load.heapBytes, preparedWithoutCap: out.preparedWithoutCap };
+  result.dataSet = {
+    key,
+    prepared: 'loaded-and-published',
+    loadSeconds,
+    publishSeconds: out.seconds,
+    ...(out.parts ? { publishParts: out.parts } : {}),
+    heapBytes: load.heapBytes,
+    preparedWithoutCap: out.preparedWithoutCap,
+  };
 }
 
 /** Restores a published set onto this host instead of loading, then compares it with its manifest: a mismatch fails the cluster. */
@@ -121,7 +129,13 @@ async function restoreFromSet(c: ClusterRun, claim: Extract<DataSetClaim, { stat
     prepared: 'restored',
     loadSeconds: manifest.loadSeconds,
     publishSeconds: manifest.publishSeconds,
-    restore: { fetchSeconds: out.fetchSeconds, recoverSeconds: out.recoverSeconds, restoreSeconds: out.restoreSeconds, checkSeconds: out.checkSeconds },
+    restore: {
+      fetchSeconds: out.fetchSeconds,
+      recoverSeconds: out.recoverSeconds,
+      restoreSeconds: out.restoreSeconds,
+      checkSeconds: out.checkSeconds,
+      ...(out.checkParts ? { checkParts: out.checkParts } : {}),
+    },
     waitedSeconds,
     checks,
     source: { runId: manifest.source.runId, hostId: manifest.source.hostId, publishedAt: manifest.publishedAt },

@@ -5,22 +5,22 @@
  * emulated cap lifted, as the load does, and heartbeat while they run. The manifest is the control worker's to write
  * (activities/control/data-sets.ts), after the publish returns.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { FAILURE_TYPES } from '../../common/core/errors';
-import { DATA_SET_TABLES, type DataSetFacts, type RelationFacts } from '../../common/input/data-set';
+import { DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type RelationFacts } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
 import { checkClaim, ownedByAnotherRun } from '../../lib/claims';
 import { DATA_SETS_FOLDER, dataSetPathsAt, readDataSetClaim, readManifest, type DataSetPaths } from '../../lib/data-sets';
 import { LabPathError, readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
-import { withConnection } from '../../lib/pg';
+import { quoteIdent, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
 import { ownerOf } from '../../lib/backup-tool';
 import { heartbeatWhile } from '../progress';
-import { configureBackups, initBackupRepository, recoverFromBackup, takeBackup } from './backup';
+import { configureBackups, initBackupRepository, recoverFromBackup } from './backup';
 import { backupTool } from './archiving';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
 import { emptySharedBuffers } from './load';
@@ -40,17 +40,33 @@ export async function describeServer(deps: HostDeps, input: HostInput): Promise<
 }
 
 /**
- * The facts of the data set on a server: per table its rows and order-independent checksum, heap and total bytes, and
- * the visibility map's all-visible and all-frozen pages (pg_visibility, installed for the look and removed after it;
- * null where the server has no such extension).
+ * Per table its rows and order-independent checksum, in one scan each: count(*) beside the sum of a 64-bit hash of
+ * every row, computed the way `method` says (common/input/data-set.ts CHECKSUM_METHODS).
  */
-export async function dataSetFacts(c: Client): Promise<DataSetFacts> {
-  const sums = await tableChecksums(c, [...DATA_SET_TABLES]);
+export async function rowChecksums(c: Client, method: ChecksumMethod): Promise<Record<string, { rows: number; sum: string }>> {
+  if (method === 'md5-64') return tableChecksums(c, [...DATA_SET_TABLES]);
+  const out: Record<string, { rows: number; sum: string }> = {};
+  for (const table of DATA_SET_TABLES) {
+    // sum(bigint) adds in 128 bits and returns numeric: no overflow, the same total in any order.
+    const r = await c.query<{ rows: string; sum: string }>(
+      `SELECT count(*) AS rows, coalesce(sum(pg_catalog.hash_record_extended(t, 0)), 0)::text AS sum FROM public.${quoteIdent(table)} t`,
+    );
+    out[table] = { rows: Number(r.rows[0].rows), sum: r.rows[0].sum };
+  }
+  return out;
+}
+
+/**
+ * Each table's heap and total bytes and the visibility map's all-visible and all-frozen pages (pg_visibility, installed
+ * for the look and removed after it; null where the server has no such extension), and the database's bytes. Reads
+ * no table: a second or less at any scale.
+ */
+export async function storageFacts(c: Client): Promise<{ relations: Record<string, Omit<RelationFacts, 'rows' | 'checksum'>>; databaseBytes: number }> {
   const visibility = await c
     .query('CREATE EXTENSION IF NOT EXISTS pg_visibility SCHEMA public')
     .then(() => true)
     .catch(() => false);
-  const relations: Record<string, RelationFacts> = {};
+  const relations: Record<string, Omit<RelationFacts, 'rows' | 'checksum'>> = {};
   try {
     for (const t of DATA_SET_TABLES) {
       const size = await c.query<{ heap: string; total: string }>('SELECT pg_relation_size($1::regclass) AS heap, pg_total_relation_size($1::regclass) AS total', [`public.${t}`]);
@@ -61,13 +77,42 @@ export async function dataSetFacts(c: Client): Promise<DataSetFacts> {
         allVisible = Number(v.rows[0].v);
         allFrozen = Number(v.rows[0].f);
       }
-      relations[t] = { rows: sums[t].rows, checksum: sums[t].sum, heapBytes: Number(size.rows[0].heap), totalBytes: Number(size.rows[0].total), allVisible, allFrozen };
+      relations[t] = { heapBytes: Number(size.rows[0].heap), totalBytes: Number(size.rows[0].total), allVisible, allFrozen };
     }
   } finally {
     if (visibility) await c.query('DROP EXTENSION IF EXISTS pg_visibility');
   }
   const db = await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n');
   return { relations, databaseBytes: Number(db.rows[0].n) };
+}
+
+/** The facts of the data set on a server: the row checksums (by `method`) and the storage facts, as one record. */
+export function combineFacts(
+  method: ChecksumMethod,
+  sums: Record<string, { rows: number; sum: string }>,
+  storage: Awaited<ReturnType<typeof storageFacts>>,
+): DataSetFacts {
+  const relations: Record<string, RelationFacts> = {};
+  for (const t of DATA_SET_TABLES) relations[t] = { rows: sums[t].rows, checksum: sums[t].sum, ...storage.relations[t] };
+  return { relations, databaseBytes: storage.databaseBytes, checksumMethod: method };
+}
+
+/** The facts of the data set on a server, one part after the other (tests and tools; the activities overlap them). */
+export async function dataSetFacts(c: Client, method: ChecksumMethod): Promise<DataSetFacts> {
+  const sums = await rowChecksums(c, method);
+  return combineFacts(method, sums, await storageFacts(c));
+}
+
+/** Seconds since `started`, to 0.1 s. */
+function since(started: number): number {
+  return Math.round((Date.now() - started) / 100) / 10;
+}
+
+/** Runs fn and gives its result with its own seconds (parts that overlap are timed apart). */
+async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: number }> {
+  const started = Date.now();
+  const value = await fn();
+  return { value, seconds: since(started) };
 }
 
 /** What a host's server runs with: the lab's and the spec's settings (configurePostgres's input without archiving). */
@@ -78,18 +123,34 @@ export interface PublishInput extends HostInput, ServerSettingsInput {
   store: ResolvedBackupStore;
 }
 
+/** Where a publish's seconds went: parts timed apart (the row checksums and the base backup run side by side). */
+export interface PublishParts {
+  /** Sizes and the visibility map (before archiving starts: its extension comes and goes outside the backup's span). */
+  storageFactsSeconds: number;
+  /** Archiving on: WAL-G's settings, a restart with archive_command, the repository made. */
+  archiveOnSeconds: number;
+  /** The row checksums (one scan per table) and the WAL-G base backup, each its own seconds; they overlap. */
+  checksumSeconds: number;
+  backupSeconds: number;
+  /** Archiving off again: a restart with the host's own settings and a checkpoint. */
+  archiveOffSeconds: number;
+}
+
 export interface PublishOutcome {
   facts: DataSetFacts;
   backup: BackupInfo;
   seconds: number;
+  /** Absent in activity results recorded before it (the workflow replays them). */
+  parts?: PublishParts;
   preparedWithoutCap: boolean;
 }
 
 /**
- * Publishes the loaded data set: its facts first (the server as loaded: frozen, analysed, checkpointed), then WAL
- * archiving into the set's repository for the backup's span and a full WAL-G base backup, then the server back to its
- * own settings (archiving off). The manifest comes after, from the control worker: a publish that fails here leaves
- * no manifest, and the builder's undo removes the repository.
+ * Publishes the loaded data set: its storage facts first (the server as loaded: frozen, analysed, checkpointed), then
+ * WAL archiving into the set's repository for the backup's span, and a full WAL-G base backup while the row checksums
+ * are computed on a connection beside it (nothing writes: they read what the backup copies; two cores do both at
+ * once), then the server back to its own settings (archiving off). The manifest comes after, from the control worker:
+ * a publish that fails here leaves no manifest, and the builder's undo removes the repository.
  */
 export async function publishDataSet(deps: HostDeps, input: PublishInput): Promise<PublishOutcome> {
   assertHost(deps, input);
@@ -103,16 +164,35 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
   const run = async (): Promise<Omit<PublishOutcome, 'preparedWithoutCap'>> => {
     const started = Date.now();
     const settings = { hostId: input.hostId, server: input.server, user: input.user };
-    const facts = await heartbeatWhile('data set facts', () => withConnection(deps.config, dataSetFacts));
-    await configureBackups(deps, { hostId: input.hostId, store, tool: 'wal-g', compression: 'lz4' });
-    await configurePostgres(deps, { ...settings, archiving: { archiveTimeoutSeconds: PUBLISH_ARCHIVE_TIMEOUT_SECONDS } });
-    await initBackupRepository(deps, { hostId: input.hostId, store, tool: 'wal-g' });
-    const backup = await takeBackup(deps, { hostId: input.hostId, store, tool: 'wal-g', kind: 'full' });
+    const { value: prior, seconds: storageFactsSeconds } = await timed(() =>
+      withConnection(deps.config, async (c) => {
+        const major = Number((await c.query<{ v: string }>("SELECT current_setting('server_version_num')::int / 10000 AS v")).rows[0].v);
+        return { method: checksumMethodFor(major), storage: await storageFacts(c) };
+      }),
+    );
+    const archiveOn = await timed(async () => {
+      await configureBackups(deps, { hostId: input.hostId, store, tool: 'wal-g', compression: 'lz4' });
+      await configurePostgres(deps, { ...settings, archiving: { archiveTimeoutSeconds: PUBLISH_ARCHIVE_TIMEOUT_SECONDS } });
+      await initBackupRepository(deps, { hostId: input.hostId, store, tool: 'wal-g' });
+    });
+    const [sums, backup] = await heartbeatWhile('data set: base backup and row checksums', () =>
+      Promise.all([
+        timed(() => withConnection(deps.config, (c) => rowChecksums(c, prior.method))),
+        timed(() => backupTool(deps, store, 'wal-g').backup('full', Context.current().cancellationSignal)),
+      ]),
+    );
     // Archiving off again (a restart: shared buffers start empty, as after the load's eviction): the measured phases
     // run as they would have without the publish.
-    await configurePostgres(deps, settings);
-    await withConnection(deps.config, (c) => c.query('CHECKPOINT'));
-    return { facts, backup, seconds: (Date.now() - started) / 1000 };
+    const archiveOff = await timed(async () => {
+      await configurePostgres(deps, settings);
+      await withConnection(deps.config, (c) => c.query('CHECKPOINT'));
+    });
+    return {
+      facts: combineFacts(prior.method, sums.value, prior.storage),
+      backup: backup.value,
+      seconds: since(started),
+      parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds },
+    };
   };
   if (!deps.ioCap.liftable) return { ...(await run()), preparedWithoutCap: false };
   return { ...(await deps.ioCap.withoutCap(run)), preparedWithoutCap: true };
@@ -133,13 +213,28 @@ export interface RestoreDataSetOutcome {
   fetchSeconds: number;
   recoverSeconds: number;
   restoreSeconds: number;
-  /** The facts and pg_amcheck afterwards: the comparison's time, apart. */
+  /** The facts and pg_amcheck afterwards: the comparison's time, apart, and each part's own seconds (they overlap). */
   facts: DataSetFacts;
   amcheck: { ok: boolean; detail: string } | null;
   checkSeconds: number;
+  /** Absent in activity results recorded before it (the workflow replays them). */
+  checkParts?: RestoreCheckParts;
   postgresVersion: string;
   preparedWithoutCap: boolean;
 }
+
+/** Where a restored host's check seconds went: the row checksums and pg_amcheck run side by side, so they overlap. */
+export interface RestoreCheckParts {
+  storageFactsSeconds: number;
+  checksumSeconds: number;
+  /** null when pg_amcheck did not run (data.verifyRows false). */
+  amcheckSeconds: number | null;
+  /** The checkpoint and the eviction of what the checks left in shared buffers. */
+  evictSeconds: number;
+}
+
+/** pg_amcheck's connections on a restored host: the accounts heap and its primary key checked at once (2 cores). */
+const AMCHECK_JOBS = 2;
 
 /** Where a restore left its mark (the host folder): a retry after a finished restore checks instead of restoring again. */
 function restoredRecord(deps: HostDeps): string {
@@ -158,7 +253,8 @@ const RESTORE_SETTINGS_MARK = '\n# Written by Storage Lab for the restore.\n';
 export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput): Promise<RestoreDataSetOutcome> {
   assertHost(deps, input);
   const { store, paths } = checkedRepository(input.store, input.key);
-  if (!readManifest(paths, input.key))
+  const manifest = readManifest(paths, input.key);
+  if (!manifest)
     throw ApplicationFailure.nonRetryable(`data set ${input.key} has no manifest at ${paths.manifest}: it is not published, so nothing is restored`, FAILURE_TYPES.verification);
   const { config } = deps;
   const settings = { hostId: input.hostId, server: input.server, user: input.user };
@@ -198,22 +294,36 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     const pg = await configurePostgres(deps, settings);
     const restoreSeconds = fetchSeconds + recoverSeconds + (Date.now() - restartStarted) / 1000;
     const checkStarted = Date.now();
-    const facts = await heartbeatWhile('data set facts', () => withConnection(deps.config, dataSetFacts));
-    const checked = input.amcheck ? await heartbeatWhile('pg_amcheck', () => amcheck(deps)) : null;
+    // The manifest says how its checksums were computed: the restored host computes its own the same way.
+    const method = checksumMethodOf(manifest.facts);
+    const storage = await timed(() => withConnection(deps.config, storageFacts));
+    // The row checksums (one connection) and pg_amcheck (its own connections) read the same pages and share nothing
+    // else: side by side they use both cores. Each is the check it was alone.
+    const [sums, checked] = await heartbeatWhile(input.amcheck ? 'data set checks: row checksums and pg_amcheck' : 'data set checks: row checksums', () =>
+      Promise.all([
+        timed(() => withConnection(deps.config, (c) => rowChecksums(c, method))),
+        input.amcheck ? timed(() => amcheck(deps, { jobs: AMCHECK_JOBS })) : Promise.resolve(null),
+      ]),
+    );
+    const facts = combineFacts(method, sums.value, storage.value);
     // The restart above left shared buffers empty; the checks read through them, so the lab evicts what they left
     // (PostgreSQL 17's pg_buffercache_evict, as the load does; older servers keep it).
-    await withConnection(deps.config, async (c) => {
-      await c.query('CHECKPOINT');
-      await emptySharedBuffers(c);
-    });
+    const evict = await timed(() =>
+      withConnection(deps.config, async (c) => {
+        await c.query('CHECKPOINT');
+        await emptySharedBuffers(c);
+      }),
+    );
+    const checkParts: RestoreCheckParts = { storageFactsSeconds: storage.seconds, checksumSeconds: sums.seconds, amcheckSeconds: checked?.seconds ?? null, evictSeconds: evict.seconds };
     return {
       backupLabel,
       fetchSeconds,
       recoverSeconds,
       restoreSeconds,
       facts,
-      amcheck: checked ? { ok: checked.ok, detail: checked.detail } : null,
+      amcheck: checked ? { ok: checked.value.ok, detail: checked.value.detail } : null,
       checkSeconds: (Date.now() - checkStarted) / 1000,
+      checkParts,
       postgresVersion: pg.postgresVersion,
     };
   };

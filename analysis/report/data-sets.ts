@@ -35,5 +35,20 @@ export function dataPreparationMarkdown(result: Pick<ExperimentResult, 'classes'
     );
   }
   lines.push('');
+  // Where the publish's and the checks' seconds went: parts timed apart, the overlapping ones said so.
+  const parts: string[] = [];
+  for (const c of used) {
+    const p = c.dataSet!.publishParts;
+    if (p)
+      parts.push(
+        `- ${c.hostId} publish: storage facts ${s(p.storageFactsSeconds)}, archiving on ${s(p.archiveOnSeconds)}, row checksums ${s(p.checksumSeconds)} beside the base backup ${s(p.backupSeconds)}, archiving off ${s(p.archiveOffSeconds)}`,
+      );
+    const k = c.dataSet!.restore?.checkParts;
+    if (k)
+      parts.push(
+        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, row checksums ${s(k.checksumSeconds)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}, checkpoint and eviction ${s(k.evictSeconds)}`,
+      );
+  }
+  if (parts.length) lines.push('Where the seconds went (seconds of each part; the parts said to run beside each other overlap):', '', ...parts, '');
   return lines;
 }

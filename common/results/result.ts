@@ -71,8 +71,22 @@ export interface ClusterDataSet {
   /** The load's seconds on the publisher (rows, keys, VACUUM) as its manifest records them. */
   loadSeconds?: number;
   publishSeconds?: number;
-  /** A restore's fetch, WAL replay with promote, and restart; the checks' seconds apart. */
-  restore?: { fetchSeconds: number; recoverSeconds: number; restoreSeconds: number; checkSeconds: number };
+  /**
+   * Where the publish's seconds went (the publisher's own result): storage facts, archiving on, the row checksums and
+   * the base backup (side by side, so they overlap), archiving off.
+   */
+  publishParts?: { storageFactsSeconds: number; archiveOnSeconds: number; checksumSeconds: number; backupSeconds: number; archiveOffSeconds: number };
+  /**
+   * A restore's fetch, WAL replay with promote, and restart; the checks' seconds apart, and where they went (the row
+   * checksums and pg_amcheck side by side, so they overlap).
+   */
+  restore?: {
+    fetchSeconds: number;
+    recoverSeconds: number;
+    restoreSeconds: number;
+    checkSeconds: number;
+    checkParts?: { storageFactsSeconds: number; checksumSeconds: number; amcheckSeconds: number | null; evictSeconds: number };
+  };
   /** Seconds this host waited for another builder's manifest. */
   waitedSeconds?: number;
   /** The comparison with the manifest (restored hosts): every check and whether it passed. */

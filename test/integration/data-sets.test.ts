@@ -7,18 +7,18 @@
  * (bench/bench-host.ts), with real Postgres and WAL-G.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { createDataSetActivities, type DataSetClaim } from '../../activities/control/data-sets';
-import { publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
+import { dataSetFacts, publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
 import { loadData } from '../../activities/host/load';
 import { stopPostgres } from '../../activities/host/postgres';
 import { compareDataSet, dataSetKey, dataSetKeyParts, expiresAt, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import { registerLabRoot } from '../../lib/lab-fs';
-import type { DataSetEntry } from '../../lib/data-sets';
+import { dataSetPathsAt, type DataSetEntry } from '../../lib/data-sets';
 import { withConnection } from '../../lib/pg';
 import { findWalg } from '../../lib/walg';
 
@@ -143,6 +143,58 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
     expect(again.backupLabel).toBe(restored.backupLabel);
     expect(compareDataSet(manifest, again.facts, null).every((c) => c.ok)).toBe(true);
+    // Each part of the checks timed apart: the row checksums and pg_amcheck ran side by side.
+    expect(restored.facts.checksumMethod).toBe('hash-record-64');
+    expect(restored.checkParts).toMatchObject({ checksumSeconds: expect.any(Number), amcheckSeconds: expect.any(Number) });
+    expect(again.checkParts?.amcheckSeconds).toBeNull();
+    expect(published.parts).toMatchObject({ checksumSeconds: expect.any(Number), backupSeconds: expect.any(Number) });
+  });
+
+  it('a manifest of the first format (md5-64 checksums) is checked the way it was computed', async () => {
+    // The same set, its manifest's facts computed with md5 as the first manifests were: the restored host computes md5.
+    const md5Facts = await withConnection(source.deps.config, (c) => dataSetFacts(c, 'md5-64'));
+    const firstFormat = manifestOf(published, key, parts, { ...md5Facts, checksumMethod: undefined });
+    delete firstFormat.facts.checksumMethod;
+    const manifestFile = dataSetPathsAt(claimed.store.path, key).manifest;
+    const current = readFileSync(manifestFile, 'utf8');
+    writeFileSync(manifestFile, JSON.stringify(firstFormat));
+    try {
+      const hostId = target.deps.config.hostId;
+      const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
+      expect(again.facts.checksumMethod).toBe('md5-64');
+      expect(again.facts.relations.pgbench_accounts.checksum).toBe(md5Facts.relations.pgbench_accounts.checksum);
+      expect(compareDataSet(firstFormat, again.facts, null).filter((c) => !c.ok)).toEqual([]);
+      // Checksums of the other method are never taken for a match.
+      expect(compareDataSet(manifest, again.facts, null).filter((c) => !c.ok).map((c) => c.name)).toEqual(['checksums']);
+    } finally {
+      writeFileSync(manifestFile, current);
+    }
+  });
+
+  it('fails the comparison on a restored heap tuple its index does not know: checksums and pg_amcheck (heapallindexed, 2 jobs)', async () => {
+    const hostId = target.deps.config.hostId;
+    const file = await withConnection(target.deps.config, async (c) => (await c.query<{ f: string }>("SELECT pg_relation_filepath('public.pgbench_accounts') AS f")).rows[0].f);
+    await target.run(stopPostgres, { hostId, mode: 'fast' });
+    // aid 4242 (bid 1, abalance 0) becomes 4243 on disk: a heap tuple with no index entry, a row that changed.
+    const want = Buffer.alloc(12);
+    want.writeInt32LE(4242, 0);
+    want.writeInt32LE(1, 4);
+    want.writeInt32LE(0, 8);
+    const heap = path.join(target.deps.config.dataDir, file);
+    const bytes = readFileSync(heap);
+    const at = bytes.indexOf(want);
+    expect(at).toBeGreaterThan(0);
+    expect(bytes.indexOf(want, at + 1)).toBe(-1);
+    const fd = openSync(heap, 'r+');
+    try {
+      writeSync(fd, Buffer.from([0x93]), 0, 1, at); // 4242 = 0x1092 -> 0x1093
+    } finally {
+      closeSync(fd);
+    }
+    const checked = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
+    const failed = compareDataSet(manifest, checked.facts, checked.amcheck).filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual(['checksums', 'pg_amcheck']);
+    expect(failed[1].detail).toMatch(/pgbench_accounts/);
   });
 
   it('fails the comparison on a set whose manifest does not match its backup', async () => {

@@ -5,7 +5,17 @@ import { demandsFromClass } from '../../common/model/demands';
 import { recordedRun } from '../helpers/predict-fixtures';
 
 const base = { className: 'gp3', index: 0, status: 'ok', emulated: true, startedAt: '', finishedAt: '', failedAttempts: [], phases: {} } as unknown as ClusterResult;
-const loaded: ClusterResult = { ...base, hostId: 'h-gp3-0', dataSet: { key: 'ds-a', prepared: 'loaded-and-published', loadSeconds: 108.2, publishSeconds: 21.4 } };
+const loaded: ClusterResult = {
+  ...base,
+  hostId: 'h-gp3-0',
+  dataSet: {
+    key: 'ds-a',
+    prepared: 'loaded-and-published',
+    loadSeconds: 108.2,
+    publishSeconds: 21.4,
+    publishParts: { storageFactsSeconds: 0.3, archiveOnSeconds: 1.2, checksumSeconds: 6.5, backupSeconds: 18.0, archiveOffSeconds: 1.9 },
+  },
+};
 const restored: ClusterResult = {
   ...base,
   hostId: 'h-nvme-0',
@@ -14,7 +24,7 @@ const restored: ClusterResult = {
     prepared: 'restored',
     loadSeconds: 108.2,
     publishSeconds: 21.4,
-    restore: { fetchSeconds: 10, recoverSeconds: 3, restoreSeconds: 14, checkSeconds: 9 },
+    restore: { fetchSeconds: 10, recoverSeconds: 3, restoreSeconds: 14, checkSeconds: 9, checkParts: { storageFactsSeconds: 0.2, checksumSeconds: 4.1, amcheckSeconds: 8.5, evictSeconds: 0.3 } },
     checks: [{ name: 'row counts', ok: true, detail: 'same' }],
     source: { runId: 'run-1', hostId: 'h-gp3-0', publishedAt: '' },
   },
@@ -29,6 +39,9 @@ describe('data preparation in the report', () => {
     expect(text).toMatch(/1 of 2 hosts were restored from a published data set \(ds-a\), not loaded:\*\* h-nvme-0/);
     expect(text).toMatch(/\| h-gp3-0 \| ds-a \| loaded-and-published \| 108\.2 \| 21\.4 \| – \|/);
     expect(text).toMatch(/\| h-nvme-0 \| ds-a \| restored \| 108\.2 \(publisher's\) \| 21\.4 \(publisher's\) \| 14\.0: 10\.0 \+ 3\.0 \+ 1\.0 \| 9\.0 \|.*passed/);
+    // Where the seconds went, per host.
+    expect(text).toMatch(/- h-gp3-0 publish: storage facts 0\.3, archiving on 1\.2, row checksums 6\.5 beside the base backup 18\.0, archiving off 1\.9/);
+    expect(text).toMatch(/- h-nvme-0 checks: storage facts 0\.2, row checksums 4\.1 beside pg_amcheck 8\.5, checkpoint and eviction 0\.3/);
   });
   it('shows a failed comparison', () => {
     const bad = { ...restored, dataSet: { ...restored.dataSet!, checks: [{ name: 'checksums', ok: false, detail: 'pgbench_accounts differs' }] } };

@@ -6,6 +6,7 @@
 import {
   DATA_SET_KEY_LENGTH,
   LOADER_VERSION,
+  checksumMethodFor,
   compareDataSet,
   dataSetKey,
   dataSetKeyParts,
@@ -60,6 +61,14 @@ describe('data set key', () => {
     const a = resolveSpec({ preset: 'local-quick' });
     const b = resolveSpec({ preset: 'local-quick', data: { chunkRows: a.data.chunkRows * 2, loadWriters: a.data.loadWriters + 1, verifyRows: !a.data.verifyRows }, workload: { clients: 8, threads: 2 } });
     expect(dataSetKey(dataSetKeyParts(b, 15))).toBe(dataSetKey(dataSetKeyParts(a, 15)));
+  });
+
+  it('is the same for a later run of the same preset: no run id, name or time in it, so that run restores every host', () => {
+    const first = resolveSpec({ preset: 'nightly' });
+    const later = resolveSpec({ preset: 'nightly', name: 'nightly-tomorrow', durability: { enabled: true } });
+    const key = dataSetKey(dataSetKeyParts(first, 17));
+    expect(dataSetKey(dataSetKeyParts(later, 17))).toBe(key);
+    expect(JSON.stringify(dataSetKeyParts(later, 17))).not.toMatch(/nightly|20\d\d-/);
     // The scale where pgbench widens aid changes the schema part, not only the scale.
     expect(dataSetKeyParts({ ...spec, data: { scale: 20_000 } }, 15).schema.aidType).toBe('bigint');
   });
@@ -93,6 +102,8 @@ describe('comparison of a restored host with its manifest', () => {
     ['row counts', 'a table missing', (f) => delete f.relations.pgbench_branches],
     ['row counts', 'a table not in the manifest', (f) => (f.relations.extra = { ...f.relations.pgbench_branches })],
     ['checksums', 'a changed row', (f) => (f.relations.pgbench_accounts.checksum = '123456790')],
+    // The same numbers from another method would be a coincidence, not a match: a method that differs fails alone.
+    ['checksums', 'checksums of another method', (f) => (f.checksumMethod = 'hash-record-64')],
     ['relation sizes', 'a heap 2 % larger', (f) => (f.relations.pgbench_accounts.heapBytes = Math.round(f.relations.pgbench_accounts.heapBytes * 1.02))],
     ['relation sizes', 'indexes missing', (f) => (f.relations.pgbench_accounts.totalBytes = f.relations.pgbench_accounts.heapBytes)],
     ['freeze state', 'pages not frozen', (f) => (f.relations.pgbench_accounts.allFrozen = 0)],
@@ -103,6 +114,20 @@ describe('comparison of a restored host with its manifest', () => {
     const failed = compareDataSet(manifest, f, null).filter((c) => !c.ok);
     expect(failed.map((c) => c.name)).toEqual([check]);
     expect(failed[0].detail).not.toBe('');
+  });
+
+  it('compares checksums of the method the manifest names (absent: md5-64, as the first manifests)', () => {
+    const hashed = { ...manifest, facts: { ...facts, checksumMethod: 'hash-record-64' as const } };
+    const f = copy();
+    f.checksumMethod = 'hash-record-64';
+    expect(compareDataSet(hashed, f, null).every((c) => c.ok)).toBe(true);
+    f.relations.pgbench_accounts.checksum = '1';
+    expect(compareDataSet(hashed, f, null).filter((c) => !c.ok).map((c) => c.detail)).toEqual([expect.stringMatching(/pgbench_accounts: checksum 1, the manifest says 123456789/)]);
+    const md5 = copy();
+    md5.checksumMethod = 'md5-64';
+    expect(compareDataSet(manifest, md5, null).every((c) => c.ok)).toBe(true);
+    expect(checksumMethodFor(13)).toBe('md5-64');
+    expect(checksumMethodFor(14)).toBe('hash-record-64');
   });
 
   it('fails on a pg_amcheck that found corruption', () => {
@@ -119,6 +144,7 @@ describe('manifest as input', () => {
     ['another key', { ...good, key: dataSetKey({ ...base, scale: 1 }) }, /names key/],
     ['parts that do not hash to the key', { ...good, parts: { ...base, scale: 1 } }, /do not hash/],
     ['no facts', { ...good, facts: undefined }, /no facts/],
+    ['a checksum method the lab does not know', { ...good, facts: { ...facts, checksumMethod: 'crc32' } }, /checksum method "crc32"/],
     ['no expiry', { ...good, expiresAt: 'soon' }, /no expiry/],
     ['not an object', 'x', /not a JSON object/],
   ])('refuses %s', (_name, m, problem) => {
