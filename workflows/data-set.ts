@@ -121,7 +121,7 @@ async function restoreFromSet(c: ClusterRun, claim: Extract<DataSetClaim, { stat
       amcheck: spec.data.verifyRows,
     },
   ]);
-  const checks = compareDataSet(manifest, out.facts, out.amcheck);
+  const checks = compareDataSet(manifest, out.facts, out.amcheck, out.keys ?? null);
   result.postgresVersion = out.postgresVersion;
   result.rows = out.facts.relations.pgbench_accounts?.rows;
   result.dataSet = {

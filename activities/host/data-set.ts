@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { FAILURE_TYPES } from '../../common/core/errors';
-import { DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type RelationFacts } from '../../common/input/data-set';
+import { DATA_SET_KEYS, DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type KeyReading, type KeyReadings, type RelationFacts } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
 import { checkClaim, ownedByAnotherRun } from '../../lib/claims';
@@ -25,7 +25,7 @@ import { backupTool } from './archiving';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
 import { emptySharedBuffers } from './load';
 import { configurePostgres, isRunning, stopPostgres, type LabConfigInput } from './postgres';
-import { amcheck, tableChecksums } from './restore-drill';
+import { amcheck } from './restore-drill';
 
 /** Archiving while the publish's base backup runs: the WAL between its start and stop must reach the repository. */
 const PUBLISH_ARCHIVE_TIMEOUT_SECONDS = 60;
@@ -39,21 +39,65 @@ export async function describeServer(deps: HostDeps, input: HostInput): Promise<
   return { major: Number(m[1]), version: r.stdout.trim() };
 }
 
+/** Each row's 64-bit hash by method, summed (numeric: no overflow, the same total in any order). */
+const ROW_HASH_SUM: Record<ChecksumMethod, string> = {
+  // restore-drill.ts tableChecksums's expression: manifests of this method were written with it.
+  'md5-64': "coalesce(sum(('x' || substr(md5(t::text), 1, 16))::bit(64)::bigint::numeric), 0)::text",
+  'hash-record-64': 'coalesce(sum(pg_catalog.hash_record_extended(t, 0)), 0)::text',
+};
+
+/** The sum of a 64-bit hash of each key, the same expression over the heap and over the index. */
+function keyHashSum(column: string): string {
+  return `coalesce(sum(pg_catalog.hashint8extended(${quoteIdent(column)}::bigint, 0)), 0)::text`;
+}
+
 /**
  * Per table its rows and order-independent checksum, in one scan each: count(*) beside the sum of a 64-bit hash of
- * every row, computed the way `method` says (common/input/data-set.ts CHECKSUM_METHODS).
+ * every row, computed the way `method` says (common/input/data-set.ts CHECKSUM_METHODS), and for a keyed table the
+ * heap's reading of its key in the same scan (keysCheck compares it with the index's).
  */
-export async function rowChecksums(c: Client, method: ChecksumMethod): Promise<Record<string, { rows: number; sum: string }>> {
-  if (method === 'md5-64') return tableChecksums(c, [...DATA_SET_TABLES]);
-  const out: Record<string, { rows: number; sum: string }> = {};
+export async function rowChecksums(c: Client, method: ChecksumMethod): Promise<Record<string, { rows: number; sum: string; keys?: KeyReading }>> {
+  const out: Record<string, { rows: number; sum: string; keys?: KeyReading }> = {};
   for (const table of DATA_SET_TABLES) {
-    // sum(bigint) adds in 128 bits and returns numeric: no overflow, the same total in any order.
-    const r = await c.query<{ rows: string; sum: string }>(
-      `SELECT count(*) AS rows, coalesce(sum(pg_catalog.hash_record_extended(t, 0)), 0)::text AS sum FROM public.${quoteIdent(table)} t`,
+    const key = DATA_SET_KEYS[table];
+    const r = await c.query<{ rows: string; sum: string; keysum?: string }>(
+      `SELECT count(*) AS rows, ${ROW_HASH_SUM[method]} AS sum${key ? `, ${keyHashSum(key)} AS keysum` : ''} FROM public.${quoteIdent(table)} t`,
     );
-    out[table] = { rows: Number(r.rows[0].rows), sum: r.rows[0].sum };
+    const rows = Number(r.rows[0].rows);
+    out[table] = { rows, sum: r.rows[0].sum, ...(key ? { keys: { entries: rows, sum: r.rows[0].keysum! } } : {}) };
   }
   return out;
+}
+
+/**
+ * Each keyed table's key read from its primary key index alone: an index-only scan, the planner kept off the heap
+ * (seq and bitmap scans disabled in a transaction of its own), and the plan's node kept with the reading so that a
+ * plan that read the heap cannot pass (keysCheck). The all-visible pages a load leaves make it read no heap page.
+ */
+export async function indexKeys(c: Client): Promise<Record<string, KeyReading & { scan: string }>> {
+  const out: Record<string, KeyReading & { scan: string }> = {};
+  await c.query('BEGIN READ ONLY');
+  try {
+    await c.query('SET LOCAL enable_seqscan = off');
+    await c.query('SET LOCAL enable_bitmapscan = off');
+    await c.query('SET LOCAL max_parallel_workers_per_gather = 0');
+    for (const [table, column] of Object.entries(DATA_SET_KEYS)) {
+      const sql = `SELECT count(*) AS entries, ${keyHashSum(column)} AS sum FROM public.${quoteIdent(table)}`;
+      const plan = await c.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${sql}`);
+      const r = await c.query<{ entries: string; sum: string }>(sql);
+      out[table] = { entries: Number(r.rows[0].entries), sum: r.rows[0].sum, scan: scanNode(plan.rows[0]['QUERY PLAN']) };
+    }
+  } finally {
+    await c.query('COMMIT');
+  }
+  return out;
+}
+
+/** The node that reads the table in an EXPLAIN (FORMAT JSON) plan: the deepest first child (below the aggregate). */
+export function scanNode(plan: unknown): string {
+  let node = (Array.isArray(plan) ? (plan[0] as { Plan?: unknown })?.Plan : undefined) as { 'Node Type'?: string; Plans?: unknown[] } | undefined;
+  while (node?.Plans?.length) node = node.Plans[0] as typeof node;
+  return node?.['Node Type'] ?? 'unknown plan';
 }
 
 /**
@@ -203,7 +247,7 @@ export interface RestoreDataSetInput extends HostInput, ServerSettingsInput {
   store: ResolvedBackupStore;
   /** How long recovery of the backup's WAL may take. */
   recoveryTimeoutSeconds: number;
-  /** Run pg_amcheck (heap and B-tree, heapallindexed) on the restored server. */
+  /** Run pg_amcheck (heap and B-tree; the keys check stands for heapallindexed) on the restored server. */
   amcheck: boolean;
 }
 
@@ -216,6 +260,8 @@ export interface RestoreDataSetOutcome {
   /** The facts and pg_amcheck afterwards: the comparison's time, apart, and each part's own seconds (they overlap). */
   facts: DataSetFacts;
   amcheck: { ok: boolean; detail: string } | null;
+  /** Each primary key read from the heap and from its index (keysCheck); absent in results recorded before it. */
+  keys?: Record<string, KeyReadings>;
   checkSeconds: number;
   /** Absent in activity results recorded before it (the workflow replays them). */
   checkParts?: RestoreCheckParts;
@@ -229,6 +275,8 @@ export interface RestoreCheckParts {
   checksumSeconds: number;
   /** null when pg_amcheck did not run (data.verifyRows false). */
   amcheckSeconds: number | null;
+  /** The primary keys read from their indexes, after pg_amcheck (absent in results recorded before it). */
+  indexKeysSeconds?: number;
   /** The checkpoint and the eviction of what the checks left in shared buffers. */
   evictSeconds: number;
 }
@@ -299,13 +347,18 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     const storage = await timed(() => withConnection(deps.config, storageFacts));
     // The row checksums (one connection) and pg_amcheck (its own connections) read the same pages and share nothing
     // else: side by side they use both cores. Each is the check it was alone.
-    const [sums, checked] = await heartbeatWhile(input.amcheck ? 'data set checks: row checksums and pg_amcheck' : 'data set checks: row checksums', () =>
-      Promise.all([
-        timed(() => withConnection(deps.config, (c) => rowChecksums(c, method))),
-        input.amcheck ? timed(() => amcheck(deps, { jobs: AMCHECK_JOBS })) : Promise.resolve(null),
-      ]),
+    // The index keys follow pg_amcheck on its side: together they take about what the checksums take alone.
+    const [sums, [checked, index]] = await heartbeatWhile(
+      input.amcheck ? 'data set checks: row checksums beside pg_amcheck and the index keys' : 'data set checks: row checksums beside the index keys',
+      () =>
+        Promise.all([
+          timed(() => withConnection(deps.config, (c) => rowChecksums(c, method))),
+          (async () => [input.amcheck ? await timed(() => amcheck(deps, { jobs: AMCHECK_JOBS, heapallindexed: false })) : null, await timed(() => withConnection(deps.config, indexKeys))] as const)(),
+        ]),
     );
     const facts = combineFacts(method, sums.value, storage.value);
+    const keys: Record<string, KeyReadings> = {};
+    for (const [table, heap] of Object.entries(sums.value)) if (heap.keys && index.value[table]) keys[table] = { heap: heap.keys, index: index.value[table] };
     // The restart above left shared buffers empty; the checks read through them, so the lab evicts what they left
     // (PostgreSQL 17's pg_buffercache_evict, as the load does; older servers keep it).
     const evict = await timed(() =>
@@ -314,7 +367,13 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
         await emptySharedBuffers(c);
       }),
     );
-    const checkParts: RestoreCheckParts = { storageFactsSeconds: storage.seconds, checksumSeconds: sums.seconds, amcheckSeconds: checked?.seconds ?? null, evictSeconds: evict.seconds };
+    const checkParts: RestoreCheckParts = {
+      storageFactsSeconds: storage.seconds,
+      checksumSeconds: sums.seconds,
+      amcheckSeconds: checked?.seconds ?? null,
+      indexKeysSeconds: index.seconds,
+      evictSeconds: evict.seconds,
+    };
     return {
       backupLabel,
       fetchSeconds,
@@ -322,6 +381,7 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
       restoreSeconds,
       facts,
       amcheck: checked ? { ok: checked.value.ok, detail: checked.value.detail } : null,
+      keys,
       checkSeconds: (Date.now() - checkStarted) / 1000,
       checkParts,
       postgresVersion: pg.postgresVersion,

@@ -46,7 +46,7 @@ export function dataPreparationMarkdown(result: Pick<ExperimentResult, 'classes'
     const k = c.dataSet!.restore?.checkParts;
     if (k)
       parts.push(
-        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, row checksums ${s(k.checksumSeconds)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}, checkpoint and eviction ${s(k.evictSeconds)}`,
+        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, row checksums ${s(k.checksumSeconds)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}${k.indexKeysSeconds === undefined ? '' : ` then the index keys ${s(k.indexKeysSeconds)}`}, checkpoint and eviction ${s(k.evictSeconds)}`,
       );
   }
   if (parts.length) lines.push('Where the seconds went (seconds of each part; the parts said to run beside each other overlap):', '', ...parts, '');

@@ -171,15 +171,62 @@ export interface DataSetCheck {
   detail: string;
 }
 
+/**
+ * pgbench's primary keys, each the only index of its table: a restored host reads each key twice, from the heap (in
+ * the row checksums' scan) and from its index (an index-only scan), and the two must agree (keysCheck). That is what
+ * pg_amcheck's heapallindexed proves for these indexes, at a quarter of its time: every heap row's key in the index,
+ * and no other entry.
+ */
+export const DATA_SET_KEYS: Partial<Record<(typeof DATA_SET_TABLES)[number], string>> = { pgbench_accounts: 'aid', pgbench_branches: 'bid', pgbench_tellers: 'tid' };
+
+/** A table's key column as one read saw it: how many entries, and the sum of a 64-bit hash of each key. */
+export interface KeyReading {
+  entries: number;
+  sum: string;
+}
+
+/** One table's keys read from its heap and from its primary key index (with the plan node that read the index). */
+export interface KeyReadings {
+  heap: KeyReading;
+  index: KeyReading & { scan: string };
+}
+
+/**
+ * The index check of a restored host: for each keyed table, its index read by an index scan (not the heap), with as
+ * many entries as the heap has rows' keys and the same sum of their hashes; a table missing from the readings fails.
+ * Fails on data made to break it (test/unit/data-set.test.ts).
+ */
+export function keysCheck(readings: Record<string, KeyReadings>): DataSetCheck {
+  const wrong: string[] = [];
+  for (const [table, column] of Object.entries(DATA_SET_KEYS)) {
+    const r = readings[table];
+    if (!r) {
+      wrong.push(`${table}: its ${column} index was not read`);
+      continue;
+    }
+    if (!/^Index (Only )?Scan$/.test(r.index.scan)) wrong.push(`${table}: the index read was a ${r.index.scan}, not an index scan`);
+    else if (r.index.entries !== r.heap.entries) wrong.push(`${table}: ${r.index.entries} index entries for ${r.heap.entries} heap rows`);
+    else if (r.index.sum !== r.heap.sum) wrong.push(`${table}: the index's ${column} values differ from the heap's (hash sums ${r.index.sum} and ${r.heap.sum})`);
+  }
+  const tables = Object.keys(DATA_SET_KEYS).length;
+  return { name: 'index entries', ok: wrong.length === 0, detail: wrong.length ? wrong.join('; ') : `${tables} primary keys: every heap row's key in its index, and nothing else` };
+}
+
 /** The tolerance on relation sizes: a restore gives the same pages, a fresh load the same within 1 %. */
 export const SIZE_TOLERANCE = 0.01;
 
 /**
  * The restored host against its manifest: every table's rows and checksum equal, heap and total sizes within 1 %,
- * the freeze state (all-visible and all-frozen pages) equal within 1 %, and pg_amcheck clean when it ran. Each check
+ * the freeze state (all-visible and all-frozen pages) equal within 1 %, pg_amcheck clean when it ran, and each
+ * primary key's index entries the heap's keys when they were read (keysCheck). Each check
  * fails on data made to break it (test/unit/data-set.test.ts).
  */
-export function compareDataSet(manifest: Pick<DataSetManifest, 'facts' | 'rows'>, restored: DataSetFacts, amcheck: { ok: boolean; detail: string } | null): DataSetCheck[] {
+export function compareDataSet(
+  manifest: Pick<DataSetManifest, 'facts' | 'rows'>,
+  restored: DataSetFacts,
+  amcheck: { ok: boolean; detail: string } | null,
+  keys: Record<string, KeyReadings> | null = null,
+): DataSetCheck[] {
   const checks: DataSetCheck[] = [];
   const want = manifest.facts.relations;
   const tables = [...new Set([...Object.keys(want), ...Object.keys(restored.relations)])].sort();
@@ -216,6 +263,7 @@ export function compareDataSet(manifest: Pick<DataSetManifest, 'facts' | 'rows'>
   checks.push({ name: 'relation sizes', ok: sizes.length === 0, detail: sizes.length ? sizes.join('; ') : `heap and total sizes within ${SIZE_TOLERANCE * 100} %` });
   checks.push({ name: 'freeze state', ok: frozen.length === 0, detail: frozen.length ? frozen.join('; ') : 'all-visible and all-frozen pages as the source' });
   if (amcheck) checks.push({ name: 'pg_amcheck', ok: amcheck.ok, detail: amcheck.detail });
+  if (keys) checks.push(keysCheck(keys));
   return checks;
 }
 

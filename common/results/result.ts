@@ -85,7 +85,7 @@ export interface ClusterDataSet {
     recoverSeconds: number;
     restoreSeconds: number;
     checkSeconds: number;
-    checkParts?: { storageFactsSeconds: number; checksumSeconds: number; amcheckSeconds: number | null; evictSeconds: number };
+    checkParts?: { storageFactsSeconds: number; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number };
   };
   /** Seconds this host waited for another builder's manifest. */
   waitedSeconds?: number;

@@ -126,9 +126,11 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
   it('restores the set onto a fresh host in the same state: the comparison passes', async () => {
     const hostId = target.deps.config.hostId;
     const restored = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
-    const checks = compareDataSet(manifest, restored.facts, restored.amcheck);
+    const checks = compareDataSet(manifest, restored.facts, restored.amcheck, restored.keys ?? null);
     expect(checks.filter((c) => !c.ok)).toEqual([]);
-    expect(checks.map((c) => c.name)).toContain('pg_amcheck');
+    expect(checks.map((c) => c.name)).toEqual(expect.arrayContaining(['pg_amcheck', 'index entries']));
+    // The index keys were read from each primary key alone, as many as the heap's rows.
+    expect(restored.keys?.pgbench_accounts).toMatchObject({ index: { scan: 'Index Only Scan', entries: restored.facts.relations.pgbench_accounts.rows } });
     // Same pages: the restored sizes are the source's exactly, not only within 1 %.
     expect(restored.facts.relations.pgbench_accounts.heapBytes).toBe(published.facts.relations.pgbench_accounts.heapBytes);
     expect(restored.restoreSeconds).toBeGreaterThan(0);
@@ -171,7 +173,7 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     }
   });
 
-  it('fails the comparison on a restored heap tuple its index does not know: checksums and pg_amcheck (heapallindexed, 2 jobs)', async () => {
+  it('fails the comparison on a restored heap tuple its index does not know: checksums and the index keys (pg_amcheck, plain, sees a sound heap and index)', async () => {
     const hostId = target.deps.config.hostId;
     const file = await withConnection(target.deps.config, async (c) => (await c.query<{ f: string }>("SELECT pg_relation_filepath('public.pgbench_accounts') AS f")).rows[0].f);
     await target.run(stopPostgres, { hostId, mode: 'fast' });
@@ -192,9 +194,10 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
       closeSync(fd);
     }
     const checked = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
-    const failed = compareDataSet(manifest, checked.facts, checked.amcheck).filter((c) => !c.ok);
-    expect(failed.map((c) => c.name)).toEqual(['checksums', 'pg_amcheck']);
-    expect(failed[1].detail).toMatch(/pgbench_accounts/);
+    const failed = compareDataSet(manifest, checked.facts, checked.amcheck, checked.keys ?? null).filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual(['checksums', 'index entries']);
+    expect(failed[1].detail).toMatch(/^pgbench_accounts: the index's aid values differ from the heap's/);
+    expect(checked.amcheck).toMatchObject({ ok: true });
   });
 
   it('fails the comparison on a set whose manifest does not match its backup', async () => {

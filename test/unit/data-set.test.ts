@@ -12,11 +12,14 @@ import {
   dataSetKeyParts,
   dataSetsOff,
   isDataSetKey,
+  keysCheck,
   planPreparation,
   manifestProblems,
   type DataSetFacts,
   type DataSetKeyParts,
+  type KeyReadings,
 } from '../../common/input/data-set';
+import { scanNode } from '../../activities/host/data-set';
 import { resolveSpec } from '../../common/input/resolve';
 import { planRun } from '../../common/input/plan';
 
@@ -133,6 +136,41 @@ describe('comparison of a restored host with its manifest', () => {
   it('fails on a pg_amcheck that found corruption', () => {
     const failed = compareDataSet(manifest, copy(), { ok: false, detail: '1 problems in pgbench_accounts' }).filter((c) => !c.ok);
     expect(failed.map((c) => c.name)).toEqual(['pg_amcheck']);
+  });
+
+  // Each primary key read from the heap and from its index-only scan, as a restored host reads them.
+  const readings = (): Record<string, KeyReadings> => ({
+    pgbench_accounts: { heap: { entries: 1000, sum: '-123' }, index: { entries: 1000, sum: '-123', scan: 'Index Only Scan' } },
+    pgbench_branches: { heap: { entries: 1, sum: '7' }, index: { entries: 1, sum: '7', scan: 'Index Only Scan' } },
+    pgbench_tellers: { heap: { entries: 10, sum: '55' }, index: { entries: 10, sum: '55', scan: 'Index Scan' } },
+  });
+
+  it('passes index keys that match the heap, and fails each way they can differ', () => {
+    expect(compareDataSet(manifest, copy(), null, readings()).every((c) => c.ok)).toBe(true);
+    // An index entry missing (or one too many).
+    const missing = readings();
+    missing.pgbench_accounts.index.entries = 999;
+    expect(keysCheck(missing)).toMatchObject({ ok: false, detail: 'pgbench_accounts: 999 index entries for 1000 heap rows' });
+    // The same count, a changed key (a heap tuple its index does not know).
+    const changed = readings();
+    changed.pgbench_tellers.heap.sum = '56';
+    expect(keysCheck(changed)).toMatchObject({ ok: false, detail: expect.stringMatching(/^pgbench_tellers: the index's tid values differ from the heap's/) });
+    // A plan that read the heap proves nothing about the index.
+    const seq = readings();
+    seq.pgbench_branches.index.scan = 'Seq Scan';
+    expect(keysCheck(seq)).toMatchObject({ ok: false, detail: 'pgbench_branches: the index read was a Seq Scan, not an index scan' });
+    // A keyed table left out.
+    const partial = readings();
+    delete (partial as Partial<typeof partial>).pgbench_accounts;
+    expect(compareDataSet(manifest, copy(), null, partial).filter((c) => !c.ok).map((c) => c.name)).toEqual(['index entries']);
+  });
+
+  it('finds the scan node of a real EXPLAIN (FORMAT JSON) plan', () => {
+    // Captured from PostgreSQL 17 (indexKeys's query on pgbench_tellers, seq and bitmap scans off), cut to the fields read.
+    const captured = [{ Plan: { 'Node Type': 'Aggregate', Strategy: 'Plain', Plans: [{ 'Node Type': 'Index Only Scan', 'Index Name': 'pgbench_tellers_pkey', 'Relation Name': 'pgbench_tellers' }] } }];
+    expect(scanNode(captured)).toBe('Index Only Scan');
+    expect(scanNode([{ Plan: { 'Node Type': 'Seq Scan' } }])).toBe('Seq Scan');
+    expect(scanNode('not a plan')).toBe('unknown plan');
   });
 });
 
