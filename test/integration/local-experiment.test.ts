@@ -93,7 +93,7 @@ describe('local experiment (integration)', () => {
       expect(c.rows).toBe(200_000);
       if (c.dataSet?.prepared === 'restored') {
         // Compared with the publisher's manifest: every check ran and passed.
-        expect(c.dataSet.checks!.map((x) => x.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck']);
+        expect(c.dataSet.checks!.map((x) => x.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck', 'index entries']);
         expect(c.dataSet.checks!.filter((x) => !x.ok)).toEqual([]);
         expect(c.dataSet.restore!.restoreSeconds).toBeGreaterThan(0);
         expect(c.load).toBeUndefined();
