@@ -1,29 +1,33 @@
 /**
- * Where published data sets live in a folder store, and their records (issue 31). Below the store's folder (within
- * the lab's backups folder, backupStoreFolder), in `_datasets` (a folder name no run folder can take: ids.ts reserves
- * it and escapeRunId never writes it):
+ * Where published data sets live, and their records (issue 31), in either kind of store. In a folder store, below the
+ * store's folder (within the lab's backups folder, backupStoreFolder); in an S3 store, below the store's key prefix;
+ * both in `_datasets` (a name no run folder can take: ids.ts reserves it and escapeRunId never writes it):
  *
- *   _datasets/<key>.claim.json     the builder's owner record, linked into place with O_EXCL: one builder per key
- *   _datasets/<key>/               the WAL-G repository (the Postgres OS user's; hosts write it)
+ *   _datasets/<key>.claim.json     the builder's owner record, made exclusively (O_EXCL, or a put with
+ *                                  If-None-Match: *): one builder per key
+ *   _datasets/<key>/               the WAL-G repository (a folder the Postgres OS user writes, or WALG_S3_PREFIX)
  *   _datasets/<key>.manifest.json  written LAST by the control worker, exclusively: only then is the set usable
  *
  * The key is the only name that comes from outside, and it must be a key dataSetKey makes (a hash, one safe segment).
+ * The S3 calls live in lib/s3-data-sets.ts, loaded on first use: a folder store never loads the AWS SDK.
  */
 import path from 'node:path';
 import type { OwnerRecord } from '../common/core/claims';
 import { DATA_SETS_FOLDER, isDataSetKey } from '../common/core/ids';
 import { manifestProblems, type DataSetManifest } from '../common/input/data-set';
-import type { ResolvedBackupStore } from '../common/input/backup-store';
+import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
+import { AwsRegionField, EndpointField, KeyPrefixField, S3BucketField } from '../common/input/fields';
 import type { BackupStoreSpec } from '../common/input/spec';
 import { backupStoreFolder } from './backup-stores';
-import { readClaimFile } from './claims';
-import { LabPathError, listLabDir, readLabFile, removeLabFile, removeLabTree } from './lab-fs';
+import { claimFile, readClaimFile } from './claims';
+import { LabPathError, listLabDir, makeLabDir, readLabFile, removeLabFile, removeLabTree, writeLabFile } from './lab-fs';
+import { postgresOsUser } from './postgres-binaries';
 
 export { DATA_SETS_FOLDER };
 
 /** The data sets' folder of a folder store. */
 export function dataSetsDir(store: BackupStoreSpec, hostsDir: string): string {
-  if (store.kind !== 'folder') throw new LabPathError('data sets are kept in folder stores in this version; an S3 store loads every host');
+  if (store.kind !== 'folder') throw new LabPathError(`an ${store.kind} store has no data sets folder (its sets are S3 objects: s3DataSetPathsAt)`);
   return path.join(backupStoreFolder(store, hostsDir), DATA_SETS_FOLDER);
 }
 
@@ -62,24 +66,187 @@ export function dataSetStore(paths: DataSetPaths): ResolvedBackupStore {
   return { kind: 'folder', path: paths.repository };
 }
 
-/** A manifest as read and checked, or null when there is none; one that is not well formed is an error (never used). */
-export function readManifest(paths: DataSetPaths, key: string): DataSetManifest | null {
-  const text = readLabFile(paths.manifest, { maxBytes: 1024 * 1024 });
-  if (text === null) return null;
+/** A manifest's text as read from `where` (input like any other), checked; one that is not well formed is an error. */
+export function parseManifest(text: string, key: string, where: string): DataSetManifest {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new Error(`${paths.manifest} is not JSON; remove the set (storage-lab datasets rm ${key})`);
+    throw new Error(`${where} is not JSON; remove the set (storage-lab datasets rm ${key})`);
   }
   const problems = manifestProblems(parsed, key);
-  if (problems.length) throw new Error(`${paths.manifest} ${problems.join('; ')}; remove the set (storage-lab datasets rm ${key})`);
+  if (problems.length) throw new Error(`${where} ${problems.join('; ')}; remove the set (storage-lab datasets rm ${key})`);
   return parsed as DataSetManifest;
+}
+
+/** The most a manifest may hold (it is read whole). */
+export const MANIFEST_MAX_BYTES = 1024 * 1024;
+
+/** A manifest as read and checked, or null when there is none; one that is not well formed is an error (never used). */
+export function readManifest(paths: DataSetPaths, key: string): DataSetManifest | null {
+  const text = readLabFile(paths.manifest, { maxBytes: MANIFEST_MAX_BYTES });
+  return text === null ? null : parseManifest(text, key, paths.manifest);
 }
 
 /** The builder's claim, or null. */
 export function readDataSetClaim(paths: DataSetPaths): OwnerRecord | null {
   return readClaimFile(paths.claim);
+}
+
+/** An S3 set's objects: the bucket, its repository's key prefix (no leading or trailing "/"), its records' keys. */
+export interface S3DataSetPaths {
+  bucket: string;
+  repositoryPrefix: string;
+  claimKey: string;
+  manifestKey: string;
+}
+
+/** The `<prefix>/_datasets` key prefix of an S3 store (no leading or trailing "/"). */
+export function s3DataSetsPrefix(prefix: string): string {
+  const p = prefix.replace(/^\/+|\/+$/g, '');
+  return p ? `${p}/${DATA_SETS_FOLDER}` : DATA_SETS_FOLDER;
+}
+
+/** The repository of set `key` in an S3 store, as a host's backup tool takes it (WALG_S3_PREFIX s3://bucket/path). */
+export function s3DataSetStore(store: Extract<BackupStoreSpec, { kind: 's3' }>, key: string): Extract<ResolvedBackupStore, { kind: 's3' }> {
+  return {
+    kind: 's3',
+    bucket: store.bucket,
+    path: `/${s3DataSetsPrefix(store.prefix)}/${checkedKey(key)}`,
+    region: store.region,
+    ...(store.endpoint ? { endpoint: store.endpoint } : {}),
+  };
+}
+
+/**
+ * The objects of the S3 set whose repository a host is handed (it knows the store, not the spec): refused unless the
+ * path is exactly `/<prefix>/_datasets/<key>` for a key dataSetKey could have made, with a prefix the spec's rules
+ * accept (no "." or ".." segment, no empty one), and a bucket, region and endpoint the spec's fields accept.
+ */
+export function s3DataSetPathsAt(store: Extract<ResolvedBackupStore, { kind: 's3' }>, key: string): S3DataSetPaths {
+  const k = checkedKey(key);
+  const fields: [string, { safeParse(v: unknown): { success: boolean } }, unknown][] = [
+    ['bucket', S3BucketField, store.bucket],
+    ['region', AwsRegionField, store.region],
+    ...(store.endpoint === undefined ? [] : ([['endpoint', EndpointField, store.endpoint]] as [string, typeof EndpointField, unknown][])),
+  ];
+  for (const [name, field, value] of fields)
+    if (!field.safeParse(value).success) throw new LabPathError(`the S3 store's ${name} ${JSON.stringify(value)} is not one the spec accepts`);
+  const where = typeof store.path === 'string' ? store.path : '';
+  const tail = `/${DATA_SETS_FOLDER}/${k}`;
+  const prefix = where.endsWith(tail) ? where.slice(1, -tail.length) : null;
+  if (!where.startsWith('/') || prefix === null || (prefix !== '' && !KeyPrefixField.safeParse(prefix).success))
+    throw new LabPathError(`${JSON.stringify(where)} is not that set's repository (/<prefix>/${DATA_SETS_FOLDER}/${k}, a prefix of safe segments)`);
+  const base = s3DataSetsPrefix(prefix);
+  return { bucket: store.bucket, repositoryPrefix: `${base}/${k}`, claimKey: `${base}/${k}.claim.json`, manifestKey: `${base}/${k}.manifest.json` };
+}
+
+/**
+ * One set's records in its store, whatever the kind: the manifest (written last), the builder's claim, and the
+ * repository the host's backup tool writes and reads. Every method is a call on the store: nothing is cached.
+ */
+export interface DataSetRecords {
+  key: string;
+  /** The repository as the backup tool takes it (what a host is handed). */
+  store: ResolvedBackupStore;
+  /** Where the repository is, for people and owner records: a folder or an s3:// URL. */
+  location: string;
+  manifestLocation: string;
+  claimLocation: string;
+  /** The manifest as read and checked, or null; one that is not well formed is an error. */
+  readManifest(): Promise<DataSetManifest | null>;
+  /** Whether a manifest is there, well formed or not (the builder's undo keeps whatever is published). */
+  hasManifest(): Promise<boolean>;
+  readClaim(): Promise<OwnerRecord | null>;
+  /** Claims the key exclusively; the record in force (ours, or the one there already). */
+  claim(record: OwnerRecord): Promise<OwnerRecord>;
+  /** Writes the manifest exclusively; false when one was there already. */
+  writeManifest(manifest: DataSetManifest): Promise<boolean>;
+  /** Makes the repository ready for the host (a folder for the Postgres OS user; nothing in S3). */
+  prepareRepository(): Promise<void>;
+  removeManifest(): Promise<void>;
+  /** Removes every file or object of the repository; says how many objects went, where it counts them. */
+  removeRepository(): Promise<string>;
+  removeClaim(): Promise<void>;
+}
+
+/** The data sets of one store: the keys it holds and each one's records. */
+export interface DataSetCatalog {
+  /** Where the store's sets are, for people. */
+  where: string;
+  /** Makes the sets' folder (a folder store's; nothing in S3). */
+  prepare(): Promise<void>;
+  /** Every key with a record or a repository there (names that are not keys are ignored). */
+  keys(): Promise<string[]>;
+  records(key: string): DataSetRecords;
+}
+
+/** One folder set's records (the host's and the control worker's). */
+export function folderDataSetRecords(paths: DataSetPaths, key: string): DataSetRecords {
+  const store = dataSetStore(paths);
+  return {
+    key,
+    store,
+    location: backupStoreLocation(store),
+    manifestLocation: paths.manifest,
+    claimLocation: paths.claim,
+    readManifest: async () => readManifest(paths, key),
+    hasManifest: async () => readLabFile(paths.manifest, { maxBytes: 1 }) !== null,
+    readClaim: async () => readDataSetClaim(paths),
+    claim: async (record) => claimFile(paths.claim, record),
+    async writeManifest(manifest) {
+      try {
+        writeLabFile(paths.manifest, `${JSON.stringify(manifest, null, 2)}\n`, { exclusive: true, mode: 0o644 });
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        return false;
+      }
+    },
+    async prepareRepository() {
+      makeLabDir(paths.repository, { marker: true, owner: postgresOsUser(), mode: 0o750 });
+    },
+    removeManifest: async () => removeLabFile(paths.manifest),
+    async removeRepository() {
+      await removeLabTree(paths.repository);
+      return 'its backup folder';
+    },
+    removeClaim: async () => removeLabFile(paths.claim),
+  };
+}
+
+/** The sets of a folder store. */
+function folderCatalog(store: BackupStoreSpec, hostsDir: string): DataSetCatalog {
+  const dir = dataSetsDir(store, hostsDir);
+  return {
+    where: dir,
+    prepare: async () => void makeLabDir(dir, { marker: true }),
+    async keys() {
+      const keys = new Set<string>();
+      for (const n of listLabDir(dir) ?? []) {
+        const key = n.replace(/\.(claim|manifest)\.json$/, '');
+        if (isDataSetKey(key)) keys.add(key);
+      }
+      return [...keys].sort();
+    },
+    records: (key) => folderDataSetRecords(dataSetPaths(store, hostsDir, key), key),
+  };
+}
+
+/** The sets of the spec's store: a folder store's here, an S3 store's through the AWS SDK (loaded on first use). */
+export async function dataSetCatalog(store: BackupStoreSpec, hostsDir: string): Promise<DataSetCatalog> {
+  if (store.kind === 'folder') return folderCatalog(store, hostsDir);
+  return (await import('./s3-data-sets')).s3DataSetCatalog(store);
+}
+
+/**
+ * The records of the set whose repository a host is handed, after the path checks (dataSetPathsAt,
+ * s3DataSetPathsAt): a LabPathError when the store is not a set's repository.
+ */
+export async function dataSetRecordsAt(store: ResolvedBackupStore, key: string): Promise<DataSetRecords> {
+  if (store.kind === 'folder') return folderDataSetRecords(dataSetPathsAt(store.path, key), key);
+  const paths = s3DataSetPathsAt(store, key);
+  return (await import('./s3-data-sets')).s3DataSetRecords(store, paths, key);
 }
 
 /** One set of a store as `datasets list` and the sweeper see it. */
@@ -91,32 +258,27 @@ export interface DataSetEntry {
   problem?: string;
 }
 
-/** Every set of a folder store: published (a manifest), building (a claim, no manifest yet) or broken (unreadable). */
-export function listDataSets(store: BackupStoreSpec, hostsDir: string): DataSetEntry[] {
-  const dir = dataSetsDir(store, hostsDir);
-  const names = listLabDir(dir) ?? [];
-  const keys = new Set<string>();
-  for (const n of names) {
-    const key = n.replace(/\.(claim|manifest)\.json$/, '');
-    if (isDataSetKey(key)) keys.add(key);
-  }
-  return [...keys].sort().map((key) => {
-    const paths = dataSetPaths(store, hostsDir, key);
+/** Every set of a store: published (a manifest), building (a claim, no manifest yet) or broken (unreadable). */
+export async function listDataSets(catalog: DataSetCatalog): Promise<DataSetEntry[]> {
+  const out: DataSetEntry[] = [];
+  for (const key of await catalog.keys()) {
+    const records = catalog.records(key);
     try {
-      const manifest = readManifest(paths, key);
-      const claim = readDataSetClaim(paths);
-      return { key, state: manifest ? 'published' : 'building', manifest, claim };
+      const manifest = await records.readManifest();
+      const claim = await records.readClaim();
+      out.push({ key, state: manifest ? 'published' : 'building', manifest, claim });
     } catch (err) {
-      return { key, state: 'broken', manifest: null, claim: null, problem: (err as Error).message };
+      out.push({ key, state: 'broken', manifest: null, claim: null, problem: (err as Error).message });
     }
-  });
+  }
+  return out;
 }
 
 /** Removes one set: the manifest first (no run starts restoring it), then its backup, then its claim. Says what it did. */
-export async function removeDataSet(store: BackupStoreSpec, hostsDir: string, key: string, why: string): Promise<string> {
-  const paths = dataSetPaths(store, hostsDir, key);
-  removeLabFile(paths.manifest);
-  await removeLabTree(paths.repository);
-  removeLabFile(paths.claim);
-  return `removed data set ${key} (${why})`;
+export async function removeDataSet(catalog: DataSetCatalog, key: string, why: string): Promise<string> {
+  const records = catalog.records(checkedKey(key));
+  await records.removeManifest();
+  const repository = await records.removeRepository();
+  await records.removeClaim();
+  return `removed data set ${key} from ${catalog.where} (${why}): its manifest, ${repository}, its claim`;
 }
