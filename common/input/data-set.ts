@@ -215,13 +215,16 @@ export function expiresAt(publishedAt: string, keepDays: number): string {
 /** Days a published set is kept when the spec does not say (dataSets.keepDays). */
 export const DEFAULT_KEEP_DAYS = 7;
 
-/** Why a spec's clusters load every host instead of using data sets, or null when they use them. */
+/**
+ * Why a spec's clusters load every host instead of using data sets, or null when they use them: sets live in the
+ * spec's backup store, an S3 store on any provider or a folder store on this machine (a folder is one machine's).
+ */
 export function dataSetsOff(spec: ExperimentSpec): string | null {
   if (dataReuse(spec) === 'never') return 'data.reuse is "never": every host loads afresh';
-  // A folder store is one machine's: hosts elsewhere (EC2) share none. Their sets need S3 (WAL-G writes there), not built yet.
+  if (spec.durability.backupStore.kind === 's3') return null;
   const provider = providerOf(spec.provider);
-  if (!provider.onThisMachine) return `data sets are kept in local folder stores in this version; hosts ${provider.where} load their own`;
-  if (spec.durability.backupStore.kind !== 'folder') return 'data sets are kept in folder stores in this version; an S3 store loads every host';
+  if (!provider.onThisMachine)
+    return `the backup store is a folder, which hosts ${provider.where} do not share, so each loads its own; set durability.backupStore to an S3 store ({"kind": "s3", "bucket": ...}) to load once and restore everywhere else`;
   return null;
 }
 
