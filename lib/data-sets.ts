@@ -13,7 +13,7 @@
  */
 import path from 'node:path';
 import type { OwnerRecord } from '../common/core/claims';
-import { DATA_SETS_FOLDER, isDataSetKey } from '../common/core/ids';
+import { DATA_SETS_FOLDER, isDataSetKey, s3DataSetsPrefix } from '../common/core/ids';
 import { manifestProblems, type DataSetManifest } from '../common/input/data-set';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
 import { AwsRegionField, EndpointField, KeyPrefixField, S3BucketField } from '../common/input/fields';
@@ -23,7 +23,7 @@ import { claimFile, readClaimFile } from './claims';
 import { LabPathError, listLabDir, makeLabDir, readLabFile, removeLabFile, removeLabTree, writeLabFile } from './lab-fs';
 import { postgresOsUser } from './postgres-binaries';
 
-export { DATA_SETS_FOLDER };
+export { DATA_SETS_FOLDER, s3DataSetsPrefix };
 
 /** The data sets' folder of a folder store. */
 export function dataSetsDir(store: BackupStoreSpec, hostsDir: string): string {
@@ -99,12 +99,6 @@ export interface S3DataSetPaths {
   repositoryPrefix: string;
   claimKey: string;
   manifestKey: string;
-}
-
-/** The `<prefix>/_datasets` key prefix of an S3 store (no leading or trailing "/"). */
-export function s3DataSetsPrefix(prefix: string): string {
-  const p = prefix.replace(/^\/+|\/+$/g, '');
-  return p ? `${p}/${DATA_SETS_FOLDER}` : DATA_SETS_FOLDER;
 }
 
 /** The repository of set `key` in an S3 store, as a host's backup tool takes it (WALG_S3_PREFIX s3://bucket/path). */

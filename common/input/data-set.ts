@@ -241,6 +241,11 @@ export interface PlannedPreparation {
   index: number;
   step: 'load + publish' | 'restore' | 'load';
   seconds: number;
+  /**
+   * A restoring host of the builder's wave, on a run that publishes the set: provisioned with the others, it waits
+   * for the first host's load and publish before it restores (a host of a later wave, or of a later run, does not).
+   */
+  waitSeconds?: number;
 }
 
 function classMiBps(spec: ExperimentSpec, className: string): number {
@@ -262,17 +267,20 @@ export function estimatedRestoreSeconds(spec: ExperimentSpec, className: string)
 
 /**
  * Each host's preparation in the order the clusters run: with data sets, the first host loads and publishes and
- * every other restores (or all restore when a set of the key is published already); without, every host loads.
+ * every other restores, those started with it (the first maxParallelClusters) after waiting for its publish; when a
+ * set of the key is published already (`published`), every host restores at once. Without sets, every host loads.
  */
-export function planPreparation(spec: ExperimentSpec, withDataSets = dataSetsOff(spec) === null): PlannedPreparation[] {
+export function planPreparation(spec: ExperimentSpec, withDataSets = dataSetsOff(spec) === null, published = false): PlannedPreparation[] {
   const out: PlannedPreparation[] = [];
   for (const className of Object.keys(spec.storageClasses))
     for (let index = 0; index < spec.clustersPerClass; index++) {
       const first = out.length === 0;
       const load = estimatedLoadSeconds(spec, className);
+      const restore = estimatedRestoreSeconds(spec, className);
       if (!withDataSets) out.push({ className, index, step: 'load', seconds: load });
-      else if (first) out.push({ className, index, step: 'load + publish', seconds: load + estimatedRestoreSeconds(spec, className) });
-      else out.push({ className, index, step: 'restore', seconds: estimatedRestoreSeconds(spec, className) });
+      else if (first && !published) out.push({ className, index, step: 'load + publish', seconds: load + restore });
+      else if (published || out.length >= Math.max(1, spec.maxParallelClusters)) out.push({ className, index, step: 'restore', seconds: restore });
+      else out.push({ className, index, step: 'restore', seconds: restore, waitSeconds: out[0].seconds });
     }
   return out;
 }
