@@ -6,13 +6,13 @@
  */
 import { DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { OwnerRecord } from '../common/core/claims';
-import { isDataSetKey } from '../common/core/ids';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
 import type { DataSetManifest } from '../common/input/data-set';
 import type { BackupStoreSpec } from '../common/input/spec';
 import { awsClients } from './aws-clients';
 import { awsErrorCode } from './aws-errors';
-import { MANIFEST_MAX_BYTES, parseManifest, s3DataSetPathsAt, s3DataSetStore, s3DataSetsPrefix, type DataSetCatalog, type DataSetRecords, type S3DataSetPaths } from './data-sets';
+import { isDataSetKey, s3DataSetsPrefix } from '../common/core/ids';
+import { MANIFEST_MAX_BYTES, parseManifest, s3DataSetPathsAt, s3DataSetStore, type DataSetCatalog, type DataSetRecords, type S3DataSetPaths } from './data-set-layout';
 import { claimS3Object, readS3Claim } from './s3-claims';
 
 type S3Store = Extract<ResolvedBackupStore, { kind: 's3' }>;
