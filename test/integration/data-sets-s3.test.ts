@@ -24,6 +24,7 @@ import { registerLabRoot } from '../../lib/lab-fs';
 import { withConnection } from '../../lib/pg';
 import { findWalg } from '../../lib/walg';
 import { startMoto, type Moto } from '../helpers/moto';
+import { datasetsListCommand, datasetsRmCommand, storeOf } from '../../client/commands/datasets';
 
 const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
 const BUCKET = 'lab-datasets';
@@ -40,6 +41,7 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
   let claimed: DataSetClaim;
   let published: PublishOutcome;
   let manifest: DataSetManifest;
+  let tamperedKey: string;
   const as = (workflowId: string, execution = 'e1') => new MockActivityEnvironment({ workflowExecution: { workflowId, runId: execution } });
   const owner = (workflowId: string, execution = 'e1') => ({ workflowId, execution });
   const s3Of = (c: DataSetClaim) => c.store as Extract<ResolvedBackupStore, { kind: 's3' }>;
@@ -153,7 +155,7 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
   it('fails the comparison on a set whose manifest does not match its backup', async () => {
     const hostId = source.deps.config.hostId;
     const tamperedParts = { ...parts, loaderVersion: parts.loaderVersion + 1000 };
-    const tamperedKey = dataSetKey(tamperedParts);
+    tamperedKey = dataSetKey(tamperedParts);
     const claim: DataSetClaim = await as('run-c/gp3-0').run(activities.claimDataSet, { store, key: tamperedKey, runId: 'run-c', owner: owner('run-c/gp3-0') });
     await withConnection(source.deps.config, (c) => c.query('UPDATE public.pgbench_accounts SET abalance = 1 WHERE aid = 4242'));
     const p = await source.run(publishDataSet, { hostId, key: tamperedKey, store: claim.store, ...hostSettings(SETTINGS), owner: owner('run-c/gp3-0') });
@@ -197,6 +199,41 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
     const claimText = JSON.stringify({ kind: 'data-set', resource: `s3://${BUCKET}/lab/sets/_datasets/${key}`, runId: 'run-a', workflowId: 'run-a/gp3-0', execution: 'e1', claimedAt: new Date().toISOString() });
     await moto.clients.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: `elsewhere/_datasets/${key}.claim.json`, Body: claimText }));
     await expect(restoreFrom({ ...good, path: `/elsewhere/_datasets/${key}` })).rejects.toThrow(/claims "s3:\/\/lab-datasets\/lab\/sets\/_datasets\/ds-.*not the data set/);
+  });
+
+  it('storage-lab datasets list|rm --s3-*: the store\'s sets, a building one left alone, a published one removed whole', async () => {
+    const flags = { s3Bucket: BUCKET, s3Prefix: 'lab/sets', s3Endpoint: moto.endpoint };
+    const printed: string[] = [];
+    const log = jest.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void printed.push(a.join(' ')));
+    const err = jest.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void printed.push(a.join(' ')));
+    const home = process.env.STORAGE_LAB_HOME;
+    process.env.STORAGE_LAB_HOME = path.join(root, 'lab');
+    try {
+      const building = dataSetKey({ ...parts, loaderVersion: parts.loaderVersion + 3000 });
+      await as('run-g/x').run(activities.claimDataSet, { store, key: building, runId: 'run-g', owner: owner('run-g/x') });
+      const sets = await datasetsListCommand(flags);
+      expect(Object.fromEntries(sets.map((x) => [x.key, x.state]))).toEqual({ [key]: 'published', [tamperedKey]: 'published', [building]: 'building' });
+      expect(printed.join('\n')).toMatch(new RegExp(`${key}  published  PostgreSQL \\d+, scale 1, 100,\\d+ rows`));
+      const tamperedObjects = (await of(`${tamperedKey}/`)).length;
+      await datasetsRmCommand([building, tamperedKey, '../x'], flags);
+      expect(process.exitCode).toBe(1);
+      process.exitCode = 0;
+      expect(printed.join('\n')).toContain(`data set ${building} is being built by run-g/x; left alone`);
+      expect(printed.join('\n')).toContain(`removed data set ${tamperedKey} from s3://${BUCKET}/lab/sets/_datasets (asked for): its manifest, ${tamperedObjects} objects of its repository, its claim`);
+      expect(printed.join('\n')).toContain('"../x" is not a data set key');
+      expect(await of(tamperedKey)).toEqual([]);
+      expect(await of(building)).toEqual([`lab/sets/_datasets/${building}.claim.json`]);
+      await as('run-g/x').run(activities.releaseDataSet, { store, key: building, owner: owner('run-g/x') });
+      // A flag the spec's rules refuse names the flag.
+      expect(() => storeOf({ s3Bucket: 'Bad_Bucket' })).toThrow(/--s3-bucket: /);
+      expect(() => storeOf({ s3Bucket: BUCKET, s3Prefix: '../up' })).toThrow(/--s3-prefix: /);
+      expect(() => storeOf({ s3Bucket: BUCKET, storePath: 'x' })).toThrow(/give one of them/);
+    } finally {
+      log.mockRestore();
+      err.mockRestore();
+      if (home === undefined) delete process.env.STORAGE_LAB_HOME;
+      else process.env.STORAGE_LAB_HOME = home;
+    }
   });
 
   it('lists the sets in S3 and removes expired ones: manifest, every object of the repository, claim', async () => {
