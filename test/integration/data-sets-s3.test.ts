@@ -8,7 +8,7 @@
  */
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
@@ -25,6 +25,13 @@ import { withConnection } from '../../lib/pg';
 import { findWalg } from '../../lib/walg';
 import { startMoto, type Moto } from '../helpers/moto';
 import { datasetsListCommand, datasetsRmCommand, storeOf } from '../../client/commands/datasets';
+import type { ExperimentResult } from '../../common/results/result';
+import { runFolderName } from '../../lib/results-store';
+import { startTestLab, type TestLab } from '../helpers/lab';
+import { NO_PHASES } from '../helpers/phases';
+import { patchesOf } from '../helpers/patches';
+import { clusterWorkflowId } from '../../workflows/cluster-door';
+import { DATA_SETS_PATCH, DATA_SETS_S3_PATCH } from '../../workflows/data-set';
 
 const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
 const BUCKET = 'lab-datasets';
@@ -247,5 +254,46 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
     expect(removed.join('\n')).toContain(`${before} objects of its repository`);
     expect(await of(key)).toEqual([]);
     expect(((await as('sweeper').run(activities.listDataSets, { store })) as DataSetEntry[]).find((s) => s.key === key)).toBeUndefined();
+  });
+});
+
+describe('an experiment whose data sets live in S3 (integration, moto): the workflow, the control worker and the host agents', () => {
+  let moto: Moto;
+  let lab: TestLab;
+  beforeAll(async () => {
+    moto = await startMoto();
+    await moto.createBucket(BUCKET);
+    // The local agents of a run whose sets are in S3 get these keys (hostAgentEnv, s3Backups) for WAL-G and the SDK.
+    process.env.AWS_ACCESS_KEY_ID = 'testing';
+    process.env.AWS_SECRET_ACCESS_KEY = 'testing';
+    lab = await startTestLab('datasets-s3');
+  });
+  afterAll(async () => {
+    await lab?.close();
+    await moto?.stop();
+  });
+
+  it('loads and publishes on one host, restores on the other, compared; the set stays in S3 after the run', async () => {
+    const store = { kind: 's3', bucket: BUCKET, prefix: 'lab/run-sets', region: 'us-east-1', endpoint: moto.endpoint };
+    const handle = await lab.startExperiment({ preset: 'ci', data: { reuse: 'auto' }, phases: NO_PHASES, durability: { enabled: false, backupStore: store } });
+    const summary = (await handle.result()) as { status: string };
+    expect(summary.status).toBe('completed');
+    const result = JSON.parse(readFileSync(path.join(lab.paths.resultsDir, runFolderName(handle.workflowId), 'result.json'), 'utf8')) as ExperimentResult;
+    const clusters = Object.values(result.classes).map((cls) => cls.clusters[0]);
+    expect(clusters.map((c) => c.dataSet?.prepared).sort()).toEqual(['loaded-and-published', 'restored']);
+    const restored = clusters.find((c) => c.dataSet?.prepared === 'restored')!;
+    expect(restored.dataSet!.checks!.map((x) => x.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck']);
+    expect(restored.dataSet!.checks!.filter((x) => !x.ok)).toEqual([]);
+    expect(restored.rows).toBe(200_000);
+    expect(restored.load).toBeUndefined();
+    const key = restored.dataSet!.key;
+    const listed = await moto.clients.s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `lab/run-sets/_datasets/${key}` }));
+    const names = (listed.Contents ?? []).map((o) => o.Key!);
+    expect(names).toEqual(expect.arrayContaining([`lab/run-sets/_datasets/${key}.claim.json`, `lab/run-sets/_datasets/${key}.manifest.json`]));
+    expect(names.some((n) => n.startsWith(`lab/run-sets/_datasets/${key}/basebackups_005/`))).toBe(true);
+    expect(lab.leftovers(clusters.map((c) => c.hostId))).toEqual([]);
+    // The cluster took the S3 data sets patch (a run begun before it loads every host of an S3-store spec).
+    const history = await lab.client.workflow.getHandle(clusterWorkflowId(handle.workflowId, restored.className, 0)).fetchHistory();
+    expect(patchesOf(history)).toEqual(expect.arrayContaining([DATA_SETS_PATCH, DATA_SETS_S3_PATCH]));
   });
 });
