@@ -99,8 +99,11 @@ export interface DataSetRecords {
   /** Makes the repository ready for the host (a folder for the Postgres OS user; nothing in S3). */
   prepareRepository(): Promise<void>;
   removeManifest(): Promise<void>;
-  /** Removes every file or object of the repository; says how many objects went, where it counts them. */
-  removeRepository(): Promise<string>;
+  /**
+   * Removes every file or object of the repository; says how many objects went, where it counts them. `progress` is
+   * called after each page of objects removed (the caller heartbeats).
+   */
+  removeRepository(progress?: (removedSoFar: number) => void): Promise<string>;
   removeClaim(): Promise<void>;
 }
 

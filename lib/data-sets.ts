@@ -16,7 +16,9 @@ import type { OwnerRecord } from '../common/core/claims';
 import { DATA_SETS_FOLDER, isDataSetKey, s3DataSetsPrefix } from '../common/core/ids';
 import type { DataSetManifest } from '../common/input/data-set';
 import { backupStoreLocation, type ResolvedBackupStore } from '../common/input/backup-store';
-import type { BackupStoreSpec } from '../common/input/spec';
+import { canonicalJsonText } from '../common/input/data-set';
+import { hex, sha256 } from '../common/core/sha256';
+import { BackupStoreSchema, type BackupStoreSpec } from '../common/input/spec';
 import { backupStoreFolder } from './backup-stores';
 import { claimFile, readClaimFile } from './claims';
 import { LabPathError, listLabDir, makeLabDir, readLabFile, removeLabFile, removeLabTree, writeLabFile } from './lab-fs';
@@ -150,6 +152,46 @@ export async function dataSetRecordsAt(store: ResolvedBackupStore, key: string):
   return (await import('./s3-data-sets')).s3DataSetRecords(store, paths, key);
 }
 
+/**
+ * The S3 stores this lab has claimed data sets in, one file each below the default folder store's `_datasets` (a
+ * name no key takes), written once at a claim: the sweeper removes their expired sets as it does the folder's.
+ */
+const S3_STORES_FOLDER = 's3-stores';
+
+function s3StoresDir(hostsDir: string): string {
+  return path.join(dataSetsDir({ kind: 'folder' }, hostsDir), S3_STORES_FOLDER);
+}
+
+/** Records an S3 store as one the lab keeps data sets in (idempotent: one file per store, made exclusively). */
+export function recordS3DataSetStore(store: Extract<BackupStoreSpec, { kind: 's3' }>, hostsDir: string): void {
+  const text = canonicalJsonText({ kind: 's3', bucket: store.bucket, prefix: store.prefix, region: store.region, ...(store.endpoint ? { endpoint: store.endpoint } : {}) });
+  const dir = s3StoresDir(hostsDir);
+  makeLabDir(path.dirname(dir), { marker: true });
+  makeLabDir(dir);
+  try {
+    writeLabFile(path.join(dir, `${hex(sha256(text)).slice(0, 32)}.json`), `${text}\n`, { exclusive: true, mode: 0o644 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
+/** The S3 stores recorded by recordS3DataSetStore, each checked by the spec's rules (a file that is not one is skipped). */
+export function recordedS3DataSetStores(hostsDir: string): Extract<BackupStoreSpec, { kind: 's3' }>[] {
+  const dir = s3StoresDir(hostsDir);
+  const out: Extract<BackupStoreSpec, { kind: 's3' }>[] = [];
+  for (const name of (listLabDir(dir) ?? []).filter((n) => /^[0-9a-f]{32}\.json$/.test(n)).sort()) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readLabFile(path.join(dir, name), { maxBytes: 4096 }) ?? 'null');
+    } catch {
+      continue;
+    }
+    const store = BackupStoreSchema.safeParse(parsed);
+    if (store.success && store.data.kind === 's3') out.push(store.data);
+  }
+  return out;
+}
+
 /** One set of a store as `datasets list` and the sweeper see it. */
 export interface DataSetEntry {
   key: string;
@@ -176,10 +218,10 @@ export async function listDataSets(catalog: DataSetCatalog): Promise<DataSetEntr
 }
 
 /** Removes one set: the manifest first (no run starts restoring it), then its backup, then its claim. Says what it did. */
-export async function removeDataSet(catalog: DataSetCatalog, key: string, why: string): Promise<string> {
+export async function removeDataSet(catalog: DataSetCatalog, key: string, why: string, progress?: (removedSoFar: number) => void): Promise<string> {
   const records = catalog.records(checkedKey(key));
   await records.removeManifest();
-  const repository = await records.removeRepository();
+  const repository = await records.removeRepository(progress);
   await records.removeClaim();
   return `removed data set ${key} from ${catalog.where} (${why}): its manifest, ${repository}, its claim`;
 }

@@ -43,7 +43,7 @@ async function deleteObject(s3: S3Client, bucket: string, key: string): Promise<
 }
 
 /** Removes every object below `prefix` ("<...>/<key>/"), a page (at most 1,000) at a time; how many went. */
-async function deletePrefix(s3: S3Client, bucket: string, prefix: string): Promise<number> {
+async function deletePrefix(s3: S3Client, bucket: string, prefix: string, progress?: (removedSoFar: number) => void): Promise<number> {
   let removed = 0;
   let token: string | undefined;
   do {
@@ -54,6 +54,7 @@ async function deletePrefix(s3: S3Client, bucket: string, prefix: string): Promi
       if (out.Errors?.length)
         throw new Error(`could not remove ${out.Errors.length} objects below s3://${bucket}/${prefix}, e.g. ${out.Errors[0].Key}: ${out.Errors[0].Code} ${out.Errors[0].Message ?? ''}`.trim());
       removed += keys.length;
+      progress?.(removed);
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
@@ -104,8 +105,8 @@ export function s3DataSetRecords(store: S3Store, paths: S3DataSetPaths, key: str
     // S3 has no folders: WAL-G creates the objects below the prefix.
     prepareRepository: async () => undefined,
     removeManifest: () => deleteObject(s3, bucket, paths.manifestKey),
-    async removeRepository() {
-      const n = await deletePrefix(s3, bucket, `${paths.repositoryPrefix}/`);
+    async removeRepository(progress) {
+      const n = await deletePrefix(s3, bucket, `${paths.repositoryPrefix}/`, progress);
       return `${n} object${n === 1 ? '' : 's'} of its repository`;
     },
     removeClaim: () => deleteObject(s3, bucket, paths.claimKey),

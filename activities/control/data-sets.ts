@@ -10,7 +10,7 @@ import { FAILURE_TYPES } from '../../common/core/errors';
 import type { DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupStoreSpec } from '../../common/input/spec';
-import { checkedKey, dataSetCatalog, listDataSets, removeDataSet, type DataSetCatalog, type DataSetEntry, type DataSetRecords } from '../../lib/data-sets';
+import { checkedKey, dataSetCatalog, listDataSets, recordS3DataSetStore, recordedS3DataSetStores, removeDataSet, type DataSetCatalog, type DataSetEntry, type DataSetRecords } from '../../lib/data-sets';
 import { LabPathError } from '../../lib/lab-fs';
 import { checkedClaimant } from './owner';
 import type { ControlDeps } from './types';
@@ -67,6 +67,8 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
       const { catalog, records } = await recordsOf(deps, input.store, input.key);
       const { store } = records;
       await catalog.prepare();
+      // Before anything is made there: the sweeper learns of every S3 store that may hold an expired set.
+      if (input.store.kind === 's3') recordS3DataSetStore(input.store, deps.hostsDir);
       const manifest = await records.readManifest();
       if (manifest) return { state: 'published', key: input.key, store, manifest };
       const record: OwnerRecord = { kind: 'data-set', resource: records.location, runId: input.runId, ...owner, claimedAt: new Date().toISOString() };
@@ -138,7 +140,8 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
       const claim = await records.readClaim();
       if (!claim) return `nothing to release for data set ${input.key}`;
       if (!owner || !ownedBy(claim, owner)) return `left data set ${input.key} alone: claimed by ${describeClaimant(claim)}`;
-      const repository = await records.removeRepository();
+      const ctx = Context.current();
+      const repository = await records.removeRepository((n) => ctx.heartbeat({ phase: 'release data set', key: input.key, objectsRemoved: n }));
       await records.removeClaim();
       return `released data set ${input.key}: removed its unpublished backup (${repository}) and its claim`;
     },
@@ -148,14 +151,32 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
       return listDataSets(await catalogOf(deps, input.store));
     },
 
-    /** Removes expired published sets (the sweeper): each named, the manifest first so no run starts restoring it. */
-    async removeExpiredDataSets(input: { store: BackupStoreSpec; now?: string }): Promise<string[]> {
+    /**
+     * Removes expired published sets (the sweeper): each named, the manifest first so no run starts restoring it. With
+     * `recordedS3Stores`, also those of every S3 store this lab claimed a set in (recordS3DataSetStore); a store that
+     * cannot be read is named in the list and the others are still swept.
+     */
+    async removeExpiredDataSets(input: { store: BackupStoreSpec; now?: string; recordedS3Stores?: boolean }): Promise<string[]> {
       const now = Date.parse(input.now ?? new Date().toISOString());
-      const catalog = await catalogOf(deps, input.store);
       const removed: string[] = [];
-      for (const set of await listDataSets(catalog)) {
-        if (set.state !== 'published' || Date.parse(set.manifest!.expiresAt) > now) continue;
-        removed.push(await removeDataSet(catalog, set.key, `expired at ${set.manifest!.expiresAt}`));
+      const stores = [input.store, ...(input.recordedS3Stores ? recordedS3DataSetStores(deps.hostsDir) : [])];
+      for (const [i, store] of stores.entries()) {
+        let where = store.kind === 's3' ? `s3://${store.bucket}/${store.prefix}` : 'the folder store';
+        try {
+          const catalog = await catalogOf(deps, store);
+          where = catalog.where;
+          for (const set of await listDataSets(catalog)) {
+            if (set.state !== 'published' || Date.parse(set.manifest!.expiresAt) > now) continue;
+            removed.push(
+              await removeDataSet(catalog, set.key, `expired at ${set.manifest!.expiresAt}`, (n) => Context.current().heartbeat({ phase: 'expired data sets', key: set.key, objectsRemoved: n })),
+            );
+          }
+        } catch (err) {
+          // The store the sweeper names is its own to fail on; a recorded one (a bucket gone, no rights) only says why.
+          if (i === 0) throw err;
+          removed.push(`could not sweep the data sets of ${where}: ${(err as Error).message}`);
+        }
+        Context.current().heartbeat({ phase: 'expired data sets', stores: stores.length, swept: i + 1 });
       }
       return removed;
     },

@@ -19,7 +19,7 @@ import { stopPostgres } from '../../activities/host/postgres';
 import { compareDataSet, dataSetKey, dataSetKeyParts, expiresAt, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupStoreSpec } from '../../common/input/spec';
-import type { DataSetEntry } from '../../lib/data-sets';
+import { recordS3DataSetStore, recordedS3DataSetStores, type DataSetEntry } from '../../lib/data-sets';
 import { registerLabRoot } from '../../lib/lab-fs';
 import { withConnection } from '../../lib/pg';
 import { findWalg } from '../../lib/walg';
@@ -39,7 +39,7 @@ const BUCKET = 'lab-datasets';
 describe('data sets in an S3 store: publish once, restore elsewhere, compare (integration, moto)', () => {
   let moto: Moto;
   let root: string;
-  let store: BackupStoreSpec;
+  let store: Extract<BackupStoreSpec, { kind: 's3' }>;
   let source: BenchHost;
   let target: BenchHost;
   let activities: ReturnType<typeof createDataSetActivities>;
@@ -249,7 +249,13 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
     const before = (await of(`${key}/`)).length;
     expect(before).toBeGreaterThan(3);
     expect(await as('sweeper').run(activities.removeExpiredDataSets, { store })).toEqual([]);
-    const removed: string[] = await as('sweeper').run(activities.removeExpiredDataSets, { store, now: new Date(Date.now() + 8 * 86_400_000).toISOString() });
+    // The sweeper's call: the lab's default folder store, and every S3 store a set was claimed in (recorded at the
+    // claim); a recorded store that cannot be read is named, and the others are still swept.
+    recordS3DataSetStore({ ...store, bucket: 'no-such-bucket' }, path.join(root, 'hosts'));
+    expect(recordedS3DataSetStores(path.join(root, 'hosts')).map((x) => `${x.bucket}/${x.prefix}`).sort()).toEqual([`${BUCKET}/lab/sets`, 'no-such-bucket/lab/sets']);
+    const sweep = { store: { kind: 'folder' as const }, recordedS3Stores: true, now: new Date(Date.now() + 8 * 86_400_000).toISOString() };
+    const removed: string[] = await as('sweeper').run(activities.removeExpiredDataSets, sweep);
+    expect(removed.filter((l) => l.startsWith('could not sweep'))).toEqual([expect.stringMatching(/^could not sweep the data sets of s3:\/\/no-such-bucket\/lab\/sets\/_datasets: /)]);
     expect(removed.join('\n')).toContain(`removed data set ${key} from s3://${BUCKET}/lab/sets/_datasets (expired at`);
     expect(removed.join('\n')).toContain(`${before} objects of its repository`);
     expect(await of(key)).toEqual([]);
