@@ -9,7 +9,7 @@ import { describeClaimant, ownedBy, type Claimant, type OwnerRecord } from '../.
 import { FAILURE_TYPES } from '../../common/core/errors';
 import type { DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
-import type { BackupStoreSpec } from '../../common/input/spec';
+import { BackupStoreSchema, type BackupStoreSpec } from '../../common/input/spec';
 import { checkedKey, dataSetCatalog, listDataSets, recordS3DataSetStore, recordedS3DataSetStores, removeDataSet, type DataSetCatalog, type DataSetEntry, type DataSetRecords } from '../../lib/data-sets';
 import { LabPathError } from '../../lib/lab-fs';
 import { checkedClaimant } from './owner';
@@ -33,10 +33,15 @@ function refused(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, FAILURE_TYPES.invalidSpec);
 }
 
-/** The sets of a store, a store that cannot be one refused (non-retryable). */
+/**
+ * The sets of a store, a store that cannot be one refused (non-retryable): checked by the spec's own rules first (a
+ * bucket, prefix, region and endpoint the spec accepts), whichever workflow sent it.
+ */
 async function catalogOf(deps: Pick<ControlDeps, 'hostsDir'>, store: BackupStoreSpec): Promise<DataSetCatalog> {
+  const checked = BackupStoreSchema.safeParse(store);
+  if (!checked.success) throw refused(`the data sets' store ${checked.error.issues.map((i) => `${['backupStore', ...i.path].join('.')}: ${i.message}`).join('; ')}`);
   try {
-    return await dataSetCatalog(store, deps.hostsDir);
+    return await dataSetCatalog(checked.data, deps.hostsDir);
   } catch (err) {
     if (err instanceof LabPathError) throw refused(err.message);
     throw err;

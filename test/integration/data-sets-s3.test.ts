@@ -122,6 +122,10 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
     });
     expect(await as('run-b/gp3-0').run(activities.waitForDataSet, { store, key, timeoutSeconds: 1 })).toMatchObject({ state: 'timeout' });
     await expect(as('run-b/x').run(activities.claimDataSet, { store, key: '../../x', runId: 'run-b', owner: owner('run-b/x') })).rejects.toThrow(/not a data set key/);
+    // A store the spec's rules refuse (an endpoint elsewhere than https:// or this machine) is refused before any call.
+    await expect(
+      as('run-b/x').run(activities.claimDataSet, { store: { ...store, endpoint: 'http://169.254.169.254' }, key, runId: 'run-b', owner: owner('run-b/x') }),
+    ).rejects.toThrow(/the data sets' store backupStore.endpoint: /);
   });
 
   it('publishes into S3 for the claim\'s owner only; the manifest is written last, by the owner only', async () => {
