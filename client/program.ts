@@ -60,6 +60,10 @@ export function buildProgram(): Command {
     .command('list')
     .description('key, state, rows, sizes, load and publish seconds, publisher and expiry of every set')
     .option('--store-path <path>', 'a folder store below the backups folder (a spec\'s durability.backupStore.path)')
+    .option('--s3-bucket <bucket>', 'an S3 store\'s bucket (a spec\'s durability.backupStore.bucket)')
+    .option('--s3-prefix <prefix>', 'its key prefix (default storage-lab/backups)')
+    .option('--s3-region <region>', 'its region (default us-east-1)')
+    .option('--s3-endpoint <url>', 'an S3-compatible endpoint (unset on AWS)')
     .option('--json', 'print the sets as JSON')
     .action(async (opts) => {
       await (await import('./commands/datasets')).datasetsListCommand(opts);
@@ -68,6 +72,10 @@ export function buildProgram(): Command {
     .command('rm <keys...>')
     .description('remove data sets (manifest first, so no run starts restoring one)')
     .option('--store-path <path>', 'a folder store below the backups folder')
+    .option('--s3-bucket <bucket>', 'an S3 store\'s bucket')
+    .option('--s3-prefix <prefix>', 'its key prefix (default storage-lab/backups)')
+    .option('--s3-region <region>', 'its region (default us-east-1)')
+    .option('--s3-endpoint <url>', 'an S3-compatible endpoint (unset on AWS)')
     .option('--force', 'remove a set another run is still building')
     .action(async (keys: string[], opts) => {
       await (await import('./commands/datasets')).datasetsRmCommand(keys, opts);

@@ -8,6 +8,7 @@ import { FAILURE_TYPES } from '../common/core/errors';
 import { clusterBounds, type HostTimeouts } from '../common/input/bounds';
 import { labPostgresSettings, userPostgresSettings } from '../common/input/postgres-settings';
 import { accountRows } from '../common/input/data-size';
+import { dataSetsOff } from '../common/input/data-set';
 import { classWorkload, phaseContext, volumeBytes, type ExperimentSpec } from '../common/input/spec';
 import { tpsStall } from '../common/results/attempts';
 import { latencyBreakdown } from '../common/results/breakdown';
@@ -77,7 +78,8 @@ export async function provisionCluster(c: ClusterRun): Promise<void> {
     storageClass: cls,
     memoryLimitMiB: cls.memoryLimitMiB ?? spec.host.memoryLimitMiB,
     volumeBytes: volumeBytes(spec),
-    s3Backups: spec.durability.enabled && spec.durability.backupStore.kind === 's3',
+    // A local host reaches an S3 store with the keys its agent is started with: for backups, and for data sets there.
+    s3Backups: spec.durability.backupStore.kind === 's3' && (spec.durability.enabled || dataSetsOff(spec) === null),
   });
   const [record] = await provisionHosts(c.undo, spec.provider, [request], c.timeouts);
   c.result.emulated = record.emulated;

@@ -13,7 +13,7 @@ import { clusterInputAtDoor, type ClusterInput } from './cluster-door';
 import { PHASES } from '../common/phases/registry';
 import { clusterRun, configure, loadAndVerify, pgbench, provisionCluster, restartWithDirectIo, runPhase, saveClusterResult, step, tpsRun } from './cluster-steps';
 import { runCompensated } from './compensation';
-import { DATA_SETS_PATCH, dataSetsOff, prepareData } from './data-set';
+import { DATA_SETS_PATCH, DATA_SETS_S3_PATCH, dataSetsOff, prepareData } from './data-set';
 import { archiveAndBackUp } from './durability';
 import { failureMessage } from './failures';
 import { ProgressBoard } from './progress';
@@ -30,8 +30,9 @@ export async function clusterWorkflow(rawInput: ClusterInput): Promise<ClusterRe
     // Registered before the host, so it is undone after it: the host archives into it until it is gone.
     if (spec.durability.enabled) undo.backupStore(c.storeKey, spec.durability.backupStore);
     await step(c, 'provision', () => provisionCluster(c));
-    // Data sets (issue 31): the host restores a published set, or loads (and publishes) it; runs begun before load.
-    if (patched(DATA_SETS_PATCH) && dataSetsOff(spec) === null) await prepareData(c);
+    // Data sets (issue 31): the host restores a published set, or loads (and publishes) it; runs begun before load. Sets
+    // in an S3 store came later: a run begun before them loads (they were off for S3 stores then).
+    if (patched(DATA_SETS_PATCH) && dataSetsOff(spec) === null && (spec.durability.backupStore.kind !== 's3' || patched(DATA_SETS_S3_PATCH))) await prepareData(c);
     else {
       await step(c, 'configure', () => configure(c));
       await step(c, 'load', () => loadAndVerify(c));

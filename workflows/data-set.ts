@@ -26,6 +26,9 @@ import { dataSetCalls, dataSetWaitCalls } from './proxies';
 /** The patch that gates data sets in the cluster workflow: runs begun before it configure and load every host. */
 export const DATA_SETS_PATCH = 'data-sets';
 
+/** The patch that gates data sets in an S3 store: runs begun before it load every host of an S3-store spec. */
+export const DATA_SETS_S3_PATCH = 'data-sets-s3';
+
 export { dataSetsOff };
 
 /** The host's data: restored from a published set, or loaded (and published when this run claimed the set). */

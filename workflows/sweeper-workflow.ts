@@ -95,10 +95,11 @@ export async function sweeperWorkflow(rawInput: SweepInput = {}, rawCarried?: Sw
     }
   });
   if (todo.length > REMOVALS_PER_EXECUTION) await continueAsNew<typeof sweeperWorkflow>(input, report);
-  // Data sets past dataSets.keepDays, in the lab's default folder store (a spec's sub-folder store: datasets rm).
+  // Data sets past dataSets.keepDays, in the lab's default folder store and every S3 store the lab claimed a set in
+  // (a spec's sub-folder store: datasets rm).
   if (patched(SWEEP_DATA_SETS_PATCH))
     await sweepCalls
-      .removeExpiredDataSets({ store: { kind: 'folder' } })
+      .removeExpiredDataSets({ store: { kind: 'folder' }, recordedS3Stores: true })
       .then((removed) => (report.dataSetsRemoved = removed))
       .catch((err) => (report.dataSetsFailed = failureMessage(err)));
   setCurrentDetails(`Removed ${report.removed.length} hosts, ${report.failed.length} failed, ${report.kept.length} kept`);

@@ -1,18 +1,17 @@
 /**
  * Published data sets on the control side (issue 31; lib/data-sets.ts says where they are): the claim that makes one
  * run the builder of a key, the wait of every other host (or run) for its manifest, the manifest written last, the
- * release of a set whose publish failed, and the removal of expired or unwanted sets (sweeper, `datasets rm`).
+ * release of a set whose publish failed, and the removal of expired or unwanted sets (sweeper, `datasets rm`). The same
+ * steps for a folder store and an S3 store (its calls are loaded on first use: a folder store never loads the AWS SDK).
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { describeClaimant, ownedBy, type Claimant, type OwnerRecord } from '../../common/core/claims';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import type { DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
-import type { BackupStoreSpec } from '../../common/input/spec';
-import { claimFile } from '../../lib/claims';
-import { dataSetPaths, dataSetStore, dataSetsDir, listDataSets, readDataSetClaim, readManifest, removeDataSet, type DataSetEntry, type DataSetPaths } from '../../lib/data-sets';
-import { LabPathError, makeLabDir, readLabFile, removeLabFile, removeLabTree, writeLabFile } from '../../lib/lab-fs';
-import { postgresOsUser } from '../../lib/postgres-binaries';
+import { BackupStoreSchema, type BackupStoreSpec } from '../../common/input/spec';
+import { checkedKey, dataSetCatalog, listDataSets, recordS3DataSetStore, recordedS3DataSetStores, removeDataSet, type DataSetCatalog, type DataSetEntry, type DataSetRecords } from '../../lib/data-sets';
+import { LabPathError } from '../../lib/lab-fs';
 import { checkedClaimant } from './owner';
 import type { ControlDeps } from './types';
 
@@ -34,10 +33,26 @@ function refused(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, FAILURE_TYPES.invalidSpec);
 }
 
-/** The set's files, a key or a store that cannot be a path refused (non-retryable). */
-function pathsOf(deps: Pick<ControlDeps, 'hostsDir'>, store: BackupStoreSpec, key: string): DataSetPaths {
+/**
+ * The sets of a store, a store that cannot be one refused (non-retryable): checked by the spec's own rules first (a
+ * bucket, prefix, region and endpoint the spec accepts), whichever workflow sent it.
+ */
+async function catalogOf(deps: Pick<ControlDeps, 'hostsDir'>, store: BackupStoreSpec): Promise<DataSetCatalog> {
+  const checked = BackupStoreSchema.safeParse(store);
+  if (!checked.success) throw refused(`the data sets' store ${checked.error.issues.map((i) => `${['backupStore', ...i.path].join('.')}: ${i.message}`).join('; ')}`);
   try {
-    return dataSetPaths(store, deps.hostsDir, key);
+    return await dataSetCatalog(checked.data, deps.hostsDir);
+  } catch (err) {
+    if (err instanceof LabPathError) throw refused(err.message);
+    throw err;
+  }
+}
+
+/** One set's records, a key that is not one refused before it becomes a name (non-retryable). */
+async function recordsOf(deps: Pick<ControlDeps, 'hostsDir'>, store: BackupStoreSpec, key: unknown): Promise<{ catalog: DataSetCatalog; records: DataSetRecords }> {
+  const catalog = await catalogOf(deps, store);
+  try {
+    return { catalog, records: catalog.records(checkedKey(key)) };
   } catch (err) {
     if (err instanceof LabPathError) throw refused(err.message);
     throw err;
@@ -54,20 +69,22 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
     async claimDataSet(input: { store: BackupStoreSpec; key: string; runId: string; owner?: Claimant }): Promise<DataSetClaim> {
       const owner = checkedClaimant(input.owner);
       if (!owner) throw refused('claimDataSet: the request names no owner');
-      const paths = pathsOf(deps, input.store, input.key);
-      const store = dataSetStore(paths);
-      makeLabDir(dataSetsDir(input.store, deps.hostsDir), { marker: true });
-      const manifest = readManifest(paths, input.key);
+      const { catalog, records } = await recordsOf(deps, input.store, input.key);
+      const { store } = records;
+      await catalog.prepare();
+      // Before anything is made there: the sweeper learns of every S3 store that may hold an expired set.
+      if (input.store.kind === 's3') recordS3DataSetStore(input.store, deps.hostsDir);
+      const manifest = await records.readManifest();
       if (manifest) return { state: 'published', key: input.key, store, manifest };
-      const record: OwnerRecord = { kind: 'data-set', resource: paths.repository, runId: input.runId, ...owner, claimedAt: new Date().toISOString() };
-      const inForce = claimFile(paths.claim, record);
+      const record: OwnerRecord = { kind: 'data-set', resource: records.location, runId: input.runId, ...owner, claimedAt: new Date().toISOString() };
+      const inForce = await records.claim(record);
       if (!ownedBy(inForce, owner)) {
         // Published between the look and the claim: restore it.
-        const now = readManifest(paths, input.key);
+        const now = await records.readManifest();
         if (now) return { state: 'published', key: input.key, store, manifest: now };
         return { state: 'building', key: input.key, store, by: describeClaimant(inForce), claimedAt: inForce.claimedAt };
       }
-      makeLabDir(paths.repository, { marker: true, owner: postgresOsUser(), mode: 0o750 });
+      await records.prepareRepository();
       return { state: 'claimed', key: input.key, store };
     },
 
@@ -77,14 +94,14 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
      * waiter its bound, then the waiter loads its own host, and says why.
      */
     async waitForDataSet(input: { store: BackupStoreSpec; key: string; timeoutSeconds: number }): Promise<DataSetWait> {
-      const paths = pathsOf(deps, input.store, input.key);
+      const { records } = await recordsOf(deps, input.store, input.key);
       const ctx = Context.current();
       const started = Date.now();
       const waited = () => Math.round((Date.now() - started) / 100) / 10;
       for (;;) {
-        const manifest = readManifest(paths, input.key);
+        const manifest = await records.readManifest();
         if (manifest) return { state: 'published', manifest, waitedSeconds: waited() };
-        const claim = readDataSetClaim(paths);
+        const claim = await records.readClaim();
         if (!claim) return { state: 'released', waitedSeconds: waited(), detail: `the builder of ${input.key} released it without publishing` };
         if (Date.now() - started > input.timeoutSeconds * 1000)
           return {
@@ -107,18 +124,14 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
     async publishDataSetManifest(input: { store: BackupStoreSpec; manifest: DataSetManifest; owner?: Claimant }): Promise<string> {
       const owner = checkedClaimant(input.owner);
       const key = input.manifest.key;
-      const paths = pathsOf(deps, input.store, key);
-      const claim = readDataSetClaim(paths);
+      const { records } = await recordsOf(deps, input.store, key);
+      const claim = await records.readClaim();
       if (!claim || !owner || !ownedBy(claim, owner))
         throw refused(`data set ${key}: ${claim ? `claimed by ${describeClaimant(claim)}` : 'not claimed'}; only its builder publishes it`);
-      try {
-        writeLabFile(paths.manifest, `${JSON.stringify(input.manifest, null, 2)}\n`, { exclusive: true, mode: 0o644 });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
+      await records.writeManifest(input.manifest);
       // Read back through the same check every restore makes: a manifest that would be refused is never left behind.
-      readManifest(paths, key);
-      return paths.manifest;
+      await records.readManifest();
+      return records.manifestLocation;
     },
 
     /**
@@ -127,28 +140,48 @@ export function createDataSetActivities(deps: Pick<ControlDeps, 'hostsDir'>) {
      */
     async releaseDataSet(input: { store: BackupStoreSpec; key: string; owner?: Claimant }): Promise<string> {
       const owner = checkedClaimant(input.owner);
-      const paths = pathsOf(deps, input.store, input.key);
-      if (readLabFile(paths.manifest, { maxBytes: 1 }) !== null) return `kept data set ${input.key}: published`;
-      const claim = readDataSetClaim(paths);
+      const { records } = await recordsOf(deps, input.store, input.key);
+      if (await records.hasManifest()) return `kept data set ${input.key}: published`;
+      const claim = await records.readClaim();
       if (!claim) return `nothing to release for data set ${input.key}`;
       if (!owner || !ownedBy(claim, owner)) return `left data set ${input.key} alone: claimed by ${describeClaimant(claim)}`;
-      await removeLabTree(paths.repository);
-      removeLabFile(paths.claim);
-      return `released data set ${input.key}: removed its unpublished backup`;
+      const ctx = Context.current();
+      const repository = await records.removeRepository((n) => ctx.heartbeat({ phase: 'release data set', key: input.key, objectsRemoved: n }));
+      await records.removeClaim();
+      return `released data set ${input.key}: removed its unpublished backup (${repository}) and its claim`;
     },
 
     /** The sets of a store (the CLI's `datasets list`, and the sweeper). */
     async listDataSets(input: { store: BackupStoreSpec }): Promise<DataSetEntry[]> {
-      return listDataSets(input.store, deps.hostsDir);
+      return listDataSets(await catalogOf(deps, input.store));
     },
 
-    /** Removes expired published sets (the sweeper): each named, the manifest first so no run starts restoring it. */
-    async removeExpiredDataSets(input: { store: BackupStoreSpec; now?: string }): Promise<string[]> {
+    /**
+     * Removes expired published sets (the sweeper): each named, the manifest first so no run starts restoring it. With
+     * `recordedS3Stores`, also those of every S3 store this lab claimed a set in (recordS3DataSetStore); a store that
+     * cannot be read is named in the list and the others are still swept.
+     */
+    async removeExpiredDataSets(input: { store: BackupStoreSpec; now?: string; recordedS3Stores?: boolean }): Promise<string[]> {
       const now = Date.parse(input.now ?? new Date().toISOString());
       const removed: string[] = [];
-      for (const set of listDataSets(input.store, deps.hostsDir)) {
-        if (set.state !== 'published' || Date.parse(set.manifest!.expiresAt) > now) continue;
-        removed.push(await removeDataSet(input.store, deps.hostsDir, set.key, `expired at ${set.manifest!.expiresAt}`));
+      const stores = [input.store, ...(input.recordedS3Stores ? recordedS3DataSetStores(deps.hostsDir) : [])];
+      for (const [i, store] of stores.entries()) {
+        let where = store.kind === 's3' ? `s3://${store.bucket}/${store.prefix}` : 'the folder store';
+        try {
+          const catalog = await catalogOf(deps, store);
+          where = catalog.where;
+          for (const set of await listDataSets(catalog)) {
+            if (set.state !== 'published' || Date.parse(set.manifest!.expiresAt) > now) continue;
+            removed.push(
+              await removeDataSet(catalog, set.key, `expired at ${set.manifest!.expiresAt}`, (n) => Context.current().heartbeat({ phase: 'expired data sets', key: set.key, objectsRemoved: n })),
+            );
+          }
+        } catch (err) {
+          // The store the sweeper names is its own to fail on; a recorded one (a bucket gone, no rights) only says why.
+          if (i === 0) throw err;
+          removed.push(`could not sweep the data sets of ${where}: ${(err as Error).message}`);
+        }
+        Context.current().heartbeat({ phase: 'expired data sets', stores: stores.length, swept: i + 1 });
       }
       return removed;
     },

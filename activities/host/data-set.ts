@@ -9,12 +9,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
+import type { OwnerRecord } from '../../common/core/claims';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { DATA_SET_KEYS, DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type KeyReading, type KeyReadings, type RelationFacts } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
 import { checkClaim, ownedByAnotherRun } from '../../lib/claims';
-import { DATA_SETS_FOLDER, dataSetPathsAt, readDataSetClaim, readManifest, type DataSetPaths } from '../../lib/data-sets';
+import { DATA_SETS_FOLDER, dataSetRecordsAt, type DataSetRecords } from '../../lib/data-sets';
 import { LabPathError, readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
 import { quoteIdent, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
@@ -198,13 +199,16 @@ export interface PublishOutcome {
  */
 export async function publishDataSet(deps: HostDeps, input: PublishInput): Promise<PublishOutcome> {
   assertHost(deps, input);
-  const { store, paths } = checkedRepository(input.store, input.key);
-  // The set's folder is its builder's: the claim (made by the control worker before the folder) must name the
-  // workflow that asks, or nothing is written into it.
-  const claim = readDataSetClaim(paths);
-  if (!claim) throw ownedByAnotherRun(`data set ${input.key} is not claimed (${paths.claim}); only its builder publishes into ${paths.repository}: refused, nothing written`);
+  const records = await checkedRepository(input.store, input.key);
+  const { store } = records;
+  // The set's repository is its builder's: the claim (made by the control worker before the repository, for exactly
+  // this location) must name the workflow that asks, and no manifest may be there yet, or nothing is written into it.
+  const claim = await claimOf(records);
+  if (!claim) throw ownedByAnotherRun(`data set ${input.key} is not claimed (${records.claimLocation}); only its builder publishes into ${records.location}: refused, nothing written`);
   if (!input.owner) throw ownedByAnotherRun(`data set ${input.key}: the request names no owner; only its builder publishes into it: refused, nothing written`);
   checkClaim(`data set ${input.key}`, claim, input.owner, 'publish into');
+  if (await records.hasManifest())
+    throw ApplicationFailure.nonRetryable(`data set ${input.key} is published already (${records.manifestLocation}); a published set is never written again: refused, nothing written`, FAILURE_TYPES.ownedByAnotherRun);
   const run = async (): Promise<Omit<PublishOutcome, 'preparedWithoutCap'>> => {
     const started = Date.now();
     const settings = { hostId: input.hostId, server: input.server, user: input.user };
@@ -300,10 +304,14 @@ const RESTORE_SETTINGS_MARK = '\n# Written by Storage Lab for the restore.\n';
  */
 export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput): Promise<RestoreDataSetOutcome> {
   assertHost(deps, input);
-  const { store, paths } = checkedRepository(input.store, input.key);
-  const manifest = readManifest(paths, input.key);
+  const records = await checkedRepository(input.store, input.key);
+  const { store } = records;
+  const manifest = await records.readManifest();
   if (!manifest)
-    throw ApplicationFailure.nonRetryable(`data set ${input.key} has no manifest at ${paths.manifest}: it is not published, so nothing is restored`, FAILURE_TYPES.verification);
+    throw ApplicationFailure.nonRetryable(`data set ${input.key} has no manifest at ${records.manifestLocation}: it is not published, so nothing is restored`, FAILURE_TYPES.verification);
+  // The lab's own claim for exactly this location stays with a published set: a manifest copied elsewhere is not one.
+  if (!(await claimOf(records)))
+    throw ApplicationFailure.nonRetryable(`data set ${input.key} has a manifest but no claim at ${records.claimLocation}: not a set the lab published there, so nothing is restored`, FAILURE_TYPES.verification);
   const { config } = deps;
   const settings = { hostId: input.hostId, server: input.server, user: input.user };
   const run = async () => {
@@ -392,15 +400,30 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
 }
 
 /**
- * The set's repository as a host may use it: a folder named by the key (one a key could be) in the stores' data sets
- * folder. The file guard keeps every read and write within the lab's roots besides.
+ * The set's repository as a host may use it: in a folder store, a folder named by the key (one a key could be) in the
+ * stores' data sets folder (the file guard keeps every read and write within the lab's roots besides); in an S3 store,
+ * exactly `/<prefix>/_datasets/<key>` with a prefix, bucket, region and endpoint the spec's rules accept (the host
+ * reads the records there with its own credentials: the instance role on EC2). Anything else is refused,
+ * non-retryably, before anything is read or written.
  */
-function checkedRepository(store: ResolvedBackupStore, key: string): { store: Extract<ResolvedBackupStore, { kind: 'folder' }>; paths: DataSetPaths } {
+async function checkedRepository(store: ResolvedBackupStore, key: string): Promise<DataSetRecords> {
   try {
-    if (store.kind !== 'folder') throw new LabPathError(`a ${store.kind} store is no data set's repository (a folder store's ${DATA_SETS_FOLDER}/<key>)`);
-    return { store, paths: dataSetPathsAt(store.path, key) };
+    const kind = (store as { kind?: unknown } | null)?.kind;
+    if (kind !== 'folder' && kind !== 's3') throw new LabPathError(`a store of kind ${JSON.stringify(kind)} is no data set's repository (<store>/${DATA_SETS_FOLDER}/<key>)`);
+    return await dataSetRecordsAt(store, key);
   } catch (err) {
     if (!(err instanceof LabPathError)) throw err;
     throw ApplicationFailure.nonRetryable(`data set ${JSON.stringify(key)}: ${err.message}; refused, nothing read or written`, FAILURE_TYPES.invalidSpec);
   }
+}
+
+/**
+ * The set's claim, when it is the lab's for this very repository: a claim whose resource names another location (a
+ * record copied there, or one of another store) is refused.
+ */
+async function claimOf(records: DataSetRecords): Promise<OwnerRecord | null> {
+  const claim = await records.readClaim();
+  if (claim && (claim.kind !== 'data-set' || claim.resource !== records.location))
+    throw ownedByAnotherRun(`${records.claimLocation} claims ${JSON.stringify(claim.resource)} (${claim.kind}), not the data set ${records.key} at ${records.location}: refused, nothing read or written`);
+  return claim;
 }

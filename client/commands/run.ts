@@ -36,7 +36,8 @@ export function printPlan(spec: ExperimentSpec, runId: string): void {
   for (const h of plan.hosts)
     console.log(`    ${h.hostId.padEnd(24)} ${h.className.padEnd(12)} ${h.instanceType ?? 'local'}  ${h.volume}`);
   console.log('  data preparation per host (estimated):');
-  for (const h of plan.preparation.hosts) console.log(`    ${h.hostId.padEnd(24)} ${h.step.padEnd(15)} ~${formatBound(h.seconds)}`);
+  for (const h of plan.preparation.hosts)
+    console.log(`    ${h.hostId.padEnd(24)} ${h.step.padEnd(15)} ~${formatBound(h.seconds)}${h.waitSeconds ? ` (after ~${formatBound(h.waitSeconds)} waiting for the publish)` : ''}`);
   console.log(`    ${plan.preparation.note}`);
   console.log('  steps per host:');
   for (const s of plan.steps) console.log(`    ${s}`);

@@ -32,6 +32,12 @@ export const DATA_SETS_FOLDER = '_datasets';
  * Run folders the lab keeps for itself in a results or backup store: the index of runs and captures (history.ts),
  * and the published data sets.
  */
+/** The `<prefix>/_datasets` key prefix of an S3 store's data sets (no leading or trailing "/"). */
+export function s3DataSetsPrefix(prefix: string): string {
+  const p = prefix.replace(/^\/+|\/+$/g, '');
+  return p ? `${p}/${DATA_SETS_FOLDER}` : DATA_SETS_FOLDER;
+}
+
 export const RESERVED_RUN_FOLDERS = ['_history', DATA_SETS_FOLDER] as const;
 export type ReservedRunFolder = (typeof RESERVED_RUN_FOLDERS)[number];
 

@@ -11,6 +11,7 @@ import { phasesEstimateSeconds } from '../phases/registry';
 import { providerOf, type AnyProvider } from '../providers/registry';
 import { roundTo, type CostLine, type CostModel } from '../providers/kit';
 import { accountRows, dataSetBytes } from './data-size';
+import { DEFAULT_KEEP_DAYS, RESTORE_ASSUMPTIONS, dataSetsOff, estimatedRestoreSeconds, planPreparation, type PlannedPreparation } from './data-set';
 
 export type { CostLine } from '../providers/kit';
 
@@ -49,8 +50,11 @@ export interface RunCost {
   actual: CostFigure | null;
 }
 
-/** Hours one host of a class is expected to live: boot, load, measurements, phases, teardown. */
-export function estimatedHostHours(spec: ExperimentSpec, className: string): number {
+/**
+ * Hours one host of a class is expected to live: boot, load, measurements, phases, teardown. With data sets
+ * (planPreparation), `preparation` replaces the load: the first host's load and publish, every other's restore.
+ */
+export function estimatedHostHours(spec: ExperimentSpec, className: string, preparation?: PlannedPreparation): number {
   const cls = spec.storageClasses[className];
   const a = COST_ASSUMPTIONS;
   const nvme = cls.kind !== 'ebs';
@@ -60,9 +64,16 @@ export function estimatedHostHours(spec: ExperimentSpec, className: string): num
     accountRows(spec.data.scale) / (spec.data.loadWriters * a.loadRowsPerSecondPerWriter),
     (dataBytes * a.loadIoFactor) / (deviceMiBps * 2 ** 20),
   );
+  // The publish is a restore's bytes read back (estimatedRestoreSeconds); a restore replaces the load.
+  const prepareSeconds =
+    preparation === undefined || preparation.step === 'load'
+      ? loadSeconds
+      : preparation.step === 'restore'
+        ? (preparation.waitSeconds ?? 0) + estimatedRestoreSeconds(spec, className)
+        : loadSeconds + estimatedRestoreSeconds(spec, className);
   const measureSeconds = spec.workload.warmupSeconds + spec.workload.durationSeconds;
   const phaseSeconds = phasesEstimateSeconds(spec.phases, phaseContext(spec, className), nvme ? 'nvme' : 'gp3');
-  const seconds = (a.bootMinutes + a.teardownMinutes) * 60 + loadSeconds + measureSeconds + phaseSeconds;
+  const seconds = (a.bootMinutes + a.teardownMinutes) * 60 + prepareSeconds + measureSeconds + phaseSeconds;
   return seconds / 3600;
 }
 
@@ -75,9 +86,11 @@ function costModelOf(spec: { provider: ExperimentSpec['provider'] }): { provider
 
 /** The estimate before a run starts. */
 export function estimateCost(spec: ExperimentSpec): CostFigure {
-  const hosts = Object.keys(spec.storageClasses).flatMap((className) =>
-    Array.from({ length: spec.clustersPerClass }, () => ({ className, hours: estimatedHostHours(spec, className) })),
-  );
+  // With data sets, the first host loads and publishes and every other restores (planPreparation's order).
+  const withSets = dataSetsOff(spec) === null;
+  const hosts = withSets
+    ? planPreparation(spec).map((p) => ({ className: p.className, hours: estimatedHostHours(spec, p.className, p) }))
+    : Object.keys(spec.storageClasses).flatMap((className) => Array.from({ length: spec.clustersPerClass }, () => ({ className, hours: estimatedHostHours(spec, className) })));
   const waves = Math.ceil(hosts.length / Math.max(1, spec.maxParallelClusters));
   const longest = Math.max(0, ...hosts.map((h) => h.hours));
   const a = COST_ASSUMPTIONS;
@@ -85,7 +98,7 @@ export function estimateCost(spec: ExperimentSpec): CostFigure {
     ...priced(spec, hosts, 'estimate'),
     wallHours: round(waves * longest, 2),
     notes: [
-      `duration model: ${a.bootMinutes} min boot, load at the slower of ${a.loadRowsPerSecondPerWriter.toLocaleString('en-US')} rows/s per writer and ${a.loadIoFactor}x the data over the device (gp3: its MiB/s; NVMe: ${a.instanceStoreMiBps} MiB/s), warm-up + run, each phase at the reference's rate where it measured one (common/phases/), ${a.teardownMinutes} min teardown`,
+      `duration model: ${a.bootMinutes} min boot, ${withSets ? `data sets: the first host loads and publishes, the others restore, those started with it after waiting for its publish (WAL-G fetch at ${RESTORE_ASSUMPTIONS.fetchMiBps} MiB/s or the device's rate, the slower; the comparison's checks not included), ` : ''}load at the slower of ${a.loadRowsPerSecondPerWriter.toLocaleString('en-US')} rows/s per writer and ${a.loadIoFactor}x the data over the device (gp3: its MiB/s; NVMe: ${a.instanceStoreMiBps} MiB/s), warm-up + run, each phase at the reference's rate where it measured one (common/phases/), ${a.teardownMinutes} min teardown`,
       costModelOf(spec).model.priceNote,
     ],
   };
@@ -111,6 +124,15 @@ export function runCost(spec: ExperimentSpec, clusters: ClusterResult[]): RunCos
   return { currency: 'USD', estimate: estimateCost(spec), actual: actualCost(spec, clusters) };
 }
 
+/**
+ * The data set a run keeps in an S3 store (sets on, the store S3): its size, taken as the database's uncompressed
+ * (dataSetBytes; an upper bound of what WAL-G's lz4 backup stores), and the days it is kept (dataSets.keepDays).
+ */
+export function dataSetInS3(spec: ExperimentSpec): { gib: number; keepDays: number } | null {
+  if (dataSetsOff(spec) !== null || spec.durability.backupStore.kind !== 's3') return null;
+  return { gib: round(dataSetBytes(spec.data.scale) / 2 ** 30, 1), keepDays: spec.dataSets?.keepDays ?? DEFAULT_KEEP_DAYS };
+}
+
 function priced(
   spec: ExperimentSpec,
   hosts: { className: string; hours: number }[],
@@ -124,6 +146,7 @@ function priced(
     hosts,
     volumeBytes: volumeBytes(spec),
     s3Backups: spec.durability.enabled && spec.durability.backupStore.kind === 's3',
+    dataSetInS3: dataSetInS3(spec),
   });
   const hostHours = hosts.reduce((sum, h) => sum + h.hours, 0);
   const totalUsd = lines.some((l) => l.usd === null) ? null : round(lines.reduce((sum, l) => sum + (l.usd ?? 0), 0), 2);

@@ -289,13 +289,16 @@ export function expiresAt(publishedAt: string, keepDays: number): string {
 /** Days a published set is kept when the spec does not say (dataSets.keepDays). */
 export const DEFAULT_KEEP_DAYS = 7;
 
-/** Why a spec's clusters load every host instead of using data sets, or null when they use them. */
+/**
+ * Why a spec's clusters load every host instead of using data sets, or null when they use them: sets live in the
+ * spec's backup store, an S3 store on any provider or a folder store on this machine (a folder is one machine's).
+ */
 export function dataSetsOff(spec: ExperimentSpec): string | null {
   if (dataReuse(spec) === 'never') return 'data.reuse is "never": every host loads afresh';
-  // A folder store is one machine's: hosts elsewhere (EC2) share none. Their sets need S3 (WAL-G writes there), not built yet.
+  if (spec.durability.backupStore.kind === 's3') return null;
   const provider = providerOf(spec.provider);
-  if (!provider.onThisMachine) return `data sets are kept in local folder stores in this version; hosts ${provider.where} load their own`;
-  if (spec.durability.backupStore.kind !== 'folder') return 'data sets are kept in folder stores in this version; an S3 store loads every host';
+  if (!provider.onThisMachine)
+    return `the backup store is a folder, which hosts ${provider.where} do not share, so each loads its own; set durability.backupStore to an S3 store ({"kind": "s3", "bucket": ...}) to load once and restore everywhere else`;
   return null;
 }
 
@@ -312,6 +315,11 @@ export interface PlannedPreparation {
   index: number;
   step: 'load + publish' | 'restore' | 'load';
   seconds: number;
+  /**
+   * A restoring host of the builder's wave, on a run that publishes the set: provisioned with the others, it waits
+   * for the first host's load and publish before it restores (a host of a later wave, or of a later run, does not).
+   */
+  waitSeconds?: number;
 }
 
 function classMiBps(spec: ExperimentSpec, className: string): number {
@@ -333,17 +341,20 @@ export function estimatedRestoreSeconds(spec: ExperimentSpec, className: string)
 
 /**
  * Each host's preparation in the order the clusters run: with data sets, the first host loads and publishes and
- * every other restores (or all restore when a set of the key is published already); without, every host loads.
+ * every other restores, those started with it (the first maxParallelClusters) after waiting for its publish; when a
+ * set of the key is published already (`published`), every host restores at once. Without sets, every host loads.
  */
-export function planPreparation(spec: ExperimentSpec, withDataSets = dataSetsOff(spec) === null): PlannedPreparation[] {
+export function planPreparation(spec: ExperimentSpec, withDataSets = dataSetsOff(spec) === null, published = false): PlannedPreparation[] {
   const out: PlannedPreparation[] = [];
   for (const className of Object.keys(spec.storageClasses))
     for (let index = 0; index < spec.clustersPerClass; index++) {
       const first = out.length === 0;
       const load = estimatedLoadSeconds(spec, className);
+      const restore = estimatedRestoreSeconds(spec, className);
       if (!withDataSets) out.push({ className, index, step: 'load', seconds: load });
-      else if (first) out.push({ className, index, step: 'load + publish', seconds: load + estimatedRestoreSeconds(spec, className) });
-      else out.push({ className, index, step: 'restore', seconds: estimatedRestoreSeconds(spec, className) });
+      else if (first && !published) out.push({ className, index, step: 'load + publish', seconds: load + restore });
+      else if (published || out.length >= Math.max(1, spec.maxParallelClusters)) out.push({ className, index, step: 'restore', seconds: restore });
+      else out.push({ className, index, step: 'restore', seconds: restore, waitSeconds: out[0].seconds });
     }
   return out;
 }

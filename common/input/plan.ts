@@ -6,7 +6,8 @@ import { classLimits, slowestPhaseContext, volumeBytes, type ExperimentSpec, typ
 import { describeBudget, deviceModelOf } from '../model/devices';
 import { PHASES } from '../phases/registry';
 import { providerOf } from '../providers/registry';
-import { dataSetsOff, planPreparation, type PlannedPreparation } from './data-set';
+import { DEFAULT_KEEP_DAYS, dataSetsOff, planPreparation, type PlannedPreparation } from './data-set';
+import { s3DataSetsPrefix } from '../core/ids';
 
 export interface PlannedHost {
   hostId: string;
@@ -80,15 +81,34 @@ function volumeLine(cls: StorageClassSpec, gib: number, limits: ReturnType<typeo
 function planPreparationText(spec: ExperimentSpec, runId: string): Plan['preparation'] {
   const off = dataSetsOff(spec);
   const hosts = planPreparation(spec).map((p) => ({ ...p, hostId: hostIdFor(runId, p.className, p.index) }));
-  const total = (ps: PlannedPreparation[]) => ps.reduce((sum, p) => sum + p.seconds, 0);
+  const total = (ps: PlannedPreparation[]) => ps.reduce((sum, p) => sum + p.seconds + (p.waitSeconds ?? 0), 0);
   const counts = (ps: PlannedPreparation[]) => {
     const loads = ps.filter((p) => p.step !== 'restore').length;
     const restores = ps.length - loads;
     return `${loads} load${loads === 1 ? '' : 's'}${restores ? ` and ${restores} restore${restores === 1 ? '' : 's'}` : ''}`;
   };
   const hydration = 'a restore writes every block onto the host\'s own volume (WAL-G backup-fetch), so a gp3 volume needs no hydration and no Fast Snapshot Restore (0 USD)';
-  if (off === null)
-    return { hosts, note: `${counts(hosts)}, ${formatBound(total(hosts))} of preparation host time (or only restores when a set of this key is published already: storage-lab datasets list); ${hydration}` };
+  // The comparison's checks (every row's checksum, pg_amcheck when data.verifyRows) come after a restore, apart.
+  const checks = 'each restored host then checks the set against its manifest (a checksum of every row), not in these figures';
+  const store = spec.durability.backupStore;
+  const kept =
+    store.kind === 's3'
+      ? `; the set lives in s3://${store.bucket}/${s3DataSetsPrefix(store.prefix)}/ for ${spec.dataSets?.keepDays ?? DEFAULT_KEEP_DAYS} days (dataSets.keepDays; its S3 storage is a line of the cost estimate)`
+      : '';
+  if (off === null) {
+    const waiting = hosts.filter((h) => h.waitSeconds);
+    const later = planPreparation(spec, true, true);
+    const noSets = planPreparation(spec, false);
+    const waits = waiting.length
+      ? ` (${waiting.length} of them provisioned with the first host wait ~${formatBound(waiting[0].waitSeconds!)} for its publish, idle, then restore)`
+      : '';
+    return {
+      hosts,
+      note:
+        `${counts(hosts)}, ${formatBound(total(hosts))} of preparation host time${waits}; a later run, with the set published (storage-lab datasets list${store.kind === 's3' ? ` --s3-bucket ${store.bucket}` : ''}), ` +
+        `restores every host: ${counts(later)}, ${formatBound(total(later))}; every host loading its own: ${counts(noSets)}, ${formatBound(total(noSets))}; ${checks}${kept}; ${hydration}`,
+    };
+  }
   const alternative = planPreparation(spec, true);
   return {
     hosts,

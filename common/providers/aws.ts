@@ -222,6 +222,15 @@ const awsCost: CostModel<AwsSpec> = {
     }
     line('S3: results and reports (one month)', RESULTS_GIB, 'GiB-months', prices.s3GiBMonth);
     if (run.s3Backups) line('S3: backups, one base backup per cluster (per month kept)', (run.hosts.length * run.volumeBytes) / 2 ** 30, 'GiB-months', prices.s3GiBMonth);
+    // A published data set: S3 Standard for its days (a restore's GETs and the transfer to EC2 in the region are free
+    // of transfer charges; the requests are not priced here).
+    if (run.dataSetInS3)
+      line(
+        `S3: the data set, ${run.dataSetInS3.gib} GiB (uncompressed: an upper bound of WAL-G's lz4 backup) kept ${run.dataSetInS3.keepDays} days`,
+        (run.dataSetInS3.gib * run.dataSetInS3.keepDays * 24) / HOURS_PER_MONTH,
+        'GiB-months',
+        prices.s3GiBMonth,
+      );
     return { lines, missingPrices };
   },
   hostHour(aws, instanceType) {

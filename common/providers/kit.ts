@@ -33,6 +33,8 @@ export interface PricedRun<F> {
   volumeBytes: number;
   /** The run keeps a base backup per cluster in an S3 store. */
   s3Backups: boolean;
+  /** The data set the run publishes in an S3 store (issue 31): its size and the days it is kept; null without one. */
+  dataSetInS3?: { gib: number; keepDays: number } | null;
 }
 
 /** What a provider's hosts cost: the lines of a run's figure, a drill host's hour, the run's own ceiling. */

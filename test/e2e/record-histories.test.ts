@@ -25,6 +25,7 @@ import { hostRequests, localProviderFor } from '../helpers/aws-lab';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
 import { NO_PHASES } from '../helpers/phases';
+import { startMoto } from '../helpers/moto';
 
 const maybe = process.env.STORAGE_LAB_RECORD_HISTORIES === '1' ? describe : describe.skip;
 
@@ -106,6 +107,27 @@ maybe('record workflow histories for the replay test', () => {
     await save(lab.client, 'cluster-ci', restorer.workflowId, restorer.runId);
     await save(lab.client, 'cluster-ci-publishes-data-set', publisher[0].workflowId, publisher[0].runId);
     expect(lab.leftovers(['local-disk', 'gp3'].map((c) => hostIdFor(handle.workflowId, c, 0)))).toEqual([]);
+  });
+
+  it('a ci cluster whose data set lives in S3 (moto)', async () => {
+    const moto = await startMoto();
+    try {
+      await moto.createBucket('record-sets');
+      process.env.AWS_ACCESS_KEY_ID = 'testing';
+      process.env.AWS_SECRET_ACCESS_KEY = 'testing';
+      const store = { kind: 's3', bucket: 'record-sets', region: 'us-east-1', endpoint: moto.endpoint };
+      const handle = await lab.startExperiment({ preset: 'ci', data: { reuse: 'auto' }, phases: NO_PHASES, durability: { enabled: false, backupStore: store } });
+      expect(await handle.result()).toMatchObject({ status: 'completed' });
+      const clusters = children((await lab.client.workflow.getHandle(handle.workflowId).fetchHistory()) as History, WORKFLOW_TYPES.cluster);
+      const scheduled = async (c: { workflowId: string; runId: string }) =>
+        ((await lab.client.workflow.getHandle(c.workflowId, c.runId).fetchHistory()).events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+      const restorers: { workflowId: string; runId: string }[] = [];
+      for (const c of clusters) if ((await scheduled(c)).includes('restoreDataSet')) restorers.push(c);
+      expect(restorers).toHaveLength(1);
+      await save(lab.client, 'cluster-ci-data-set-s3', restorers[0].workflowId, restorers[0].runId);
+    } finally {
+      await moto.stop();
+    }
   });
 
   it('a ci restore drill', async () => {

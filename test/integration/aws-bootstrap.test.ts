@@ -239,6 +239,13 @@ describe('storage-lab run --preset seed-full --dry-run', () => {
     expect(out.stdout).toMatch(/restore drill: load scale 33000 with 16 writers \(bound \d+ h\), base backup and restore with wal-g \(bound \d+ (h|min) each\)/);
     expect(out.stdout).toMatch(/failover drill: 1 round of kill -9 and promotion/);
     expect(out.stdout).toMatch(/Estimated cost: \$\d+\.\d\d for [\d.]+ host-hours/);
+    // Data sets in the S3 store (issue 31): 1 load and 7 restores, each with its time, and the set's S3 storage priced.
+    expect(out.stdout).toMatch(/gp3-0 +restore +~\d+ (h|min) \(after ~\d+ h waiting for the publish\)/);
+    expect(out.stdout).toMatch(/nvme-0 +load \+ publish +~\d+ h/);
+    expect(out.stdout).toMatch(/1 load and 7 restores, \d+ h of preparation host time .*0 loads and 8 restores, \d+ h; every host loading its own: 8 loads, \d+ h/);
+    expect(out.stdout).toContain('s3://lab-backups/storage-lab/backups/_datasets/ for 7 days');
+    expect(out.stdout).toMatch(/no hydration and no Fast Snapshot Restore/);
+    expect(out.stdout).toMatch(/S3: the data set, 516 GiB .* kept 7 days: [\d.]+ GiB-months x \$0\.023 = \$\d+\.\d\d/);
     expect(out.stdout).toContain('aws.subnetId');
     expect(out.stdout).toContain('Dry run: nothing was created.');
   });

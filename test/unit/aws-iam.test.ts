@@ -25,7 +25,15 @@ const source = (file: string) => readFileSync(path.join(PROJECT_ROOT, file), 'ut
 function actionsOf(file: string): string[] {
   const text = source(file);
   const names = [...text.matchAll(/new (\w+)Command\(/g), ...text.matchAll(/paginate(\w+)\(/g)].map((m) => m[1]);
-  const s3: Record<string, string> = { PutObject: 's3:PutObject', GetObject: 's3:GetObject', HeadObject: 's3:GetObject', ListObjectsV2: 's3:ListBucket', CreateBucket: 's3:CreateBucket' };
+  const s3: Record<string, string> = {
+    PutObject: 's3:PutObject',
+    GetObject: 's3:GetObject',
+    HeadObject: 's3:GetObject',
+    ListObjectsV2: 's3:ListBucket',
+    CreateBucket: 's3:CreateBucket',
+    DeleteObject: 's3:DeleteObject',
+    DeleteObjects: 's3:DeleteObject',
+  };
   return [...new Set(names.map((n) => s3[n] ?? (n === 'GetParameter' ? 'ssm:GetParameter' : `ec2:${n}`)))].sort();
 }
 
@@ -50,6 +58,22 @@ describe('IAM policies', () => {
     expect(bootstrap).toMatch(/aws_ ssm get-parameter/);
     for (const a of ['s3:GetObject', 'ssm:GetParameter', 's3:PutObject', 's3:ListBucket']) expect(allowed(host, a)).toBe(true);
     expect(host.flatMap((s) => list(s.Action)).filter((a) => a.startsWith('ec2:'))).toEqual([]);
+  });
+
+  it('let the control worker claim, publish, list and remove data sets in the backup bucket, and keep hosts from writing their records', () => {
+    const used = [...new Set([...actionsOf('lib/s3-data-sets.ts'), ...actionsOf('lib/s3-claims.ts')])].sort();
+    expect(used).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    const on = (statements: Statement[], effect: string, action: string, resource: string) =>
+      statements.some((s) => s.Effect === effect && list(s.Action).includes(action) && list(s.Resource).some((r) => new RegExp(`^${r.replace(/[.]/g, '\\.').replace(/\*/g, '.*')}$`).test(resource)));
+    const sets = 'arn:aws:s3:::BACKUP_BUCKET/storage-lab/backups/_datasets/ds-abc';
+    for (const a of used.filter((x) => x !== 's3:ListBucket')) for (const r of [`${sets}.claim.json`, `${sets}.manifest.json`, `${sets}/basebackups_005/x`]) expect([a, r, on(control, 'Allow', a, r)]).toEqual([a, r, true]);
+    expect(on(control, 'Allow', 's3:ListBucket', 'arn:aws:s3:::BACKUP_BUCKET')).toBe(true);
+    // A host writes the repository (WAL-G), and is denied the records that make a set someone's and usable.
+    for (const a of ['s3:PutObject', 's3:DeleteObject']) {
+      expect(on(host, 'Allow', a, `${sets}/basebackups_005/x`)).toBe(true);
+      expect(on(host, 'Deny', a, `${sets}/basebackups_005/base_000000010000000000000002_backup_stop_sentinel.json`)).toBe(false);
+      for (const r of [`${sets}.claim.json`, `${sets}.manifest.json`]) expect(on(host, 'Deny', a, r)).toBe(true);
+    }
   });
 
   it('hold every EC2 action that creates or changes an instance or volume to the lab tags', () => {

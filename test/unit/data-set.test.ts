@@ -22,6 +22,9 @@ import {
 import { scanNode } from '../../activities/host/data-set';
 import { resolveSpec } from '../../common/input/resolve';
 import { planRun } from '../../common/input/plan';
+import { estimateCost, estimatedHostHours } from '../../common/input/cost';
+import { HOURS_PER_MONTH } from '../../common/providers/aws';
+import { s3DataSetPathsAt, s3DataSetStore } from '../../lib/data-sets';
 
 const spec = { data: { scale: 250 }, postgres: { settings: { shared_buffers: '1GB' } as Record<string, string> } };
 const base = dataSetKeyParts(spec, 15);
@@ -209,20 +212,86 @@ describe('which hosts load and which restore', () => {
     expect(planRun(spec, 'r').preparation.note).toMatch(/^4 loads, .*data.reuse is "never".*With data sets: 1 load and 3 restores/);
   });
 
-  it('seed-full: 8 loads on AWS in this version, and what 1 load and 7 restores would take', () => {
+  it('seed-full as preset (a folder store): 8 loads on AWS, saying why and the fix (an S3 store)', () => {
     const spec = resolveSpec({ preset: 'seed-full' });
-    expect(dataSetsOff(spec)).toMatch(/AWS/);
-    const note = planRun(spec, 'r').preparation.note;
-    expect(note).toMatch(/^8 loads, .*With data sets: 1 load and 7 restores/);
-    // gp3 restores at its 125 MiB/s: 482 GiB in about an hour, far less than its load.
-    const gp3 = planPreparation(spec, true).find((p) => p.className === 'gp3')!;
-    expect(gp3.step).toBe('restore');
+    expect(dataSetsOff(spec)).toMatch(/folder, which hosts on AWS do not share.*set durability.backupStore to an S3 store/);
+    expect(planRun(spec, 'r').preparation.note).toMatch(/^8 loads, .*With data sets: 1 load and 7 restores/);
+    expect(estimateCost(spec).lines.some((l) => l.item.includes('data set'))).toBe(false);
+  });
+
+  it('seed-full with an S3 store: 1 load and 7 restores, their time (the wait for the publish included) and the set\'s S3 storage in the cost', () => {
+    const s3 = { durability: { backupStore: { kind: 's3', bucket: 'lab-backups' } } };
+    const spec = resolveSpec({ preset: 'seed-full', ...s3 });
+    expect(dataSetsOff(spec)).toBeNull();
+    const prep = planPreparation(spec);
+    expect(prep.map((p) => p.step)).toEqual(['load + publish', ...Array(7).fill('restore')]);
+    // All 8 start at once (maxParallelClusters 8): the restoring hosts wait for the first host's load and publish.
+    expect(prep.slice(1).every((p) => p.waitSeconds === prep[0].seconds)).toBe(true);
+    // gp3 restores at its 125 MiB/s: the database in about an hour, less than its load.
+    const gp3 = prep.find((p) => p.className === 'gp3')!;
     expect(gp3.seconds / 3600).toBeGreaterThan(0.9);
     expect(gp3.seconds).toBeLessThan(planPreparation(spec, false).find((p) => p.className === 'gp3')!.seconds);
+    // A later run (the set published) and a later wave do not wait.
+    expect(planPreparation(spec, true, true).every((p) => p.step === 'restore' && !p.waitSeconds)).toBe(true);
+    expect(planPreparation(resolveSpec({ preset: 'seed-full', ...s3, maxParallelClusters: 2 })).map((p) => Boolean(p.waitSeconds))).toEqual([false, true, ...Array(6).fill(false)]);
+    const note = planRun(spec, 'r').preparation.note;
+    expect(note).toMatch(/^1 load and 7 restores, \d+ h of preparation host time \(7 of them .* wait ~\d+ h for its publish.*a later run.*0 loads and 8 restores, \d+ h; every host loading its own: 8 loads, \d+ h/);
+    expect(note).toContain('s3://lab-backups/storage-lab/backups/_datasets/ for 7 days');
+    expect(note).toMatch(/no hydration and no Fast Snapshot Restore/);
+    // The cost: the set's S3 storage for dataSets.keepDays at the S3 Standard price, and the waiting hosts' hours.
+    const est = estimateCost(spec);
+    const line = est.lines.find((l) => l.item.startsWith('S3: the data set'))!;
+    expect(line.item).toMatch(/516 GiB .* kept 7 days/);
+    expect(line.quantity).toBeCloseTo((516 * 7 * 24) / HOURS_PER_MONTH, 2);
+    expect(line.unitPriceUsd).toBe(0.023);
+    const keptLonger = estimateCost(resolveSpec({ preset: 'seed-full', ...s3, dataSets: { keepDays: 14 } })).lines.find((l) => l.item.startsWith('S3: the data set'))!;
+    expect(keptLonger.quantity).toBeCloseTo(2 * line.quantity, 2);
+    const loadingAll = estimateCost(resolveSpec({ preset: 'seed-full', ...s3, data: { reuse: 'never' } }));
+    expect(loadingAll.lines.some((l) => l.item.startsWith('S3: the data set'))).toBe(false);
+    // On a run that publishes, the 7 hosts waiting for the publish cost more host-hours than loading each its own;
+    // without the waits (a later run, a later wave) the restores save hours.
+    const waits = prep.reduce((sum, p) => sum + (p.waitSeconds ?? 0), 0) / 3600;
+    expect(est.hostHours).toBeCloseTo(prep.reduce((sum, p) => sum + estimatedHostHours(spec, p.className, p), 0), 2);
+    expect(est.hostHours).toBeGreaterThan(loadingAll.hostHours);
+    expect(est.hostHours - waits).toBeLessThan(loadingAll.hostHours);
   });
 
   it('refuses a data.reuse it does not know, naming the field', () => {
     expect(() => resolveSpec({ preset: 'ci', data: { reuse: 'sometimes' } })).toThrow(/data\.reuse: must be "auto" or "never"/);
     expect(() => resolveSpec({ preset: 'ci', dataSets: { keepDays: 0 } })).toThrow(/dataSets\.keepDays: must be positive/);
+  });
+});
+
+describe('a data set\'s repository in an S3 store, as a host is handed it', () => {
+  const key = dataSetKey(base);
+  const spec = { kind: 's3' as const, bucket: 'lab-backups', prefix: 'storage-lab/backups', region: 'us-east-1' };
+  const store = s3DataSetStore(spec, key);
+
+  it('is /<prefix>/_datasets/<key>, with its claim and manifest beside it', () => {
+    expect(store).toEqual({ kind: 's3', bucket: 'lab-backups', path: `/storage-lab/backups/_datasets/${key}`, region: 'us-east-1' });
+    expect(s3DataSetPathsAt(store, key)).toEqual({
+      bucket: 'lab-backups',
+      repositoryPrefix: `storage-lab/backups/_datasets/${key}`,
+      claimKey: `storage-lab/backups/_datasets/${key}.claim.json`,
+      manifestKey: `storage-lab/backups/_datasets/${key}.manifest.json`,
+    });
+    expect(s3DataSetPathsAt(s3DataSetStore({ ...spec, prefix: '/x/' }, key), key).claimKey).toBe(`x/_datasets/${key}.claim.json`);
+  });
+
+  const other = dataSetKey({ ...base, scale: 2 });
+  it.each([
+    ['a path that climbs', { ...store, path: `/storage-lab/backups/_datasets/../_datasets/${key}` }, key, /not that set's repository/],
+    ['a "." segment', { ...store, path: `/storage-lab/./backups/_datasets/${key}` }, key, /not that set's repository/],
+    ['an empty segment', { ...store, path: `/storage-lab//backups/_datasets/${key}` }, key, /not that set's repository/],
+    ['a run\'s own prefix', { ...store, path: '/storage-lab/backups/exp-1' }, key, /not that set's repository/],
+    ['below the repository', { ...store, path: `/storage-lab/backups/_datasets/${key}/basebackups_005` }, key, /not that set's repository/],
+    ['another key\'s repository', { ...store, path: `/storage-lab/backups/_datasets/${other}` }, key, /not that set's repository/],
+    ['a different folder than _datasets', { ...store, path: `/storage-lab/backups/datasets/${key}` }, key, /not that set's repository/],
+    ['no leading "/"', { ...store, path: `storage-lab/backups/_datasets/${key}` }, key, /not that set's repository/],
+    ['a key that is not one', { ...store, path: '/storage-lab/backups/_datasets/..' }, '..', /not a data set key/],
+    ['a bucket the spec refuses', { ...store, bucket: 'Lab_Backups' }, key, /bucket "Lab_Backups" is not one the spec accepts/],
+    ['an endpoint the spec refuses', { ...store, endpoint: 'http://evil.example' }, key, /endpoint "http:\/\/evil.example" is not one/],
+  ])('refuses %s', (_name, s, k, problem) => {
+    expect(() => s3DataSetPathsAt(s as typeof store, k)).toThrow(problem);
   });
 });

@@ -15,7 +15,7 @@ import { nameSchemeOf } from '../../common/core/ids';
 import { WORKFLOW_TYPES } from '../../common/core/names';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { UNDO_IN_REVERSE_PATCH } from '../../workflows/compensation';
-import { DATA_SETS_PATCH } from '../../workflows/data-set';
+import { DATA_SETS_PATCH, DATA_SETS_S3_PATCH } from '../../workflows/data-set';
 import { SWEEP_DATA_SETS_PATCH } from '../../workflows/sweeper-workflow';
 import { COLLISION_PROOF_NAMES_PATCH } from '../../workflows/names';
 import { swapModule } from '../helpers/bundle-swap';
@@ -31,6 +31,7 @@ const EXPECTED: Record<string, string> = {
   'experiment-ci-before-data-sets': WORKFLOW_TYPES.experiment,
   'cluster-ci': WORKFLOW_TYPES.cluster,
   'cluster-ci-publishes-data-set': WORKFLOW_TYPES.cluster,
+  'cluster-ci-data-set-s3': WORKFLOW_TYPES.cluster,
   'cluster-ci-before-data-sets': WORKFLOW_TYPES.cluster,
   'cluster-ci-before-checkpoint': WORKFLOW_TYPES.cluster,
   'restore-drill-ci': WORKFLOW_TYPES.restoreDrill,
@@ -120,6 +121,10 @@ describe('recorded workflow histories replay against the current workflow code',
     expect(patches('cluster-ci')).toEqual([DATA_SETS_PATCH]);
     expect(activities('cluster-ci')).toEqual(expect.arrayContaining(['claimDataSet', 'restoreDataSet']));
     expect(activities('cluster-ci')).not.toContain('loadData');
+    // Data sets in an S3 store: the data-sets-s3 patch as well, then the restore path.
+    expect(patches('cluster-ci-data-set-s3')).toEqual([DATA_SETS_PATCH, DATA_SETS_S3_PATCH]);
+    expect(activities('cluster-ci-data-set-s3')).toEqual(expect.arrayContaining(['claimDataSet', 'restoreDataSet']));
+    expect(activities('cluster-ci-data-set-s3')).not.toContain('loadData');
     expect(patches('cluster-ci-publishes-data-set')).toEqual([DATA_SETS_PATCH]);
     expect(activities('cluster-ci-publishes-data-set')).toEqual(expect.arrayContaining(['claimDataSet', 'loadData', 'publishDataSet', 'publishDataSetManifest', 'releaseDataSet']));
     expect(patches('cluster-ci-before-data-sets')).toEqual([]);
@@ -150,15 +155,22 @@ describe('recorded workflow histories replay against the current workflow code',
 
   it("replays every recorded run with the host names it started with: none begun before collision-proof names addresses a host by the new scheme's name", async () => {
     // A chain's later executions carry no marker of their own: they follow their first execution's hosts; so do an
-    // experiment's clusters (recorded from the experiment-ci run, which took the patch).
-    const followers = ['power-cut-drill-ci-2', 'cluster-ci', 'cluster-ci-publishes-data-set'];
+    // experiment's clusters (recorded from experiment runs that took the patch: experiment-ci, and the S3 one).
+    const followers = ['power-cut-drill-ci-2', 'cluster-ci', 'cluster-ci-publishes-data-set', 'cluster-ci-data-set-s3'];
     const newScheme = (f: { name: string; history: History }) => patchesOf(f.history).includes(COLLISION_PROOF_NAMES_PATCH) || followers.includes(f.name);
     // The sweeper derives no name: it removes the hosts the lab lists, of either scheme (sweeper.json was recorded with
     // hosts of the new one, sweeper-before-data-sets.json with the old).
     const older = fixtures.filter((f) => !newScheme(f) && f.name !== 'sweeper');
     // Recorded on the new names: the power-cut drill (a workflow type younger than the patch) and the ci experiment
     // with its clusters, recorded again for data sets.
-    expect(fixtures.filter(newScheme).map((f) => f.name).sort()).toEqual(['cluster-ci', 'cluster-ci-publishes-data-set', 'experiment-ci', 'power-cut-drill-ci-1', 'power-cut-drill-ci-2']);
+    expect(fixtures.filter(newScheme).map((f) => f.name).sort()).toEqual([
+      'cluster-ci',
+      'cluster-ci-data-set-s3',
+      'cluster-ci-publishes-data-set',
+      'experiment-ci',
+      'power-cut-drill-ci-1',
+      'power-cut-drill-ci-2',
+    ]);
     // The interceptor fails a replay that schedules a host activity on, or starts a cluster with, a new-scheme host id.
     const errors = await replay(
       { workflowsPath: require.resolve('../../workflows'), interceptors: { workflowModules: [require.resolve('../fixtures/replay-names/interceptors')] }, replayName: 'replay-names' },

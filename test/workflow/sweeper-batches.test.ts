@@ -29,6 +29,7 @@ describe('sweeperWorkflow in batches (mocked activities)', () => {
       Array.from({ length: 250 }, (_, i) => [`h${i}`, { hostId: `h${i}`, runId: 'gone', expiresAt: null, provider: 'local', kind: 'host', resources: [] } as unknown as SweepCandidate]),
     );
     let attemptsOnStuck = 0;
+    const sweptSets: unknown[] = [];
     const control: Partial<ControlActivities> = {
       async listManagedHosts() {
         return [...leaked.values()] as never;
@@ -36,7 +37,8 @@ describe('sweeperWorkflow in batches (mocked activities)', () => {
       async describeRuns() {
         return { gone: 'closed' };
       },
-      async removeExpiredDataSets() {
+      async removeExpiredDataSets(input) {
+        sweptSets.push(input);
         return [];
       },
       async teardownHost({ hostId }) {
@@ -63,5 +65,7 @@ describe('sweeperWorkflow in batches (mocked activities)', () => {
     expect([...leaked.keys()]).toEqual(['h7']);
     // Tried once, in one execution: the next executions left it out.
     expect(attemptsOnStuck).toBe(1);
+    // Expired data sets once, at the end: the default folder store's and every S3 store a set was claimed in.
+    expect(sweptSets).toEqual([{ store: { kind: 'folder' }, recordedS3Stores: true }]);
   });
 });
