@@ -155,9 +155,9 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
   it('restores the set from S3 onto a fresh host in the same state: the comparison passes', async () => {
     const hostId = target.deps.config.hostId;
     const restored = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
-    const checks = compareDataSet(manifest, restored.facts, restored.amcheck);
+    const checks = compareDataSet(manifest, restored.facts, restored.amcheck, restored.keys ?? null);
     expect(checks.filter((c) => !c.ok)).toEqual([]);
-    expect(checks.map((c) => c.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck']);
+    expect(checks.map((c) => c.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck', 'index entries']);
     expect(restored.facts.relations.pgbench_accounts.heapBytes).toBe(published.facts.relations.pgbench_accounts.heapBytes);
     const counted = await withConnection(target.deps.config, async (c) => (await c.query<{ n: string }>('SELECT count(*) AS n FROM public.pgbench_accounts')).rows[0].n);
     expect(Number(counted)).toBe(100_000);
@@ -292,7 +292,7 @@ describe('an experiment whose data sets live in S3 (integration, moto): the work
     const clusters = Object.values(result.classes).map((cls) => cls.clusters[0]);
     expect(clusters.map((c) => c.dataSet?.prepared).sort()).toEqual(['loaded-and-published', 'restored']);
     const restored = clusters.find((c) => c.dataSet?.prepared === 'restored')!;
-    expect(restored.dataSet!.checks!.map((x) => x.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck']);
+    expect(restored.dataSet!.checks!.map((x) => x.name)).toEqual(['row counts', 'checksums', 'relation sizes', 'freeze state', 'pg_amcheck', 'index entries']);
     expect(restored.dataSet!.checks!.filter((x) => !x.ok)).toEqual([]);
     expect(restored.rows).toBe(200_000);
     expect(restored.load).toBeUndefined();
