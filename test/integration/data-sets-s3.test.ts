@@ -6,6 +6,7 @@
  * leave no object behind; a host refuses any repository that is not a published set's. Host and control activities run
  * in mock activity contexts (bench/bench-host.ts), as in data-sets.test.ts (the folder store's).
  */
+import { manifestOf as sharedManifestOf } from '../helpers/data-set-manifest';
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { createDataSetActivities, type DataSetClaim } from '../../activities/con
 import { describeServer, publishDataSet, restoreDataSet, type PublishOutcome } from '../../activities/host/data-set';
 import { loadData } from '../../activities/host/load';
 import { stopPostgres } from '../../activities/host/postgres';
-import { compareDataSet, dataSetKey, dataSetKeyParts, expiresAt, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
+import { compareDataSet, dataSetKey, dataSetKeyParts, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupStoreSpec } from '../../common/input/spec';
 import { recordS3DataSetStore, recordedS3DataSetStores, type DataSetEntry } from '../../lib/data-sets';
@@ -93,22 +94,8 @@ describe('data sets in an S3 store: publish once, restore elsewhere, compare (in
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  function manifestOf(p: PublishOutcome, k: string, keyParts: DataSetKeyParts, facts = p.facts): DataSetManifest {
-    const now = new Date().toISOString();
-    return {
-      formatVersion: 1,
-      key: k,
-      parts: keyParts,
-      rows: Object.values(facts.relations).reduce((s, r) => s + r.rows, 0),
-      facts,
-      backup: { tool: 'wal-g', label: p.backup.label, repositoryBytes: p.backup.repositoryBytes, databaseBytes: p.backup.databaseBytes },
-      loadSeconds: 1,
-      publishSeconds: p.seconds,
-      source: { hostId: source.deps.config.hostId, runId: 'run-a', workflowId: 'run-a/gp3-0' },
-      publishedAt: now,
-      expiresAt: expiresAt(now, 7),
-    };
-  }
+  const manifestOf = (p: PublishOutcome, k: string, keyParts: DataSetKeyParts, facts = p.facts): DataSetManifest =>
+    sharedManifestOf(source.deps.config.hostId, p, k, keyParts, facts);
 
   it('claims the key in S3 for its first builder (a conditional put); a second run finds it being built', async () => {
     claimed = await as('run-a/gp3-0').run(activities.claimDataSet, { store, key, runId: 'run-a', owner: owner('run-a/gp3-0') });

@@ -6,6 +6,7 @@
  * restore reads nothing but a published set's repository. Host and control activities run in mock activity contexts
  * (bench/bench-host.ts), with real Postgres and WAL-G.
  */
+import { manifestOf as sharedManifestOf } from '../helpers/data-set-manifest';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
@@ -15,7 +16,7 @@ import { createDataSetActivities, type DataSetClaim } from '../../activities/con
 import { dataSetFacts, publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
 import { loadData } from '../../activities/host/load';
 import { stopPostgres } from '../../activities/host/postgres';
-import { compareDataSet, dataSetKey, dataSetKeyParts, expiresAt, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
+import { compareDataSet, dataSetKey, dataSetKeyParts, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import { registerLabRoot } from '../../lib/lab-fs';
 import { dataSetPathsAt, type DataSetEntry } from '../../lib/data-sets';
@@ -60,22 +61,8 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  function manifestOf(p: PublishOutcome, k: string, keyParts: DataSetKeyParts, facts = p.facts): DataSetManifest {
-    const now = new Date().toISOString();
-    return {
-      formatVersion: 1,
-      key: k,
-      parts: keyParts,
-      rows: Object.values(facts.relations).reduce((s, r) => s + r.rows, 0),
-      facts,
-      backup: { tool: 'wal-g', label: p.backup.label, repositoryBytes: p.backup.repositoryBytes, databaseBytes: p.backup.databaseBytes },
-      loadSeconds: 1,
-      publishSeconds: p.seconds,
-      source: { hostId: source.deps.config.hostId, runId: 'run-a', workflowId: 'run-a/gp3-0' },
-      publishedAt: now,
-      expiresAt: expiresAt(now, 7),
-    };
-  }
+  const manifestOf = (p: PublishOutcome, k: string, keyParts: DataSetKeyParts, facts = p.facts): DataSetManifest =>
+    sharedManifestOf(source.deps.config.hostId, p, k, keyParts, facts);
 
   it('claims the key for its first builder; a second run finds it being built and waits, bounded, with a reason', async () => {
     claimed = await as('run-a/gp3-0').run(activities.claimDataSet, { store: folder, key, runId: 'run-a', owner: owner('run-a/gp3-0') });
