@@ -61,10 +61,11 @@ describe('cancel in each phase (faults)', () => {
     let shell: ReturnType<typeof spawn> | undefined;
     if (c.phase === 'teardown') {
       // A shell sitting in the mounted volume keeps the unmount busy: teardown retries until it leaves.
-      await waitForActivity(lab.client, cluster, 'runBacklogPhase');
+      // Eight runs load at once: under a CPU hog the last reached its backlog phase after more than 120 s.
+      await waitForActivity(lab.client, cluster, 'runBacklogPhase', undefined, 300_000);
       shell = spawn('sleep', ['600'], { cwd: path.join(hostDirOf(lab.paths, hostId), 'volume'), stdio: 'ignore' });
     }
-    await waitForActivity(lab.client, cluster, c.activity, c.heartbeat);
+    await waitForActivity(lab.client, cluster, c.activity, c.heartbeat, 300_000);
     await handle.cancel();
     if (shell) {
       await new Promise((r) => setTimeout(r, 1_000));

@@ -37,8 +37,9 @@ const SPEC = {
   storageClasses: { gp3: null },
   compare: null,
   data: { scale: 5, chunkRows: 50_000 },
-  // Long enough for the second run to be refused and its cluster to close while the first still measures.
-  workload: { warmupSeconds: 0, durationSeconds: 30 },
+  // Long enough for the second run to be refused and its cluster to close while the first still measures: under a CPU
+  // hog on both cores beside two test files, the refusal came 40 s after the first's TPS window opened.
+  workload: { warmupSeconds: 0, durationSeconds: 60 },
   phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
 };
 const CLASS = 'local-disk';
@@ -93,6 +94,13 @@ async function failures(client: Client, workflowId: string): Promise<{ type: str
     });
 }
 
+/** When a workflow first scheduled an activity of a type (ms since the epoch), or null. */
+async function scheduledAt(client: Client, workflowId: string, type: string): Promise<number | null> {
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const e = events.find((x) => x.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && x.activityTaskScheduledEventAttributes?.activityType?.name === type);
+  return e ? Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6) : null;
+}
+
 /** When a workflow's activity of a type completed (ms since the epoch), by its label in the input (pgbench's "tps"). */
 async function completedAt(client: Client, workflowId: string, type: string, label: string): Promise<number | null> {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
@@ -135,7 +143,10 @@ async function collide(lab: TestLab, firstId: string, secondId: string): Promise
   expect(clusterClosed).toBe(true);
   // The host is still the first run's, its record untouched: read as soon as the refused cluster closed, while the first
   // run measures (after its TPS window it tears the host down; at load average 27 the cancel below came after that).
-  expect(readFileSync(path.join(hostDir, 'owner.json'), 'utf8')).toBe(ownerRecord);
+  // That the read came before the first run's teardown is checked, not assumed.
+  const ownerNow = readFileSync(path.join(hostDir, 'owner.json'), 'utf8');
+  expect(await scheduledAt(lab.client, firstCluster, 'teardownHost')).toBeNull();
+  expect(ownerNow).toBe(ownerRecord);
   await second.cancel().catch(() => undefined);
   const secondFailure = await outcome(second.result());
   expect(secondFailure).toBeTruthy();
