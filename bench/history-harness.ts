@@ -113,7 +113,11 @@ export class HistoryHarness {
     const running = control.run();
     try {
       const handle = await this.client.workflow.start(workflowType, { taskQueue, workflowId, args: [input] });
-      await handle.result().catch(() => undefined);
+      // A failure is a result too, but its reason is what a short history means: say it.
+      await handle.result().catch((e: unknown) => {
+        const cause = (e as { cause?: { message?: string } }).cause?.message;
+        console.warn(`${workflowType} ${workflowId} ended in failure: ${cause ?? String(e)}`);
+      });
       return await histories(this.client, workflowId, handle.firstExecutionRunId);
     } finally {
       for (const w of [control, ...[...hosts.values()].map((h) => h.worker)]) if (w.getState() === 'RUNNING') w.shutdown();
