@@ -18,6 +18,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -48,6 +49,9 @@ func main() {
 	}
 	setTimerSlack()
 	setNice(*nice)
+	if stop := startCPUProfile(os.Getenv("STORAGE_LAB_VOLUME_PPROF")); stop != nil {
+		defer stop()
+	}
 
 	store, err := OpenStore(*size, *backing, *volatileLimit)
 	if err != nil {
@@ -138,5 +142,27 @@ func setTimerSlack() {
 	}
 	for _, e := range entries {
 		_ = os.WriteFile("/proc/self/task/"+e.Name()+"/timerslack_ns", []byte("1"), 0)
+	}
+}
+
+// startCPUProfile writes a Go CPU profile of the whole run to `file` (STORAGE_LAB_VOLUME_PPROF), to see where the
+// server's CPU goes under load (go tool pprof); it returns the function that ends it, or nil when not asked for.
+func startCPUProfile(file string) func() {
+	if file == "" {
+		return nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		log.Printf("STORAGE_LAB_VOLUME_PPROF: %v", err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Printf("STORAGE_LAB_VOLUME_PPROF: %v", err)
+		f.Close()
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
