@@ -18,6 +18,8 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -48,6 +50,9 @@ func main() {
 	}
 	setTimerSlack()
 	setNice(*nice)
+	if stop := startCPUProfile(os.Getenv("STORAGE_LAB_VOLUME_PPROF")); stop != nil {
+		defer stop()
+	}
 
 	store, err := OpenStore(*size, *backing, *volatileLimit)
 	if err != nil {
@@ -77,6 +82,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("mounting %s: %v", *mount, err)
 	}
+	spareProcs()
 	ctl, err := listenControl(*control, fs, server, *mount, *maxWrite, *compensate)
 	if err != nil {
 		_ = server.Unmount()
@@ -101,6 +107,19 @@ func main() {
 	ctl.close()
 	store.Close()
 	log.Printf("unmounted; exiting")
+}
+
+// spareProcs gives the Go scheduler more Ps than the threads the server keeps in blocking system calls: go-fuse's
+// readers (GOMAXPROCS of them at NewServer, at least 2, plus one) wait in read(2) on /dev/fuse and a reply's writev
+// completes the I/O in the kernel. With every P in a system call and none idle, the runtime's monitor takes Ps back
+// and hands them to other threads, polling every 20 µs, and each I/O's wake-up waited for a thread to be woken:
+// at 3,000 IOPS on 2 cores that was about a third of the server's CPU (docs/storage-emulation.md, "What the device
+// costs"). Spare Ps cost nothing while idle; the CPU the server can use stays the machine's. Called after
+// fuse.NewServer, which sizes its readers by GOMAXPROCS.
+func spareProcs() {
+	procs := runtime.GOMAXPROCS(0)
+	readers := min(max(procs, 2), 16) + 1
+	runtime.GOMAXPROCS(max(procs, readers) + 5)
 }
 
 func onOff(on bool) string {
@@ -138,5 +157,27 @@ func setTimerSlack() {
 	}
 	for _, e := range entries {
 		_ = os.WriteFile("/proc/self/task/"+e.Name()+"/timerslack_ns", []byte("1"), 0)
+	}
+}
+
+// startCPUProfile writes a Go CPU profile of the whole run to `file` (STORAGE_LAB_VOLUME_PPROF), to see where the
+// server's CPU goes under load (go tool pprof); it returns the function that ends it, or nil when not asked for.
+func startCPUProfile(file string) func() {
+	if file == "" {
+		return nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		log.Printf("STORAGE_LAB_VOLUME_PPROF: %v", err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Printf("STORAGE_LAB_VOLUME_PPROF: %v", err)
+		f.Close()
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
