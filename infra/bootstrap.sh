@@ -3,20 +3,9 @@
 #   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, WAL-G, the modelled volume's server, fio,
 #                             npm packages, the build
 #   infra/bootstrap.sh test   the same, plus what the tests use: moto (AWS API), Chromium (UI test)
-#   infra/bootstrap.sh test --skip walg,moto   all but the named steps (what the unit and workflow layers need)
-#   infra/bootstrap.sh test --only walg,moto   only the named steps (infra/test-suite.sh runs these beside the
-#                                              unit and workflow layers, which need neither)
 # Independent steps run side by side; each prints one line with its time when it ends.
 set -euo pipefail
 mode=${1:-demo}
-skip_steps=,
-only_steps=
-case "${2:-}" in
-  --skip) skip_steps=",${3:?--skip needs a list of steps},";;
-  --only) only_steps=",${3:?--only needs a list of steps},";;
-  "") ;;
-  *) echo "infra/bootstrap.sh: unknown option ${2} (--skip LIST or --only LIST)" >&2; exit 2;;
-esac
 cd "$(dirname "$0")/.."
 root=$PWD
 cache=${STORAGE_LAB_CACHE:-$root/.cache}
@@ -276,29 +265,17 @@ build() {
 }
 
 step_pids=()
-all_steps=(debian postgres17 npm temporal walg volume)
-[ "$mode" = test ] && all_steps+=(moto)
-for s in ${skip_steps//,/ } ${only_steps//,/ }; do
-  case " ${all_steps[*]} " in *" $s "*) ;; *) echo "infra/bootstrap.sh: no step $s in $mode mode (${all_steps[*]})" >&2; exit 2;; esac
-done
-steps=()
-for s in "${all_steps[@]}"; do
-  case "$skip_steps" in *",$s,"*) continue;; esac
-  if [ -n "$only_steps" ]; then case "$only_steps" in *",$s,"*) ;; *) continue;; esac; fi
-  steps+=("$s")
-done
+steps=(debian postgres17 npm temporal walg volume)
+[ "$mode" = test ] && steps+=(moto)
 npm_pid=
 for s in "${steps[@]}"; do
   start_step "$s"
   if [ "$s" = npm ]; then npm_pid=${step_pids[-1]}; fi
 done
-# The build starts as soon as the npm packages are in, beside the steps still running (moto's, WAL-G's); a run
-# without the npm step (--only) has nothing to build.
+# The build starts as soon as the npm packages are in, beside the steps still running (moto's, WAL-G's).
 failed=0
-if [ -n "$npm_pid" ]; then
-  wait "$npm_pid" || failed=1
-  if [ "$failed" = 0 ]; then build || failed=1; fi
-fi
+wait "$npm_pid" || failed=1
+if [ "$failed" = 0 ]; then build || failed=1; fi
 for pid in "${step_pids[@]}"; do
   if [ "$pid" != "$npm_pid" ]; then wait "$pid" || failed=1; fi
 done
