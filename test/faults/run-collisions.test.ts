@@ -73,6 +73,9 @@ async function scheduled(client: Client, workflowId: string): Promise<{ type: st
     .map((e) => ({ type: e.activityTaskScheduledEventAttributes?.activityType?.name ?? '', queue: e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? '' }));
 }
 
+/** When a history event happened, in ms since the epoch. */
+const eventMs = (e: temporal.api.history.v1.IHistoryEvent) => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+
 /** The failed activities of a workflow: type, the attempt that failed last, the failure's type, message and whether retryable. */
 async function failures(client: Client, workflowId: string): Promise<{ type: string; attempt: number; failureType: string; message: string; nonRetryable: boolean; at: number }[]> {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
@@ -89,7 +92,7 @@ async function failures(client: Client, workflowId: string): Promise<{ type: str
         failureType: a.failure?.applicationFailureInfo?.type ?? '',
         message: a.failure?.message ?? '',
         nonRetryable: a.failure?.applicationFailureInfo?.nonRetryable ?? false,
-        at: Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6),
+        at: eventMs(e),
       };
     });
 }
@@ -98,7 +101,7 @@ async function failures(client: Client, workflowId: string): Promise<{ type: str
 async function scheduledAt(client: Client, workflowId: string, type: string): Promise<number | null> {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const e = events.find((x) => x.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && x.activityTaskScheduledEventAttributes?.activityType?.name === type);
-  return e ? Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6) : null;
+  return e ? eventMs(e) : null;
 }
 
 /** When a workflow's activity of a type completed (ms since the epoch), by its label in the input (pgbench's "tps"). */
@@ -109,7 +112,7 @@ async function completedAt(client: Client, workflowId: string, type: string, lab
     if (e.eventType !== EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) continue;
     const s = byId.get(Number(e.activityTaskCompletedEventAttributes?.scheduledEventId))?.activityTaskScheduledEventAttributes;
     const input = s?.input?.payloads?.[0]?.data ? Buffer.from(s.input.payloads[0].data).toString('utf8') : '';
-    if (s?.activityType?.name === type && input.includes(`"label":"${label}"`)) return Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+    if (s?.activityType?.name === type && input.includes(`"label":"${label}"`)) return eventMs(e);
   }
   return null;
 }
