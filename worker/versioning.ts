@@ -129,8 +129,19 @@ export function assertBehaviorsDeclared(workflows: Record<string, unknown>): voi
     );
 }
 
-/** gRPC codes the server answers while it has not yet seen the new version's pollers. */
-const NOT_YET_POLLED = new Set([5 /* NOT_FOUND */, 9 /* FAILED_PRECONDITION */]);
+/**
+ * gRPC codes worth asking again until makeCurrent's deadline: the server answers NOT_FOUND or FAILED_PRECONDITION
+ * while it has not yet seen the new version's pollers, and on a loaded machine the call itself can run out of time
+ * (DEADLINE_EXCEEDED: "Timeout expired", seen with three test files at once on 2 cores) or find the server briefly
+ * unavailable. A second call is harmless: setting the version that is already current changes nothing. Anything else
+ * (a bad argument, no permission) fails at once.
+ */
+const ASK_AGAIN = new Set([4 /* DEADLINE_EXCEEDED */, 5 /* NOT_FOUND */, 9 /* FAILED_PRECONDITION */, 14 /* UNAVAILABLE */]);
+
+/** Whether makeCurrent asks again after an error with this gRPC code (undefined: not a gRPC error). */
+export function askAgainAfter(code: number | undefined): boolean {
+  return code !== undefined && ASK_AGAIN.has(code);
+}
 
 /**
  * Makes a version its deployment's current version: new workflow executions (and auto-upgrade runs' next tasks) go
@@ -149,8 +160,9 @@ export async function makeCurrent(client: Client, version: WorkerDeploymentVersi
       });
       return;
     } catch (err) {
-      if (!NOT_YET_POLLED.has((err as { code?: number }).code ?? -1) || Date.now() > deadline)
-        throw new Error(`could not make ${toCanonicalString(version)} current: ${(err as Error).message}`);
+      const code = (err as { code?: number }).code;
+      if (!askAgainAfter(code) || Date.now() > deadline)
+        throw new Error(`could not make ${toCanonicalString(version)} current: ${(err as Error).message}${code === undefined ? '' : ` (gRPC code ${code})`}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }

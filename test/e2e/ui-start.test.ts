@@ -15,6 +15,11 @@ import { artifactPath, launchChromium, type Browser } from '../helpers/browser';
 import { startTestLab, type TestLab } from '../helpers/lab';
 import { uniqueId } from '../helpers/temporal';
 
+/**
+ * The longest the test waits for the UI to show a thing; each wait ends as soon as it shows. With three test files at
+ * once on 2 cores the cluster's history page took more than 15 s to list its activities.
+ */
+const UI_WAIT_MS = 60_000;
 const PHASES = ['provision', 'configure', 'load', 'warmup', 'tps', 'vacuum', 'backlog', 'teardown', 'done'];
 /** The form's input: the ci preset with a TPS window long enough to be seen by a person reloading the page. */
 const INPUT = '{"preset":"ci","workload":{"durationSeconds":20}}';
@@ -50,7 +55,7 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     // By its address (what the tab links to) rather than a click: under load the page re-renders while it loads.
     await openRunTab(page, id, 'user-metadata');
     const frame = page.locator('iframe[title="output"]');
-    await frame.waitFor({ timeout: 15_000 });
+    await frame.waitFor({ timeout: UI_WAIT_MS });
     // The frame is empty, then shows the placeholder, until the UI's query for the details is answered (a worker on
     // a loaded machine may take seconds); a query that gets no answer leaves the placeholder.
     const started = Date.now();
@@ -76,14 +81,14 @@ describe('start from the Temporal UI (browser, e2e)', () => {
       await page.getByTestId(field).press('Tab');
     }
     // The form looks the queue up: this lab's control worker polls it.
-    await page.getByText('Task Queue is Active').waitFor({ timeout: 15_000 });
+    await page.getByText('Task Queue is Active').waitFor({ timeout: UI_WAIT_MS });
     await page.locator('.cm-content[data-language="json"]').click();
     await page.keyboard.insertText(INPUT);
     // Leave the editor first: its blur re-renders the button, which would swallow a click that caused it.
     await page.getByTestId('start-workflow').click();
     await page.getByTestId('start-workflow-button').click();
     // The toast, and (UI 2.54) a link of the same words to the new run.
-    await page.getByText('Workflow started successfully').first().waitFor({ timeout: 15_000 });
+    await page.getByText('Workflow started successfully').first().waitFor({ timeout: UI_WAIT_MS });
 
     const handle = lab.client.workflow.getHandle(workflowId);
     const started = Date.now();
@@ -145,12 +150,12 @@ describe('start from the Temporal UI (browser, e2e)', () => {
 
     // A cluster's event history lists its activities with their summaries.
     await openRunTab(page, gp3, 'history');
-    await page.getByText(/^provision gp3 host \S+-gp3-0: emulated-ebs at 3000 IOPS, 125 MiB\/s, 384 MiB$/).waitFor({ timeout: 15_000 });
-    await page.getByText(/^load scale 2: 200,000 rows in chunks of 20,000, 2 writers$/).waitFor();
-    await page.getByText(/^tear down \S+-gp3-0$/).waitFor();
+    await page.getByText(/^provision gp3 host \S+-gp3-0: emulated-ebs at 3000 IOPS, 125 MiB\/s, 384 MiB$/).waitFor({ timeout: UI_WAIT_MS });
+    await page.getByText(/^load scale 2: 200,000 rows in chunks of 20,000, 2 writers$/).waitFor({ timeout: UI_WAIT_MS });
+    await page.getByText(/^tear down \S+-gp3-0$/).waitFor({ timeout: UI_WAIT_MS });
 
     await page.goto(workflowPage(workflowId), { waitUntil: 'networkidle' });
-    await page.getByText('Completed', { exact: true }).first().waitFor({ timeout: 15_000 });
+    await page.getByText('Completed', { exact: true }).first().waitFor({ timeout: UI_WAIT_MS });
     const screenshot = artifactPath(`ui-start-${workflowId}.png`);
     await page.screenshot({ path: screenshot, fullPage: true });
     expect(existsSync(screenshot) && statSync(screenshot).size > 10_000).toBe(true);
