@@ -6,17 +6,19 @@ its start when it started after the sampler; one that lives less than the sampli
 totals count low. Used for docs/benchmarks.md, "Where the suite's CPU goes".
     python3 bench/cpu-by-role.py > cpu.txt & ...; kill %1
 """
-# Accumulates CPU seconds per command name (plus a coarse role for node processes) until killed; prints on SIGTERM.
-import signal
+import collections, os, re, signal, sys, time
+
 hz = os.sysconf('SC_CLK_TCK')
-last = {}
+# Seconds since boot when the sampler started: a process that started later is counted from its own start.
+started_boot = float(open('/proc/uptime').read().split()[0])
+last = {}  # (pid, start time) -> (CPU seconds at the last sample, role)
 total = collections.Counter()
 def role(pid, comm):
     if comm.startswith('node') or comm == 'MainThread' or comm.startswith('jest'):
         try:
             cmd = open(f'/proc/{pid}/cmdline','rb').read().split(b'\0')
             s = b' '.join(cmd).decode(errors='replace')
-            for k in ['host-agent','host-supervisor','control-worker','jest-worker','processChild','eslint','jest.js','cli.js','volume']:
+            for k in ['host-agent','host-supervisor','control-worker','jest-worker','processChild','eslint','jest.js','cli.js']:
                 if k in s: return 'node:'+k
             return 'node:other'
         except Exception: return comm
@@ -30,7 +32,7 @@ def role(pid, comm):
         return base + ':?'
     return comm
 def sample():
-    seen = {}
+    seen = set()
     for d in os.listdir('/proc'):
         if not d.isdigit(): continue
         try:
@@ -40,7 +42,7 @@ def sample():
         f = t[t.rindex(')')+2:].split()
         cpu = (int(f[11])+int(f[12]))/hz
         key = (d, f[19])
-        seen[key] = cpu
+        seen.add(key)
         prev = last.get(key)
         if prev is None:
             r = role(d, comm)
@@ -51,7 +53,6 @@ def sample():
             last[key] = (cpu, prev[1])
     for k in list(last):
         if k not in seen: del last[k]
-started_boot = float(open('/proc/uptime').read().split()[0])
 def done(*a):
     s = sum(total.values())
     for k,v in total.most_common(25): print(f'{v:8.1f} {k}')
