@@ -25,7 +25,7 @@ import type { HostConfig } from '../../common/core/hosts';
 import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { pendingActivities, postgresPids, readResult, supervisorPid, waitForActivity } from '../helpers/faults';
 import { agentPids, startTestLab, type TestLab, hostDirOf } from '../helpers/lab';
-import { NO_PHASES } from '../helpers/phases';
+import { NO_PHASES, PACED_SCRIPT } from '../helpers/phases';
 
 const LOCAL_DISK = { preset: 'ci', storageClasses: { gp3: null }, compare: null, phases: NO_PHASES };
 const kill = (pid: number | null, signal: NodeJS.Signals = 'SIGKILL') => pid && process.kill(pid, signal);
@@ -109,7 +109,7 @@ describe('dead hosts and killed attempts (faults)', () => {
   }
 
   async function supervisorAndAgentKilledMidTps(): Promise<void> {
-    const run = await start({ ...LOCAL_DISK, host: { deadAfterSeconds: 15 }, workload: { warmupSeconds: 0, durationSeconds: 60 } });
+    const run = await start({ ...LOCAL_DISK, host: { deadAfterSeconds: 15 }, workload: { warmupSeconds: 0, durationSeconds: 60, script: PACED_SCRIPT } });
     await waitForActivity(lab.client, run.cluster, 'runPgbench', 'tps');
     const killedAt = Date.now();
     kill(supervisorPid(lab, run.hostId));
@@ -210,7 +210,7 @@ describe('dead hosts and killed attempts (faults)', () => {
   }
 
   async function postgresStoppedMidTps(): Promise<void> {
-    const run = await start({ ...LOCAL_DISK, workload: { warmupSeconds: 0, durationSeconds: 45 } });
+    const run = await start({ ...LOCAL_DISK, workload: { warmupSeconds: 0, durationSeconds: 45, script: PACED_SCRIPT } });
     await waitForActivity(lab.client, run.cluster, 'runPgbench', 'tps', 120_000, (d) => Number(d.second ?? 0) >= 3);
     const stopped = postgresPids(lab, run.hostId);
     for (const pid of stopped) kill(pid, 'SIGSTOP');

@@ -28,6 +28,7 @@ import { clusterWorkflowId } from '../../workflows/cluster-workflow';
 import { swapModule } from '../helpers/bundle-swap';
 import { waitForActivity } from '../helpers/faults';
 import { hostDirOf, startTestLab, type TestLab } from '../helpers/lab';
+import { PACED_SCRIPT } from '../helpers/phases';
 import { uniqueId } from '../helpers/temporal';
 import { tagHash as weakTagHash } from '../helpers/weak-tag-hash';
 
@@ -39,7 +40,7 @@ const SPEC = {
   data: { scale: 5, chunkRows: 50_000 },
   // Long enough for the second run to be refused and its cluster to close while the first still measures: under a CPU
   // hog on both cores beside two test files, the refusal came 40 s after the first's TPS window opened.
-  workload: { warmupSeconds: 0, durationSeconds: 60 },
+  workload: { warmupSeconds: 0, durationSeconds: 60, script: PACED_SCRIPT },
   phases: { vacuum: { enabled: false }, backlog: { enabled: false } },
 };
 const CLASS = 'local-disk';
