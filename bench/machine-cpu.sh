@@ -10,5 +10,5 @@ b0=$(busy); t0=$(date +%s%N)
 "$@" > "$log" 2>&1; rc=$?
 b1=$(busy); t1=$(date +%s%N)
 hz=$(getconf CLK_TCK)
-echo "exit $rc, wall $(( (t1 - t0) / 1000000 )) ms, machine busy $(( (b1 - b0) / hz )) CPU-s (output: $log)"
+echo "exit $rc, wall $(( (t1 - t0) / 1000000 )) ms, machine busy $(awk -v j=$((b1 - b0)) -v hz="$hz" 'BEGIN { printf "%.1f", j / hz }') CPU-s (output: $log)"
 exit $rc
