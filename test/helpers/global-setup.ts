@@ -3,6 +3,7 @@
  * 127.0.0.1 under a temporary folder, and one workflow bundle that every workflow test reuses.
  */
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,13 @@ export default async function globalSetup(): Promise<void> {
   // Host folders live below it and Postgres runs as the postgres user, who must be able to traverse it.
   chmodSync(dir, 0o755);
   const { server } = await startThrowawayServer(dir);
+  // Jest stopped by a signal skips its global teardown: a watchdog outside it runs the teardown then. Started before
+  // anything else can fail or be interrupted.
+  spawn(process.execPath, [require.resolve('./suite-watchdog'), String(process.pid), String(server.process.pid)], {
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, STORAGE_LAB_TEST_DIR: dir, STORAGE_LAB_TEST_SERVER_PID: String(server.process.pid) },
+  }).unref();
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('../../workflows'),
     logger: { info: () => undefined, warn: () => undefined, error: console.error, debug: () => undefined, trace: () => undefined, log: () => undefined },
