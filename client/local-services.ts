@@ -12,7 +12,7 @@ import { controlTaskQueue, temporalEnv } from '../worker/env';
 import { deriveBuildId, versioningSettings } from '../worker/versioning';
 import { openLabFile, removeLabFile, writeLabFile } from '../lib/lab-fs';
 import { ensureDir, labPaths, PROJECT_ROOT, registerLabPaths, type LabPaths } from '../lib/lab-paths';
-import { startDevServer, waitForServer } from '../infra/temporal/dev-server';
+import { PortInUseError, startDevServer, waitForServer } from '../infra/temporal/dev-server';
 
 export interface ServiceStatus {
   name: string;
@@ -26,6 +26,12 @@ export interface LocalEndpoints {
   uiUrl: string;
 }
 
+/** Where the local dev server's HTTP API and metrics ports lie, from its frontend's port (TEMPORAL_ADDRESS). */
+export const DEV_HTTP_PORT_OFFSET = 10;
+export const DEV_METRICS_PORT_OFFSET = 30;
+/** Offsets from the frontend's port of every port `dev up` binds but the UI's (a block to find free: lib/net.ts). */
+export const DEV_PORT_OFFSETS = [0, DEV_HTTP_PORT_OFFSET, DEV_METRICS_PORT_OFFSET] as const;
+
 /** Ports of the local dev server; the UI on 8233 unless STORAGE_LAB_UI_PORT says otherwise. */
 export function localEndpoints(env: NodeJS.ProcessEnv = process.env) {
   const address = env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
@@ -35,8 +41,8 @@ export function localEndpoints(env: NodeJS.ProcessEnv = process.env) {
     ip,
     port: Number(port),
     uiPort,
-    httpPort: Number(port) + 10,
-    metricsPort: Number(port) + 30,
+    httpPort: Number(port) + DEV_HTTP_PORT_OFFSET,
+    metricsPort: Number(port) + DEV_METRICS_PORT_OFFSET,
     address,
     uiUrl: `http://${ip}:${uiPort}`,
   };
@@ -98,6 +104,12 @@ export async function devUp(): Promise<LocalEndpoints> {
       httpPort: ep.httpPort,
       metricsPort: ep.metricsPort,
       detached: true,
+    }).catch((err: unknown) => {
+      if (!(err instanceof PortInUseError)) throw err;
+      throw new PortInUseError(
+        `${err.message}: stop what holds it, or choose other ports: TEMPORAL_ADDRESS=${ep.ip}:<port> (the HTTP API and metrics ` +
+          `take <port>+${DEV_HTTP_PORT_OFFSET} and <port>+${DEV_METRICS_PORT_OFFSET}) and STORAGE_LAB_UI_PORT=<port> for the UI`,
+      );
     });
     writeLabFile(pidFile(paths, 'temporal'), `${started.process.pid}\n`);
   } else {

