@@ -41,6 +41,13 @@ export async function pendingActivities(client: Client, workflowId: string): Pro
 }
 
 /**
+ * How often waitForActivity asks the server. A describe cost the dev server 3.6 ms and the test 2.2 ms of CPU with the
+ * suite running beside it (500 in a row): at 100 ms, cancel-phases' eight runs waiting at once took half a core for
+ * describes alone. Every window a fault test waits for lasts seconds.
+ */
+const PENDING_POLL_MS = 250;
+
+/**
  * Waits until a workflow has `type` pending (and, if given, heartbeating step `hostStep`); returns it. Polls the server,
  * so it works while no worker runs.
  */
@@ -59,7 +66,7 @@ export async function waitForActivity(
     );
     if (found) return found;
     if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${hostStep ? ` (${hostStep})` : ''} within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, PENDING_POLL_MS));
   }
 }
 
