@@ -21,6 +21,7 @@ import type { ControlActivities } from '../activities/control';
 import type { HostActivities } from '../activities/host';
 import { runFolderName } from '../common/core/ids';
 import { progressReporter } from '../activities/progress';
+import { keepAlive } from '../activities/heartbeat';
 import type { HostRecord } from '../common/core/hosts';
 import { PHASES, type PhaseActivities } from '../common/phases/registry';
 import { startThrowawayServer, type DevServer } from '../infra/temporal/dev-server';
@@ -99,31 +100,54 @@ export class HistoryHarness {
    */
   async run(workflowType: string, input: unknown, durations: StepDurations, workflowId: string): Promise<HistoryFigures[]> {
     const taskQueue = `budget-${workflowId}`;
-    const hosts = new Map<string, { worker: Worker; running: Promise<void> }>();
+    // Each host's worker, claimed before it is created: a provisionHost retried while the first attempt's
+    // Worker.create still runs must not start a second worker on the host's queue.
+    const hosts = new Map<string, Promise<{ worker: Worker; running: Promise<void> }>>();
     const control = await Worker.create({
       connection: this.connection,
       taskQueue,
       workflowBundle: this.bundle,
-      activities: fakeControl(async (record) => {
-        if (hosts.has(record.hostId)) return;
-        const worker = await Worker.create({ connection: this.connection, taskQueue: record.taskQueue, activities: fakeHost(record.hostId, durations) });
-        hosts.set(record.hostId, { worker, running: worker.run() });
-      }),
+      // Wrapped as the control worker wraps its activities (worker/control-worker.ts): they heartbeat while they run,
+      // so a provisionHost waiting for its host's worker on a starved process is not taken for a dead worker.
+      activities: keepAlive(
+        fakeControl(async (record) => {
+          if (!hosts.has(record.hostId))
+            hosts.set(
+              record.hostId,
+              Worker.create({ connection: this.connection, taskQueue: record.taskQueue, activities: fakeHost(record.hostId, durations) }).then((worker) => ({
+                worker,
+                running: worker.run(),
+              })),
+            );
+          await hosts.get(record.hostId);
+        }),
+      ),
     });
     const running = control.run();
     try {
       const handle = await this.client.workflow.start(workflowType, { taskQueue, workflowId, args: [input] });
       // A failure is a result too, but its reason is what a short history means: say it.
-      await handle.result().catch((e: unknown) => {
-        const cause = (e as { cause?: { message?: string } }).cause?.message;
-        console.warn(`${workflowType} ${workflowId} ended in failure: ${cause ?? String(e)}`);
-      });
+      await handle.result().catch((e: unknown) => console.warn(`${workflowType} ${workflowId} ended in failure: ${failureChain(e)}`));
       return await histories(this.client, workflowId, handle.firstExecutionRunId);
     } finally {
-      for (const w of [control, ...[...hosts.values()].map((h) => h.worker)]) if (w.getState() === 'RUNNING') w.shutdown();
-      await Promise.all([running, ...[...hosts.values()].map((h) => h.running)]);
+      const started = (await Promise.allSettled(hosts.values())).flatMap((h) => (h.status === 'fulfilled' ? [h.value] : []));
+      for (const w of [control, ...started.map((h) => h.worker)]) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all([running, ...started.map((h) => h.running)]);
     }
   }
+}
+
+/**
+ * A workflow failure's causes down to the first, each with the activity it came from where there is one:
+ * "activity Heartbeat timeout" alone does not say which of a drill's activities went silent.
+ */
+export function failureChain(e: unknown): string {
+  const parts: string[] = [];
+  for (let f = e as { message?: string; cause?: unknown; activityType?: string; activityId?: string } | undefined, depth = 0; f && depth < 6; f = f.cause as typeof f, depth++) {
+    const activity = f.activityType ? ` [activity ${f.activityType}, id ${f.activityId ?? '?'}]` : '';
+    parts.push(`${f.message ?? String(f)}${activity}`);
+  }
+  return parts.join(' <- ');
 }
 
 /** Every execution of the workflow and of its children: each continue-as-new chain from its first run. */

@@ -116,10 +116,14 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     let progressShot = '';
     let closed = false;
     const done = handle.result().finally(() => (closed = true));
-    // The experiment's page every other round: a round reads each page for up to 10 s on a loaded machine (a run beside
-    // this one at load average 27 made a round outlast the 20 s TPS window, which no cluster read then saw).
+    // The experiment's page every other round, and only until it showed the cluster running: a round reads each page
+    // for up to 10 s on a loaded machine (a run beside this one at load average 27 made a round outlast the 20 s TPS
+    // window, which no cluster read then saw), and with one cluster the experiment's details change no more until
+    // the run closes (read once more below).
+    const runningLine = `- **${hostIdFor(workflowId, 'gp3', 0)}** running · \`${gp3}\``;
     for (let round = 0; !closed; round++) {
-      const details = round % 2 === 0 ? await currentDetails(page, workflowId).catch(() => '') : '';
+      const wanted = round % 2 === 0 && !seen.some((d) => d.includes(runningLine));
+      const details = wanted ? await currentDetails(page, workflowId).catch(() => '') : '';
       if (details && details !== NO_DETAILS && details !== seen.at(-1)) seen.push(details);
       // The cluster's page only once the cluster exists and runs (a page of no workflow has no details to wait for).
       const running = await lab.client.workflow.getHandle(gp3).describe().then((d) => d.status.name === 'RUNNING', () => false);
@@ -144,7 +148,7 @@ describe('start from the Temporal UI (browser, e2e)', () => {
     console.log(`UI run ${workflowId}: experiment details seen:\n${seen.join('\n---\n')}`);
     expect(seen.length).toBeGreaterThanOrEqual(2);
     expect(seen[0]).toMatch(new RegExp(`^\\*\\*Experiment ${workflowId}\\*\\*`));
-    expect(seen.some((d) => d.includes(`- **${hostIdFor(workflowId, 'gp3', 0)}** running · \`${gp3}\``))).toBe(true);
+    expect(seen.some((d) => d.includes(runningLine))).toBe(true);
     expect(seen.some((d) => /^\*\*Experiment \S+\*\*: [^·]+ · \d+(\.\d+)? %/.test(d))).toBe(true);
     const phasesSeen = new Set(
       clusterSeen.flatMap((d) => [...d.matchAll(/^- \*\*\S+\*\* ([\w ]+?)( ·|$)/gm)].map((m) => m[1]).filter((p) => PHASES.includes(p))),
