@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Storage Lab needs, idempotently; a second run only checks and takes seconds.
 #   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, WAL-G, the modelled volume's server, fio,
-#                             npm packages, the build
-#   infra/bootstrap.sh test   the same, plus what the tests use: moto (AWS API), Chromium (UI test)
+#                             npm packages, the build (transpiled); WAL-G's build, when needed, goes on beside the run
+#   infra/bootstrap.sh test   the same, WAL-G waited for and the build by tsc, plus what the tests use: moto (AWS API),
+#                             Chromium (UI test)
 # Independent steps run side by side; each prints one line with its time when it ends.
 set -euo pipefail
 mode=${1:-demo}
@@ -150,8 +151,19 @@ PY
 
 # --- WAL-G (the default backup tool), built by the Go toolchain: `go install` where the module proxy serves
 # WAL-G, else from the source in vendor/wal-g/ (the proxy here refuses github.com/wal-g/wal-g; see its README).
+walg_present() { [ -x "$bin/wal-g" ] && [ "$(cat "$bin/wal-g.version" 2>/dev/null)" = "$WALG_VERSION" ]; }
+# A build beside the demo (below) records its pid in wal-g.building and its output in wal-g.build.log
+# (lib/walg-build.ts reads both); it is alive while that pid is a bootstrap.
+walg_marker=$bin/wal-g.building
+walg_log=$bin/wal-g.build.log
+walg_building() {
+  local pid
+  pid=$(cat "$walg_marker" 2>/dev/null) && [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'bootstrap\.sh'
+}
 step_walg() {
-  if [ -x "$bin/wal-g" ] && [ "$(cat "$bin/wal-g.version" 2>/dev/null)" = "$WALG_VERSION" ]; then
+  # A build beside an earlier demo is waited for, not repeated.
+  if [ "$mode" != walg-build ]; then while walg_building; do sleep 2; done; fi
+  if walg_present; then
     summary "$WALG_VERSION present"
     return 0
   fi
@@ -219,6 +231,17 @@ if [ "$(id -u)" = 0 ] && ! id storage-lab >/dev/null 2>&1; then
   useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin storage-lab
 fi
 
+# --- WAL-G beside the demo: `infra/bootstrap.sh walg-build`, started by the demo's bootstrap below with its output in
+# wal-g.build.log, builds WAL-G alone. The log goes when the build succeeds; a failed build leaves it for the reader.
+if [ "$mode" = walg-build ]; then
+  summary() { printf 'walg: %s\n' "$*"; }
+  status=0
+  step_walg || status=$?
+  [ "$(cat "$walg_marker" 2>/dev/null)" = "$$" ] && rm -f "$walg_marker"
+  if [ "$status" = 0 ]; then rm -f "$walg_log"; fi
+  exit "$status"
+fi
+
 # --- Run the steps side by side; each writes its output to a log of its own and one line when it ends.
 steps_dir=$(mktemp -d)
 trap 'rm -rf "$steps_dir"' EXIT
@@ -277,6 +300,20 @@ build() {
 step_pids=()
 steps=(debian postgres17 npm temporal walg volume)
 [ "$mode" = test ] && steps+=(moto)
+# The demo does not wait for WAL-G's build (270 s on a fresh machine, more than every other step): it goes on beside
+# the run, which waits for it where it first needs WAL-G, before anything is measured (lib/walg-build.ts).
+if [ "$mode" = demo ] && ! walg_present; then
+  steps=(debian postgres17 npm temporal volume)
+  if walg_building; then
+    log "$(printf '%-12s %6s s  %s' walg 0 "being built beside already (pid $(cat "$walg_marker"), log $walg_log)")"
+  else
+    command -v go >/dev/null || { log "Go is needed to build WAL-G: install golang (apt-get install golang-go)"; exit 1; }
+    rm -f "$walg_log"
+    nohup setsid bash infra/bootstrap.sh walg-build >"$walg_log" 2>&1 </dev/null &
+    echo "$!" >"$walg_marker"
+    log "$(printf '%-12s %6s s  %s' walg 0 "building beside the run (pid $!, log $walg_log); the run waits for it before it first needs WAL-G")"
+  fi
+fi
 npm_pid=
 for s in "${steps[@]}"; do
   start_step "$s"

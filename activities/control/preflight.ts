@@ -13,6 +13,7 @@ import { drillVolumeBytes, failoverLedgerBytes, type FailoverDrillSpec, type Pow
 import { FAILURE_TYPES, formatSpecProblems, SetupError } from '../../common/core/errors';
 import { providerOf, type ProviderName } from '../../common/providers/registry';
 import { volumeBytes, type ExperimentSpec, type StorageClassSpec } from '../../common/input/spec';
+import { dataSetsOff } from '../../common/input/data-set';
 import { MAX_TPS_PER_CPU, PGBENCH_LOG_BYTES_PER_TRANSACTION, pgbenchLogBytes } from '../../common/input/rules';
 import { socketPathProblem, traversableByOthers } from '../../lib/lab-paths';
 import { findPostgresBinDir, installedPostgresMajors } from '../../lib/postgres-binaries';
@@ -21,7 +22,7 @@ import { modelledVolumeSupport } from '../../lib/volume';
 import { deviceModelOf } from '../../common/model/devices';
 import { cgroupV2Mount, detectCgroups } from '../../lib/cgroups';
 import { listCutTables } from '../../lib/network-cut';
-import { findWalg } from '../../lib/walg';
+import { walgState, type WalgState } from '../../lib/walg-build';
 import { backupStoreProblem } from '../../lib/backup-stores';
 import { checkDrillWithTools, checkExperimentWithTools, type ToolCheckOutcome } from '../../lib/spec-checks';
 
@@ -166,12 +167,35 @@ function freeBytes(dir: string): number | null {
  */
 function backupToolProblem(tool: BackupToolName, field: string, provider: ProviderName): string | null {
   const { onThisMachine, where } = providerOf(provider);
-  if (tool === 'wal-g')
-    return findWalg()
-      ? null
-      : `${field}: WAL-G is not installed ${onThisMachine ? 'here' : `on this control worker, which ships it to its hosts ${where}`}; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
+  if (tool === 'wal-g') {
+    const walg = walgState();
+    // Hosts here wait for a build beside the run (lib/walg-build.ts); a control worker that ships WAL-G needs it now.
+    if (walg.state === 'present' || (walg.state === 'building' && onThisMachine)) return null;
+    if (walg.state === 'building') return `${field}: WAL-G is still being built on this control worker (bootstrap pid ${walg.pid}, log ${walg.log}), which ships it to its hosts ${where}; start the run when the build has ended`;
+    if (walg.state === 'failed') return `${field}: WAL-G's build failed (its log: ${walg.log}); run infra/bootstrap.sh again, or set ${field} to "pgbackrest"`;
+    return `${field}: WAL-G is not installed ${onThisMachine ? 'here' : `on this control worker, which ships it to its hosts ${where}`}; run infra/bootstrap.sh (it builds wal-g into the tools cache, .cache/bin) or set ${field} to "pgbackrest"`;
+  }
   if (!onThisMachine) return null;
   return onPath('pgbackrest') ? null : `${field}: pgBackRest is not installed here; apt-get install pgbackrest (infra/bootstrap.sh does) or set ${field} to "wal-g"`;
+}
+
+/**
+ * WAL-G beyond the durability tool's own check: data sets are published and restored with it (issue 31), and a
+ * build of it beside the run (lib/walg-build.ts) must end before anything is measured. A run waits for it where it
+ * first needs WAL-G, which is before its first measurement when it uses data sets or archives with WAL-G; any other
+ * run on this machine would measure beside the compile, so it is refused until the build has ended.
+ */
+export function walgProblems(spec: ExperimentSpec, walg: WalgState, opts: { toolChecked: boolean }): string[] {
+  const { onThisMachine, where } = providerOf(spec.provider);
+  const dataSets = dataSetsOff(spec) === null;
+  const walgBeforeMeasuring = dataSets || (spec.durability.enabled && spec.durability.tool === 'wal-g');
+  if (dataSets && !opts.toolChecked && walg.state !== 'present' && !(walg.state === 'building' && onThisMachine)) {
+    const why = walg.state === 'building' ? `is still being built on this control worker (bootstrap pid ${walg.pid}, log ${walg.log}), which ships it to its hosts ${where}` : walg.state === 'failed' ? `did not build (its log: ${walg.log})` : 'is not installed';
+    return [`data.reuse: data sets are published and restored with WAL-G, which ${why}; run infra/bootstrap.sh, or set data.reuse to "never"`];
+  }
+  if (onThisMachine && walg.state === 'building' && !walgBeforeMeasuring)
+    return [`provider: WAL-G is being built on this machine (bootstrap pid ${walg.pid}, log ${walg.log}) and this run would measure before it first needs WAL-G, beside the compile; start the run when the build has ended`];
+  return [];
 }
 
 /** Whether an executable of that name is on PATH. */
@@ -288,6 +312,7 @@ export function createPreflightActivities(deps: PreflightDeps, provider: (name: 
       problems.push(...providerOf(spec.provider).runProblemsOf(spec).map((p) => `${p.path}: ${p.message}`));
       const tool = backsUp ? backupToolProblem(spec.durability.tool, 'durability.tool', spec.provider) : null;
       if (tool) problems.push(tool);
+      problems.push(...walgProblems(spec, walgState(), { toolChecked: backsUp && spec.durability.tool === 'wal-g' }));
       // The partition drill's cut, checked before the clusters run rather than when the drill starts after them.
       if (spec.durability.drills.includes('partition')) problems.push(...(await networkCutProblems()).map((p) => p.replace(/^provider:/, 'durability.drills:')));
       // The provider's own checks (the account's subnet, image, instance type) once the spec itself is complete.

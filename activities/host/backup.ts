@@ -14,10 +14,26 @@ import { readLabFile, removeLabFile } from '../../lib/lab-fs';
 import type { RecoveryTarget } from '../../common/input/backup-store';
 import type { ArchivedWal, BackupTool, RepositoryCheck } from '../../lib/backup-tool';
 import { heartbeatWhile } from '../progress';
+import { WalgUnavailable, waitForWalg } from '../../lib/walg-build';
 import { parseRecoveryLog } from '../../lib/parsers/recovery-log';
 import { backupRecordFile, backupTool, type BackupToolRecord } from './archiving';
 import { assertHost, closeSocketDir, type HostDeps, type HostInput } from './deps';
 import { isRunning, labConfig, pgCtl, stopPostgres, tail, writeLabConfig, writeOwned, type LabConfigInput } from './postgres';
+
+/**
+ * Waits for WAL-G where the demo's bootstrap still builds it (lib/walg-build.ts), heartbeating; a build that failed
+ * or ran past its bound fails the step with why, not retried (another attempt would find the same).
+ */
+export async function walgReady(): Promise<{ waited: boolean }> {
+  let waited = false;
+  try {
+    await heartbeatWhile("waiting for WAL-G's build beside this run", (signal) => waitForWalg({ signal, onWait: () => (waited = true) }));
+    return { waited };
+  } catch (err) {
+    if (err instanceof WalgUnavailable) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.preflight);
+    throw err;
+  }
+}
 
 export interface BackupStoreInput extends HostInput {
   store: ResolvedBackupStore;
@@ -34,6 +50,7 @@ export async function configureBackups(
   input: BackupStoreInput & { compression?: BackupCompression },
 ): Promise<{ tool: string; version: string }> {
   assertHost(deps, input);
+  if (input.tool === 'wal-g') await walgReady();
   const tool = backupTool(deps, input.store, input.tool);
   await tool.configure({ compression: input.compression ?? DEFAULT_BACKUP_COMPRESSION });
   const record: BackupToolRecord = { tool: tool.name, store: input.store };

@@ -21,7 +21,7 @@ import { quoteIdent, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
 import { ownerOf } from '../../lib/backup-tool';
 import { heartbeatWhile } from '../progress';
-import { configureBackups, initBackupRepository, recoverFromBackup } from './backup';
+import { configureBackups, initBackupRepository, recoverFromBackup, walgReady } from './backup';
 import { backupTool } from './archiving';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
 import { emptySharedBuffers } from './load';
@@ -179,6 +179,11 @@ export interface PublishParts {
   backupSeconds: number;
   /** Archiving off again: a restart with the host's own settings and a checkpoint. */
   archiveOffSeconds: number;
+  /**
+   * Seconds the publish waited, before all of the above, for WAL-G's build beside the demo's first run
+   * (lib/walg-build.ts); absent when WAL-G was there. When present, the load before it ran beside that compile.
+   */
+  walgBuildWaitSeconds?: number;
 }
 
 export interface PublishOutcome {
@@ -210,6 +215,8 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
   if (await records.hasManifest())
     throw ApplicationFailure.nonRetryable(`data set ${input.key} is published already (${records.manifestLocation}); a published set is never written again: refused, nothing written`, FAILURE_TYPES.ownedByAnotherRun);
   const run = async (): Promise<Omit<PublishOutcome, 'preparedWithoutCap'>> => {
+    // Apart from the publish's own seconds: on a fresh machine WAL-G may still be building beside the run.
+    const walgWait = await timed(() => walgReady());
     const started = Date.now();
     const settings = { hostId: input.hostId, server: input.server, user: input.user };
     const { value: prior, seconds: storageFactsSeconds } = await timed(() =>
@@ -239,7 +246,7 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
       facts: combineFacts(prior.method, sums.value, prior.storage),
       backup: backup.value,
       seconds: since(started),
-      parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds },
+      parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds, ...(walgWait.value.waited ? { walgBuildWaitSeconds: walgWait.seconds } : {}) },
     };
   };
   if (!deps.ioCap.liftable) return { ...(await run()), preparedWithoutCap: false };

@@ -41,7 +41,8 @@ export function dataPreparationMarkdown(result: Pick<ExperimentResult, 'classes'
     const p = c.dataSet!.publishParts;
     if (p)
       parts.push(
-        `- ${c.hostId} publish: storage facts ${s(p.storageFactsSeconds)}, archiving on ${s(p.archiveOnSeconds)}, row checksums ${s(p.checksumSeconds)} beside the base backup ${s(p.backupSeconds)}, archiving off ${s(p.archiveOffSeconds)}`,
+        `- ${c.hostId} publish: storage facts ${s(p.storageFactsSeconds)}, archiving on ${s(p.archiveOnSeconds)}, row checksums ${s(p.checksumSeconds)} beside the base backup ${s(p.backupSeconds)}, archiving off ${s(p.archiveOffSeconds)}` +
+          (p.walgBuildWaitSeconds === undefined ? '' : `; before it, ${s(p.walgBuildWaitSeconds)} s waiting for WAL-G's build beside this first run on the machine, so the load ran beside that compile and its seconds are not a load's alone`),
       );
     const k = c.dataSet!.restore?.checkParts;
     if (k)

@@ -75,7 +75,7 @@ export interface ClusterDataSet {
    * Where the publish's seconds went (the publisher's own result): storage facts, archiving on, the row checksums and
    * the base backup (side by side, so they overlap), archiving off.
    */
-  publishParts?: { storageFactsSeconds: number; archiveOnSeconds: number; checksumSeconds: number; backupSeconds: number; archiveOffSeconds: number };
+  publishParts?: { storageFactsSeconds: number; archiveOnSeconds: number; checksumSeconds: number; backupSeconds: number; archiveOffSeconds: number; walgBuildWaitSeconds?: number };
   /**
    * A restore's fetch, WAL replay with promote, and restart; the checks' seconds apart, and where they went (the row
    * checksums and pg_amcheck side by side, so they overlap).

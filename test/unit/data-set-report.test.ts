@@ -43,6 +43,14 @@ describe('data preparation in the report', () => {
     expect(text).toMatch(/- h-gp3-0 publish: storage facts 0\.3, archiving on 1\.2, row checksums 6\.5 beside the base backup 18\.0, archiving off 1\.9/);
     expect(text).toMatch(/- h-nvme-0 checks: storage facts 0\.2, row checksums 4\.1 beside pg_amcheck 8\.5, checkpoint and eviction 0\.3/);
   });
+  it("says when the publish waited for WAL-G's build, so the load before it ran beside a compile", () => {
+    const plain = dataPreparationMarkdown({ classes: { gp3: { clusters: [loaded] } } as never }).join('\n');
+    expect(plain).not.toMatch(/WAL-G's build/);
+    const waited = { ...loaded, dataSet: { ...loaded.dataSet!, publishParts: { ...loaded.dataSet!.publishParts!, walgBuildWaitSeconds: 42.5 } } };
+    expect(dataPreparationMarkdown({ classes: { gp3: { clusters: [waited] } } as never }).join('\n')).toMatch(
+      /- h-gp3-0 publish: .*archiving off 1\.9; before it, 42\.5 s waiting for WAL-G's build beside this first run on the machine, so the load ran beside that compile/,
+    );
+  });
   it('shows a failed comparison', () => {
     const bad = { ...restored, dataSet: { ...restored.dataSet!, checks: [{ name: 'checksums', ok: false, detail: 'pgbench_accounts differs' }] } };
     expect(dataPreparationMarkdown({ classes: { nvme: { clusters: [bad] } } as never }).join('\n')).toMatch(/\*\*failed\*\*: checksums: pgbench_accounts differs/);
