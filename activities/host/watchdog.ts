@@ -15,7 +15,7 @@ import { PHASES } from '../../common/phases/registry';
 import { describeProcesses, notAnsweringMessage, silenceVerdict, silenceWatch, SilenceClock } from '../../common/core/postgres-silence';
 import { PostgresProbe, postgresProcesses } from '../../lib/postgres-probe';
 import { tail, volumeServerPid } from '../../lib/volume';
-import type { ProgressUpdate } from '../progress';
+import { lastReportedPercent, type ProgressUpdate } from '../progress';
 import type { HostDeps } from './deps';
 
 /**
@@ -66,7 +66,7 @@ export async function watchPostgres<T>(deps: HostDeps, step: string, run: () => 
     const verdict = silenceVerdict(silentMs, watch);
     if (verdict === 'waiting') {
       // The activity may be blocked on the server and heartbeat no more: the watchdog says it still lives, and why it waits.
-      const update: ProgressUpdate = { detail: { step: 'waiting for PostgreSQL', noReplySeconds: Math.floor(silentMs / 1000) } };
+      const update = waitingUpdate(lastReportedPercent(ctx), silentMs);
       ctx.heartbeat({ hostId, step, ...update, at: new Date().toISOString() });
     } else if (verdict === 'dead') {
       // A reply that came while this process was busy is read before the next check: one turn of the event loop
@@ -91,6 +91,11 @@ export async function watchPostgres<T>(deps: HostDeps, step: string, run: () => 
     clearInterval(timer);
     probe.close();
   }
+}
+
+/** The watchdog's heartbeat while the server is silent: the step's last percent kept, no ETA (nothing advances). */
+export function waitingUpdate(percent: number | undefined, silentMs: number): ProgressUpdate {
+  return { ...(percent !== undefined ? { percent } : {}), detail: { step: 'waiting for PostgreSQL', noReplySeconds: Math.floor(silentMs / 1000) } };
 }
 
 /** Why an activity failed when its host's volume server was gone. */
