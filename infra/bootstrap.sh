@@ -2,6 +2,7 @@
 # Installs what Storage Lab needs, idempotently; a second run only checks and takes seconds.
 #   infra/bootstrap.sh demo   PostgreSQL, the Temporal CLI dev server, WAL-G, the modelled volume's server, fio,
 #                             npm packages, the build (transpiled); WAL-G's build, when needed, goes on beside the run
+#   infra/bootstrap.sh bench  the demo's, with WAL-G waited for: a benchmark must not measure beside its compile
 #   infra/bootstrap.sh test   the same, WAL-G waited for and the build by tsc, plus what the tests use: moto (AWS API),
 #                             Chromium (UI test)
 # Independent steps run side by side; each prints one line with its time when it ends.

@@ -1,6 +1,10 @@
 /** storage-lab status RUN and watch RUN. */
+import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, workflowUrl } from '../connection';
-import { UserError } from '../errors';
+import { UserError, workflowFailure } from '../errors';
+
+/** Statuses of a run that ended without its result. */
+const ENDED_BADLY = new Set(['FAILED', 'TIMED_OUT', 'TERMINATED', 'CANCELLED']);
 import { describeStep, readProgress, watchWorkflow } from '../progress-view';
 
 export async function statusCommand(runId: string): Promise<void> {
@@ -23,6 +27,14 @@ export async function statusCommand(runId: string): Promise<void> {
     }
     for (const a of description.raw.pendingActivities ?? [])
       console.log(`  pending activity ${a.activityType?.name} attempt ${a.attempt}${a.lastFailure ? `, last failure: ${a.lastFailure.message}` : ''}`);
+    // A run that ended badly says why, also when it ended before any cluster reported (a preflight's refusal).
+    if (ENDED_BADLY.has(description.status.name)) {
+      const why = await handle.result().then(
+        () => null,
+        (err: unknown) => (err instanceof WorkflowFailedError ? workflowFailure(err) : err instanceof Error ? err.message : String(err)),
+      );
+      if (why) console.log(`  why: ${why}`);
+    }
   } finally {
     await lab.close();
   }

@@ -65,6 +65,13 @@ describe('storage-lab CLI (end to end)', () => {
 
     const st = await storageLab(['status', 'cli-e2e-run']);
     expect(st.stdout).toMatch(/cli-e2e-run: COMPLETED/);
+    expect(st.stdout).not.toMatch(/why:/);
+    // A run the preflight refuses ends before any cluster reports: its status still says why.
+    const refused = await storageLab(['run', '--preset', 'ci', '--set', 'host.memoryLimitMiB=1000000', '--watch', '--id', 'cli-e2e-refused']);
+    expect(refused.exitCode).not.toBe(0);
+    const why = await storageLab(['status', 'cli-e2e-refused']);
+    expect(why.stdout).toMatch(/cli-e2e-refused: FAILED/);
+    expect(why.stdout).toMatch(/ {2}why: This environment cannot run the spec:\n\s*- host\.memoryLimitMiB: 1 hosts at once x 1000000 MiB/);
 
     expect(drill.exitCode).toBe(0);
     expect(drill.stdout).toMatch(/partition-drill cli-e2e-partition: passed/);

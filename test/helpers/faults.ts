@@ -6,6 +6,7 @@ import { runFolderName } from '../../lib/results-store';
 import type { ExperimentResult } from '../../common/results/result';
 import { hostDirOf, type TestLab } from './lab';
 import { NO_PHASES } from './phases';
+import { failureChain } from '../../bench/history-harness';
 
 /** One emulated gp3 host, 1,000,000 rows in 20 chunks, 3 s warm-up, 5 s TPS run, no phases. */
 export const SMALL_GP3 = {
@@ -65,7 +66,7 @@ export async function waitForActivity(
       (a) => a.type === type && (!hostStep || a.details?.step === hostStep) && (!step || step(a.details?.detail ?? {})),
     );
     if (found) return found;
-    if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${hostStep ? ` (${hostStep})` : ''} within ${timeoutMs / 1000} s`);
+    if (Date.now() > end) throw new Error(`${workflowId}: no pending ${type}${hostStep ? ` (${hostStep})` : ''} within ${timeoutMs / 1000} s; ${await whereItIs(client, workflowId)}`);
     await new Promise((r) => setTimeout(r, PENDING_POLL_MS));
   }
 }
@@ -96,4 +97,30 @@ export function postgresPids(lab: TestLab, hostId: string): number[] {
     })
     .map(Number);
   return [postmaster, ...children];
+}
+
+/**
+ * Where a workflow is, for a wait that ran out: its status, its pending activities (step, attempt, last failure) and,
+ * once closed, why it ended; a cluster that never started is described by its run (the id before its "/").
+ */
+export async function whereItIs(client: Client, workflowId: string): Promise<string> {
+  const d = await client.workflow.getHandle(workflowId).describe().catch(() => null);
+  if (!d) {
+    const parent = workflowId.includes('/') ? workflowId.slice(0, workflowId.lastIndexOf('/')) : null;
+    return parent ? `it never started; its run: ${await whereItIs(client, parent)}` : 'no such workflow';
+  }
+  const parts = [`${workflowId} is ${d.status.name}`];
+  for (const a of d.raw.pendingActivities ?? []) {
+    const data = a.heartbeatDetails?.payloads?.[0]?.data;
+    const beat = data ? Buffer.from(data).toString('utf8').slice(0, 300) : 'none';
+    parts.push(`pending ${a.activityType?.name} attempt ${a.attempt}, last heartbeat ${beat}${a.lastFailure ? `, last failure: ${a.lastFailure.message}` : ''}`);
+  }
+  if (d.status.name !== 'RUNNING') {
+    const why = await client.workflow.getHandle(workflowId).result().then(
+      () => 'completed',
+      (e: unknown) => failureChain(e),
+    );
+    parts.push(`ended: ${why}`);
+  }
+  return parts.join('; ');
 }
