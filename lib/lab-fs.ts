@@ -603,6 +603,16 @@ export function readLabBytes(file: string, opts: ReadOptions = {}): Buffer | nul
   }
 }
 
+/** A log's last `lines` lines for a failure message, each cut at `lineChars` characters; trailing blank lines dropped. */
+export function lastLogLines(text: string, lines: number, lineChars = 300): string {
+  return text
+    .trimEnd()
+    .split('\n')
+    .slice(-lines)
+    .map((l) => (l.length > lineChars ? `${l.slice(0, lineChars)}…` : l))
+    .join('\n');
+}
+
 /** A text file below the lab's roots (readLabBytes as UTF-8); null when it is not there. */
 export function readLabFile(file: string, opts: ReadOptions = {}): string | null {
   return readLabBytes(file, opts)?.toString('utf8') ?? null;

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { ModelledVolume } from '../common/core/hosts';
 import type { DeviceModelName, VolumeServerParams } from '../common/model/devices';
 import { labPaths } from './lab-paths';
-import { LabPathError, makeLabDir, openLabFile, readKernelFile, readLabFile, removeLabFile } from './lab-fs';
+import { LabPathError, lastLogLines, makeLabDir, openLabFile, readKernelFile, readLabFile, removeLabFile } from './lab-fs';
 import { isMounted } from './block-devices';
 import { runProcess } from './process-runner';
 
@@ -245,7 +245,7 @@ export function tail(file: string, lines = 15): string {
   try {
     const text = readLabFile(file, { maxBytes: 32 * 1024, tail: true });
     if (text === null) return '(no log)';
-    return text.trimEnd().split('\n').slice(-lines).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l)).join('\n');
+    return lastLogLines(text, lines);
   } catch (err) {
     return err instanceof LabPathError ? `(not read: ${err.message})` : '(no log)';
   }

@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { readKernelFile, readOperatorFile } from './lab-fs';
+import { lastLogLines, readKernelFile, readOperatorFile } from './lab-fs';
 import { labPaths } from './lab-paths';
 import { findWalg } from './walg';
 
@@ -98,8 +98,8 @@ export async function waitForWalg(opts: {
 function lastLines(file: string, lines = 12): string {
   try {
     const bytes = readOperatorFile(file);
-    const text = bytes.subarray(Math.max(0, bytes.length - 16 * 1024)).toString('utf8').trimEnd();
-    return text ? text.split('\n').slice(-lines).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l)).join('\n') : '(the log is empty)';
+    const text = bytes.subarray(Math.max(0, bytes.length - 16 * 1024)).toString('utf8');
+    return text.trim() ? lastLogLines(text, lines) : '(the log is empty)';
   } catch {
     return '(the log could not be read)';
   }

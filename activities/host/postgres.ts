@@ -12,7 +12,7 @@ import path from 'node:path';
 import { LAB_DATABASE, LAB_ROLE, WORKLOAD_ROLE } from '../../common/core/names';
 import { labSettingProblems, tempFileLimitKb, type LabServerSettings } from '../../common/input/postgres-settings';
 import { serverSettingsProblems } from '../../common/input/server-settings';
-import { LabPathError, appendLabFile, readLabFile, writeLabFile } from '../../lib/lab-fs';
+import { LabPathError, appendLabFile, lastLogLines, readLabFile, writeLabFile } from '../../lib/lab-fs';
 import { runProcess } from '../../lib/process-runner';
 import { every } from '../progress';
 import { quoteIdent, quoteLiteral, withConnection } from '../../lib/pg';
@@ -242,12 +242,7 @@ export function tail(file: string, lines: number): string {
     throw err;
   }
   if (text === null) return '(no log)';
-  return text
-    .trimEnd()
-    .split('\n')
-    .slice(-lines)
-    .map((l) => (l.length > TAIL_LINE_CHARS ? `${l.slice(0, TAIL_LINE_CHARS)}…` : l))
-    .join('\n');
+  return lastLogLines(text, lines, TAIL_LINE_CHARS);
 }
 
 /**
