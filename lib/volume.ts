@@ -57,6 +57,8 @@ export interface VolumeStats {
   modelledUnits: number;
   modelledReadBytes: number;
   modelledWriteBytes: number;
+  /** Reads and writes the model decided on (admitted while it was on), counted on arrival, not completion. */
+  modelledAdmitted: number;
   throttleWaits: number;
   throttleWaitSeconds: number;
   queueWaits: number;
@@ -121,6 +123,11 @@ export class VolumeControl {
   /** The model on (the class's figures) or off (preparation, uncapped). */
   async setModel(on: boolean): Promise<void> {
     await this.request({ op: 'model', on });
+  }
+
+  /** Reads and writes admitted on the model since the server started (counted on arrival: none from before a switch). */
+  async modelledIos(): Promise<number> {
+    return (await this.stats()).modelledAdmitted;
   }
 
   /** The loop device over the image, whose own counters the server reads beside its own. */

@@ -249,8 +249,8 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
       parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds, ...(walgWait.value.waited ? { walgBuildWaitSeconds: walgWait.seconds } : {}) },
     };
   };
-  if (!deps.ioCap.liftable) return { ...(await run()), preparedWithoutCap: false };
-  return { ...(await deps.ioCap.withoutCap(run)), preparedWithoutCap: true };
+  const { value, preparedWithoutCap } = await deps.ioCap.prepare(run);
+  return { ...value, preparedWithoutCap };
 }
 
 export interface RestoreDataSetInput extends HostInput, ServerSettingsInput {
@@ -402,8 +402,8 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
       postgresVersion: pg.postgresVersion,
     };
   };
-  if (!deps.ioCap.liftable) return { ...(await run()), preparedWithoutCap: false };
-  return { ...(await deps.ioCap.withoutCap(run)), preparedWithoutCap: true };
+  const { value, preparedWithoutCap } = await deps.ioCap.prepare(run);
+  return { ...value, preparedWithoutCap };
 }
 
 /**

@@ -71,7 +71,8 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
     (r) => r.rows[0].v !== 'off',
   );
   if (archiving || !deps.ioCap.liftable) return { ...(await load(deps, input)), preparedWithoutCap: false };
-  return { ...(await deps.ioCap.withoutCap(() => load(deps, input))), preparedWithoutCap: true };
+  const { value, preparedWithoutCap } = await deps.ioCap.prepare(() => load(deps, input));
+  return { ...value, preparedWithoutCap };
 }
 
 async function load(deps: HostDeps, input: LoadInput): Promise<LoadResult> {

@@ -71,6 +71,7 @@ type Stats struct {
 	ModelledUnits      uint64 `json:"modelledUnits"`
 	ModelledReadBytes  uint64 `json:"modelledReadBytes"`
 	ModelledWriteBytes uint64 `json:"modelledWriteBytes"`
+	ModelledAdmitted   uint64 `json:"modelledAdmitted"`
 
 	ThrottleWaits       uint64  `json:"throttleWaits"`
 	ThrottleWaitSeconds float64 `json:"throttleWaitSeconds"`
@@ -233,7 +234,7 @@ func (c *controller) stats() Stats {
 		Reads: k.Reads.Load(), Writes: k.Writes.Load(), Flushes: k.Flushes.Load(), Discards: k.Discards.Load(),
 		ReadBytes: k.ReadBytes.Load(), WriteBytes: k.WriteBytes.Load(), DiscardBytes: k.DiscardBytes.Load(),
 		ModelledReads: k.ModelledReads.Load(), ModelledWrites: k.ModelledWrites.Load(), ModelledUnits: k.ModelledUnits.Load(),
-		ModelledReadBytes: k.ModelledReadBytes.Load(), ModelledWriteBytes: k.ModelledWriteBytes.Load(),
+		ModelledReadBytes: k.ModelledReadBytes.Load(), ModelledWriteBytes: k.ModelledWriteBytes.Load(), ModelledAdmitted: k.ModelledAdmitted.Load(),
 		ThrottleWaits: k.ThrottleWaits.Load(), ThrottleWaitSeconds: float64(k.ThrottleWaitNs.Load()) / 1e9,
 		QueueWaits: k.QueueWaits.Load(), QueueWaitSeconds: float64(k.QueueWaitNs.Load()) / 1e9,
 		ReadServiceSeconds:  float64(k.ReadServiceNs.Load()) / 1e9,

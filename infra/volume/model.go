@@ -78,11 +78,15 @@ func (b *bucket) take(start, units float64) {
 
 // Counters are cumulative; the lab reads them at both ends of a window.
 type Counters struct {
-	Reads, Writes, Flushes, Discards              atomic.Uint64
-	ReadBytes, WriteBytes, DiscardBytes           atomic.Uint64
-	ModelledReads, ModelledWrites                 atomic.Uint64 // served while the model was on
-	ModelledUnits                                 atomic.Uint64 // operations charged (256 KiB units), model on
-	ModelledReadBytes, ModelledWriteBytes         atomic.Uint64
+	Reads, Writes, Flushes, Discards      atomic.Uint64
+	ReadBytes, WriteBytes, DiscardBytes   atomic.Uint64
+	ModelledReads, ModelledWrites         atomic.Uint64 // served while the model was on
+	ModelledUnits                         atomic.Uint64 // operations charged (256 KiB units), model on
+	ModelledReadBytes, ModelledWriteBytes atomic.Uint64
+	// Reads and writes admitted while the model was on, counted when Serve reads the switch (the others count at
+	// completion): a window between two switches holds exactly the I/O the model decided on in it, none in flight
+	// from before.
+	ModelledAdmitted                              atomic.Uint64
 	ThrottleWaits                                 atomic.Uint64 // I/Os that waited for tokens
 	ThrottleWaitNs                                atomic.Uint64
 	QueueWaits                                    atomic.Uint64 // I/Os that waited for a queue slot
@@ -233,6 +237,9 @@ func (m *Model) Serve(k kind, size int, arrival int64, work func()) {
 	slots := m.slots
 	m.mu.Unlock()
 
+	if on && (k == kRead || k == kWrite) {
+		m.C.ModelledAdmitted.Add(1)
+	}
 	if !on {
 		work()
 		m.count(k, size, false, 0)

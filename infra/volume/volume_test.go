@@ -156,6 +156,31 @@ func TestModelOffServesAtOnceAndCountsApart(t *testing.T) {
 	}
 }
 
+// An I/O the model admitted before a switch-off completes after it: it counts as admitted on the model at once, and as
+// modelled only when it completes, so a window opened right after the switch sees it in the completion count but not
+// in the admission count (what IoCap.prepare reads).
+func TestAdmittedCountsOnArrivalNotCompletion(t *testing.T) {
+	m := NewModel(Params{ReadLatencyUs: 200000})
+	done := make(chan struct{})
+	go func() { m.Serve(kRead, 8192, monotonicNs(), func() {}); close(done) }()
+	for deadline := time.Now().Add(100 * time.Millisecond); m.C.ModelledAdmitted.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	m.SetOn(false)
+	admitted, completed := m.C.ModelledAdmitted.Load(), m.C.ModelledReads.Load()
+	m.Serve(kWrite, 8192, monotonicNs(), func() {}) // off: neither count moves
+	<-done
+	if admitted != 1 || completed != 0 {
+		t.Fatalf("at the switch: %d admitted, %d completed; want 1 and 0", admitted, completed)
+	}
+	if got := m.C.ModelledAdmitted.Load(); got != 1 {
+		t.Fatalf("%d admitted after the switch, want still 1", got)
+	}
+	if got := m.C.ModelledReads.Load(); got != 1 {
+		t.Fatalf("%d modelled reads completed, want 1 (the one in flight at the switch)", got)
+	}
+}
+
 func TestQueueDepthLimitsConcurrency(t *testing.T) {
 	m := NewModel(Params{ReadLatencyUs: 20000, QueueDepth: 2})
 	var wg sync.WaitGroup

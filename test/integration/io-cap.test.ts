@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runBacklogPhase } from '../../activities/host/phases/backlog';
 import { loadData } from '../../activities/host/load';
+import { configurePostgres } from '../../activities/host/postgres';
 import { runVacuumPhase } from '../../activities/host/phases/vacuum';
 import type { HostDeps } from '../../activities/host/deps';
 import { RANDOM_UPDATE_SCRIPT } from '../../common/input/presets';
@@ -21,7 +22,7 @@ import { registerLabRoot } from '../../lib/lab-fs';
 import { HostCounters } from '../../lib/sampler';
 import { withConnection } from '../../lib/pg';
 import type { VolumeStats } from '../../lib/volume';
-import { startBenchHost, type BenchHost } from '../../bench/bench-host';
+import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { createTestVolume, volumeSupport, type TestVolume } from '../helpers/volume';
 
 const SETTINGS = { shared_buffers: '32MB', max_wal_size: '256MB', wal_level: 'logical', max_connections: '40' };
@@ -152,6 +153,35 @@ describeIfVolumes('the modelled I/O cap around preparation and measurement (inte
     });
     await expect(env.run(() => runBacklogPhase(deps, { hostId: deps.config.hostId, backlogMB: 4096, scale: 2, clients: 2, threads: 1, script: RANDOM_UPDATE_SCRIPT }))).rejects.toThrow();
     expect(cancelled).toBe(true);
+    expect((await vol.control.stats()).on).toBe(true);
+  });
+
+  it('a preparation that restarts the server stays unmodelled to its end, and says so from the volume count', async () => {
+    // A restore and a publish restart the server inside their preparation; configurePostgres lifts the cap around
+    // initdb itself, and its apply used to switch the model back on there: gp3 restores' checks ran at its budget.
+    const before = await vol.control.stats();
+    const prepared = await deps.ioCap.prepare(
+      () =>
+        new MockActivityEnvironment().run(async () => {
+          await configurePostgres(deps, { hostId: deps.config.hostId, ...hostSettings({ ...SETTINGS, work_mem: '5MB' }) });
+          const during = await vol.control.stats();
+          await withConnection(deps.config, (c) => c.query('SELECT sum(abalance) FROM public.pgbench_accounts; CHECKPOINT'));
+          return during;
+        }) as Promise<VolumeStats>,
+    );
+    expect(prepared.value.on).toBe(false);
+    expect(prepared).toMatchObject({ preparedWithoutCap: true, modelledIos: 0 });
+    const after = await vol.control.stats();
+    expect(after.on).toBe(true);
+    expect(after.modelledAdmitted).toBe(before.modelledAdmitted);
+    expect(unmodelled(after)).toBeGreaterThan(unmodelled(before));
+    // The same count says no when the model comes back half-way.
+    const halfway = await deps.ioCap.prepare(async () => {
+      await vol.control.setModel(true);
+      await withConnection(deps.config, (c) => c.query("CREATE TABLE public.halfway AS SELECT g FROM generate_series(1, 100000) g; CHECKPOINT; DROP TABLE public.halfway"));
+    });
+    expect(halfway.preparedWithoutCap).toBe(false);
+    expect(halfway.modelledIos).toBeGreaterThan(0);
     expect((await vol.control.stats()).on).toBe(true);
   });
 

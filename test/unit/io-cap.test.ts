@@ -26,14 +26,24 @@ const GP3: IoCapHost = {
   },
 };
 
-/** A volume server's model switch that records what it was told (and can fail). */
-function recorder(fail?: { on: boolean; error: string }): ModelSwitch & { calls: string[] } {
+/** A volume server's model switch that records what it was told (and can fail), and a volume's I/O through it. */
+function recorder(fail?: { on: boolean; error: string }): ModelSwitch & { calls: string[]; io(): void } {
   const calls: string[] = [];
+  let on = true;
+  let admitted = 0;
   return {
     calls,
-    async setModel(on: boolean) {
-      if (fail && fail.on === on) throw new Error(fail.error);
-      calls.push(on ? 'model on' : 'model off');
+    async setModel(next: boolean) {
+      if (fail && fail.on === next) throw new Error(fail.error);
+      calls.push(next ? 'model on' : 'model off');
+      on = next;
+    },
+    async modelledIos() {
+      return admitted;
+    },
+    /** One read or write reaching the volume: the model admits it while it is on. */
+    io() {
+      if (on) admitted++;
     },
   };
 }
@@ -84,6 +94,47 @@ describe('IoCap', () => {
     await expect(cap.withoutCap(async () => model.calls.push('prepare'))).rejects.toThrow('did not answer');
     expect(model.calls).toEqual(['model on']);
     expect(cap.capped).toBe(true);
+  });
+
+  it('keeps the model off through a nested preparation until the outermost ends', async () => {
+    // configurePostgres lifts the cap around initdb; a restore restarts the server inside its own preparation.
+    const model = recorder();
+    const cap = new IoCap(GP3, model);
+    await cap.withoutCap(async () => {
+      await cap.withoutCap(async () => model.calls.push('initdb'));
+      model.calls.push('checks');
+      expect(cap.capped).toBe(false);
+    });
+    expect(model.calls).toEqual(['model off', 'initdb', 'checks', 'model on']);
+    expect(cap.capped).toBe(true);
+  });
+
+  it('prepare() counts a preparation uncapped only when the volume admitted none of its I/O on the model', async () => {
+    const model = recorder();
+    const cap = new IoCap(GP3, model);
+    model.io(); // Measured I/O before: not the preparation's.
+    const off = await cap.prepare(async () => {
+      await cap.withoutCap(async () => model.io());
+      model.io();
+      return 'restored';
+    });
+    expect(off).toEqual({ value: 'restored', preparedWithoutCap: true, modelledIos: 0 });
+    // Data made to break it: a preparation whose model came back half-way (what the nested lift did before) is not
+    // uncapped, whatever the code around it meant.
+    const broken = await cap.prepare(async () => {
+      await model.setModel(true);
+      model.io();
+      model.io();
+    });
+    expect(broken).toMatchObject({ preparedWithoutCap: false, modelledIos: 2 });
+    expect(model.calls.at(-1)).toBe('model on');
+  });
+
+  it('prepare() claims nothing where there is no cap to lift', async () => {
+    const model = recorder();
+    const cap = new IoCap({ kind: 'local-disk', emulated: false }, model);
+    expect(await cap.prepare(async () => 7)).toEqual({ value: 7, preparedWithoutCap: false });
+    expect(model.calls).toEqual([]);
   });
 
   it('tells nothing to a host without a modelled volume', async () => {

@@ -51,7 +51,10 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
     // the cap is back before the drain, also when the preparation fails. No CHECKPOINT after the fill: the WAL is
     // flushed at every commit, and the dirty pages the workload left in shared_buffers are what a capped fill left
     // too; nothing writes them during the drain but a checkpoint, as before. The drain reads the same WAL either way.
-    const { startLsn, fillSeconds } = await deps.ioCap.withoutCap(async () => {
+    const {
+      value: { startLsn, fillSeconds },
+      preparedWithoutCap,
+    } = await deps.ioCap.prepare(async () => {
       // From a checkpoint, the first change to each page logs a full-page image, as nearly every random update does
       // on a table far larger than memory; a tiny table then yields the same kind of WAL.
       const stopBeat = every(2_000, () => report({ percent: 0, detail: { step: 'checkpoint' } }));
@@ -141,7 +144,7 @@ export async function runBacklogPhase(deps: HostDeps, input: BacklogPhaseInput):
       backlogBytes,
       retainedBytes: target.retainedBytes,
       reachedBeforeDrain,
-      preparedWithoutCap: deps.ioCap.liftable,
+      preparedWithoutCap,
       fillSeconds,
       drainSeconds,
       drainMBps: backlogBytes / MB / drainSeconds,

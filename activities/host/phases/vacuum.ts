@@ -65,7 +65,10 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
     // left the bloat's dirty pages in shared_buffers (the cap slows their eviction, it does not clean the pool), and
     // a checkpoint right before VACUUM would make its first change to every page log a full-page image, WAL the
     // figure measured before never held. So the timed VACUUM starts from the state a capped preparation left.
-    const { preVacuumSeconds, before, rowsUpdated, after, bloatSeconds } = await deps.ioCap.withoutCap(async () => {
+    const {
+      value: { preVacuumSeconds, before, rowsUpdated, after, bloatSeconds },
+      preparedWithoutCap,
+    } = await deps.ioCap.prepare(async () => {
       // Dead tuples of the TPS run (and of an earlier attempt) go first, so the timed VACUUM sees only ours.
       const clearing = stepReporter(report, 0, 20);
       clearing({ percent: 0, detail: { step: 'clearing earlier dead tuples' } });
@@ -96,7 +99,7 @@ export async function runVacuumPhase(deps: HostDeps, input: VacuumPhaseInput): P
       relationBytesBefore: before.tableBytes,
       relationBytesAfter: after.tableBytes,
       rowsUpdated,
-      preparedWithoutCap: deps.ioCap.liftable,
+      preparedWithoutCap,
       bloatSeconds,
       preVacuumSeconds,
       vacuumSeconds: timed.seconds,
