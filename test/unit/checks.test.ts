@@ -2,7 +2,10 @@
  * Every self-check a result carries can fail: a complete, healthy run passes every check, and for each check a run
  * broken in the one way it guards against fails exactly it. A new check without a case here fails the last test.
  */
-import { aggregate, drillChecks } from '../../analysis/aggregate';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { aggregate, drillChecks, STEADY_MIN_SECONDS, steadyWindowCheck } from '../../analysis/aggregate';
+import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { boundBy } from '../../analysis/bottlenecks';
 import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
 import type { SamplerReadings, SamplerSecond } from '../../common/results/sampler-readings';
@@ -62,7 +65,8 @@ function healthyCluster(): ClusterResult {
       threads: 2,
       latencyMs: { mean: 32, p50: 30, p95: 60, p99: 90 },
       clientGapMs: 0,
-      tpsSeries: Array(10).fill(2000),
+      // 30 seconds of it: the shortest window the steadiness check reads.
+      tpsSeries: Array(30).fill(2000),
       pgbenchVersion: '15.18',
     },
     diagnostics,
@@ -95,6 +99,8 @@ const BREAKERS: Record<string, (c: ClusterResult) => Parameters<typeof drillChec
   // pgbench short of CPU: its clients spend 5 ms between transactions (and the TPS follows, so the log still agrees).
   'load generator kept up': (c) => void Object.assign(c.tpsRun!, { clientGapMs: 5, tps: 64 / 0.037 }),
   'no failed transactions': (c) => void (c.tpsRun!.failedTransactions = 12),
+  // The first half at 2,600 TPS and the second at 2,000: the window's mean 15 % above its end's.
+  'TPS window steady': (c) => void (c.tpsRun!.tpsSeries = [...Array(15).fill(2600), ...Array(15).fill(2000)]),
   'data set larger than memory': (c) => void (c.load!.heapBytes = 100 * 2 ** 20),
   'storage emulated': (c) => void (c.emulated = false),
   'sampler readings taken': (c) => void delete c.diagnostics,
@@ -166,6 +172,24 @@ describe('self-checks', () => {
       for (const check of checksOf(c, drills)) names.add(check.name);
     }
     expect([...names].filter((n) => !(n in BREAKERS))).toEqual([]);
+  });
+});
+
+describe('the TPS window steadiness, on captured series', () => {
+  const captured = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'tps-series', 'local-quick-2026-12-04.json'), 'utf8')) as {
+    runs: Record<string, { tps: number; tpsSeries: number[] }>;
+  };
+  const verdicts = Object.fromEntries(Object.entries(captured.runs).map(([name, run]) => [name, steadyWindowCheck(name, run)!.ok]));
+
+  it('warns on local-quick gp3 windows that began before the writeback, and passes nvme windows', () => {
+    // gp3 windows 4.2, 7.3 and 7.5 % above their last halves; nvme -2.3, +0.6, +4.6 %.
+    expect(verdicts).toEqual({ '181135-gp3': false, '181135-nvme': true, '182252-gp3': false, '182252-nvme': true, '184220-gp3': true, '184220-nvme': true });
+    expect(steadyWindowCheck('h', captured.runs['182252-gp3'])!.detail).toMatch(/^mean 920 TPS over the 60 s window, 857\.\d over its last 30 s \(\+7\.\d %, tolerance 5 %\): the window was still settling/);
+  });
+
+  it('does not judge a window too short to tell settling from noise', () => {
+    expect(steadyWindowCheck('h', { tpsSeries: captured.runs['182252-gp3'].tpsSeries.slice(0, STEADY_MIN_SECONDS - 1) })).toBeNull();
+    expect(steadyWindowCheck('h', { tpsSeries: captured.runs['182252-gp3'].tpsSeries.slice(0, STEADY_MIN_SECONDS) })).not.toBeNull();
   });
 });
 
