@@ -25,19 +25,20 @@ export function ioCapPlan(host: IoCapHost): IoCapPlan {
   return { liftable: true, socket: host.volume.socket, model: host.volume.model };
 }
 
-/** Switches a modelled volume's model on or off, and counts the I/O it served on the model (a seam for unit tests). */
+/** Switches a modelled volume's model on or off, and counts the I/O its model admitted (a seam for unit tests). */
 export interface ModelSwitch {
   setModel(on: boolean): Promise<void>;
-  /** Reads and writes the volume has served on its model since it started. */
+  /** Reads and writes the volume's model admitted (arrived while it was on) since the server started. */
   modelledIos(): Promise<number>;
 }
 
 /** A preparation's value, and whether the volume served all of it with the model off (measured, not assumed). */
 export interface Prepared<T> {
   value: T;
-  /** True only on a liftable host whose volume served no read or write on its model between the lift and the apply. */
+  /** True only on a liftable host whose volume's model admitted no read or write between the lift and the apply. */
   preparedWithoutCap: boolean;
-  /** Reads and writes served on the model meanwhile (0 when lifted throughout; absent where nothing was lifted). */
+  /** Reads and writes the model admitted meanwhile (0 when lifted throughout; absent where nothing was lifted). An
+   * older volume server without the count gives NaN, which is not 0: such a preparation is not claimed uncapped. */
   modelledIos?: number;
 }
 
