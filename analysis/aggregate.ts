@@ -4,7 +4,7 @@
  */
 import type { DrillSummary } from '../common/results/drill-result';
 import { classLimits, type ExperimentSpec } from '../common/input/spec';
-import { median } from '../common/core/stats';
+import { mean, median } from '../common/core/stats';
 import { deviceModelOf } from '../common/model/devices';
 import type { Check } from '../common/results/check';
 import {
@@ -83,7 +83,6 @@ export const STEADY_TOLERANCE = 0.05;
 export function steadyWindowCheck(hostId: string, run: Pick<TpsRun, 'tpsSeries'>): Check | null {
   const series = run.tpsSeries ?? [];
   if (series.length < STEADY_MIN_SECONDS) return null;
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const half = Math.floor(series.length / 2);
   const whole = mean(series);
   const last = mean(series.slice(half));

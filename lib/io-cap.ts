@@ -101,7 +101,7 @@ export class IoCap {
   }
 
   /**
-   * withoutCap, and the volume's own count of the I/O it served on its model meanwhile: a preparation counts as
+   * withoutCap, and the volume's own count of the I/O its model admitted meanwhile: a preparation counts as
    * uncapped only when that count did not move, so a result cannot claim an uncapped preparation the volume did not see.
    * Where nothing is liftable the preparation runs as it is, and is not claimed uncapped.
    */

@@ -70,7 +70,8 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
   const archiving = await withConnection(deps.config, (c) => c.query<{ v: string }>("SELECT current_setting('archive_mode') AS v")).then(
     (r) => r.rows[0].v !== 'off',
   );
-  if (archiving || !deps.ioCap.liftable) return { ...(await load(deps, input)), preparedWithoutCap: false };
+  if (archiving) return { ...(await load(deps, input)), preparedWithoutCap: false };
+  // prepare() itself runs the load as it is, and claims nothing, where there is no cap to lift.
   const { value, preparedWithoutCap } = await deps.ioCap.prepare(() => load(deps, input));
   return { ...value, preparedWithoutCap };
 }
