@@ -10,12 +10,12 @@ module.exports = {
   globalSetup: '<rootDir>/dist/test/helpers/global-setup.js',
   globalTeardown: '<rootDir>/dist/test/helpers/global-teardown.js',
   testTimeout: 10 * 60 * 1000,
-  // Two files at a time by default (STORAGE_LAB_TEST_WORKERS=1 for one): every file has its own lab home and task
+  // Three files at a time by default (STORAGE_LAB_TEST_WORKERS=1 for one): every file has its own lab home and task
   // queue, unique workflow ids, leftover checks scoped to its own lab, no fixed port or schedule name
-  // (docs/benchmarks.md, "Test suite"). Three whole runs from clean clones on 2 loaded cores ran this way (jest 2,708,
-  // 2,176 and 1,826 s); the first two's failures came from the load, none from two files sharing the machine, each is
-  // fixed, and the third passed whole.
-  maxWorkers: Number(process.env.STORAGE_LAB_TEST_WORKERS ?? 2),
+  // (docs/benchmarks.md, "Test suite"). Most of a file's time is waiting (timers, pgbench windows, hosts starting):
+  // with two files at a time the suite kept 2 cores 81 % busy, and beside a CPU hog on both cores it took 1,330 s from
+  // a clean clone; with three, 1,140 s (2026-12-04).
+  maxWorkers: Number(process.env.STORAGE_LAB_TEST_WORKERS ?? 3),
   // The unit layer first so a broken parser fails in seconds, then the longest files first (test/file-times.json).
   testSequencer: '<rootDir>/dist/test/helpers/layer-sequencer.js',
   verbose: true,

@@ -52,6 +52,8 @@ export interface HistoryFigures {
    * (12 events apart in two runs of one failover drill), this does not.
    */
   decidedEvents: number;
+  /** The decided events by type (ACTIVITY_TASK_SCHEDULED: 40, ...): what a change in decidedEvents is made of. */
+  decidedByType: Record<string, number>;
   bytes: number;
   /** Signals it received: progress must not arrive this way (each costs events, however long the run). */
   signals: number;
@@ -166,8 +168,13 @@ async function histories(client: Client, workflowId: string, firstRunId: string,
       EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
       EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
     ]);
-    const decidedEvents = events.filter((x) => !taskEvents.has(x.eventType as temporal.api.enums.v1.EventType)).length;
-    figures.push({ workflowType: type, workflowId, execution, events: events.length, decidedEvents, bytes: Buffer.byteLength(JSON.stringify(history)), signals });
+    const decided = events.filter((x) => !taskEvents.has(x.eventType as temporal.api.enums.v1.EventType));
+    const decidedByType: Record<string, number> = {};
+    for (const x of decided) {
+      const name = String(EventType[x.eventType as number] ?? x.eventType).replace(/^EVENT_TYPE_/, '');
+      decidedByType[name] = (decidedByType[name] ?? 0) + 1;
+    }
+    figures.push({ workflowType: type, workflowId, execution, events: events.length, decidedEvents: decided.length, decidedByType, bytes: Buffer.byteLength(JSON.stringify(history)), signals });
     if (depth < 3)
       for (const e of events.filter((x) => x.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED)) {
         const child = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
