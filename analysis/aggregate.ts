@@ -100,6 +100,48 @@ export function steadyWindowCheck(hostId: string, run: Pick<TpsRun, 'tpsSeries'>
   };
 }
 
+/** The first seconds of a TPS window that a restored host's start is compared on (issue 31). */
+export const FIRST_SECONDS = 10;
+/** How far a restored host's first seconds may lie from its class's loaded hosts' (relative to theirs). */
+export const RESTORED_START_TOLERANCE = 0.1;
+
+/**
+ * Whether a restored host starts as a loaded one of its class: the mean TPS of each restored host's first
+ * FIRST_SECONDS against the loaded hosts' mean over theirs. A restore that left the server in another physical
+ * state than a fresh load (hint bits to set, a visibility map to build, statistics missing, a cold or a warmer cache)
+ * shows in the first seconds of the window, before the workload has rewritten what it touches. Only within one run
+ * and one class, where the device, the host and the settings are the same: a class whose hosts all restored (a
+ * run that reused a set) or all loaded has nothing to compare, and gets no check. A warning: the figures are
+ * measurements, of hosts that did not start alike.
+ */
+export function restoredStartChecks(className: string, clusters: ClusterResult[]): Check[] {
+  const firstOf = (c: ClusterResult): number | null => {
+    const series = c.status === 'ok' ? c.tpsRun?.tpsSeries : undefined;
+    return series && series.length >= FIRST_SECONDS ? mean(series.slice(0, FIRST_SECONDS)) : null;
+  };
+  const loaded = clusters.filter((c) => c.dataSet && c.dataSet.prepared !== 'restored').map(firstOf).filter((v): v is number => v !== null);
+  if (!loaded.length) return [];
+  const reference = mean(loaded);
+  const checks: Check[] = [];
+  for (const c of clusters.filter((x) => x.dataSet?.prepared === 'restored')) {
+    const first = firstOf(c);
+    if (first === null) continue;
+    const apart = reference > 0 ? first / reference - 1 : Infinity;
+    const ok = Math.abs(apart) <= RESTORED_START_TOLERANCE;
+    checks.push({
+      name: 'restored host starts as a loaded one',
+      scope: c.hostId,
+      ok,
+      severity: 'warning',
+      detail:
+        `its first ${FIRST_SECONDS} s ran ${round(first)} TPS, the ${loaded.length} loaded ${className} ${loaded.length === 1 ? "host's" : "hosts'"} ${round(reference)} ` +
+        `(${apart >= 0 ? '+' : ''}${round(apart * 100)} %, tolerance ${RESTORED_START_TOLERANCE * 100} %)` +
+        (ok ? '' : ': the restored server did not start in the loaded one\'s state; data.reuse "never" loads every host'),
+    });
+  }
+  return checks;
+}
+
 export { median };
 
 /** Speedup of `fast` over `slow` where bigger is better (TPS), or null when either is missing. */
@@ -221,6 +263,7 @@ export function runChecks(classes: Record<string, ClassResult>): Check[] {
         });
       }
     }
+    checks.push(...restoredStartChecks(name, cls.clusters));
     if (!cls.emulated)
       checks.push({
         name: 'storage emulated',

@@ -232,8 +232,10 @@ describe('storage-lab diagnose on a primary that commits to a synchronous standb
     const d = demandsFromCapture(capture);
     expect(d.storage.syncStandbyRttMs).toBeGreaterThan(0);
     // The same round trip seen two ways (the commits' sampled wait, the standby's reported flush lag): on loopback with
-    // the 2 cores busy they were seen at 0.53 against 0.30 ms, so the bound is the magnitude, not the order.
-    expect(d.storage.syncStandbyRttMs).toBeLessThanOrEqual(Math.max(2 * lag, lag + 0.5));
+    // the 2 cores busy they were seen at 0.53 against 0.30 ms, and with a CPU hog beside the suite at 1.18 against
+    // 0.58 ms (2.1 times), so the bound is the magnitude, not the order: a round trip that took in the WAL flush or
+    // the whole commit, or came out in microseconds, is far past it.
+    expect(d.storage.syncStandbyRttMs).toBeLessThanOrEqual(Math.max(3 * lag, lag + 1));
     expect(d.serverMs!.walFsync).toBeGreaterThan(0);
     const file = path.join(work, 'capture.json');
     writeFileSync(file, r.stdout);

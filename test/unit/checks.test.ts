@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { aggregate, drillChecks, STEADY_MIN_SECONDS, steadyWindowCheck } from '../../analysis/aggregate';
+import { aggregate, drillChecks, FIRST_SECONDS, restoredStartChecks, STEADY_MIN_SECONDS, steadyWindowCheck } from '../../analysis/aggregate';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import { boundBy } from '../../analysis/bottlenecks';
 import { latencyBreakdown, waitClassShares } from '../../common/results/breakdown';
@@ -172,6 +172,82 @@ describe('self-checks', () => {
       for (const check of checksOf(c, drills)) names.add(check.name);
     }
     expect([...names].filter((n) => !(n in BREAKERS))).toEqual([]);
+  });
+});
+
+describe('a restored host against the loaded hosts of its class', () => {
+  /** A host of gp3 prepared one way, whose window starts at `first` TPS for FIRST_SECONDS and runs at 2,000 after. */
+  const host = (i: number, prepared: 'loaded' | 'loaded-and-published' | 'restored', first: number): ClusterResult => {
+    const c = healthyCluster();
+    c.hostId = `h-gp3-${i}`;
+    c.index = i;
+    c.dataSet = { key: 'ds-x', prepared };
+    c.tpsRun!.tpsSeries = [...Array(FIRST_SECONDS).fill(first), ...Array(20).fill(2000)];
+    return c;
+  };
+  const inRun = (clusters: ClusterResult[]) =>
+    aggregate({ runId: 'r', spec, clusters, startedAt: 'a', finishedAt: 'b', environment: env, cancelled: false }).checks.filter((k) => k.name === 'restored host starts as a loaded one');
+
+  it('passes a restored host that starts as the loaded one did, in the aggregate of a whole run', () => {
+    const checks = inRun([host(0, 'loaded-and-published', 2200), host(1, 'restored', 2150)]);
+    expect(checks).toEqual([expect.objectContaining({ scope: 'h-gp3-1', ok: true, severity: 'warning' })]);
+    expect(checks[0].detail).toBe('its first 10 s ran 2150 TPS, the 1 loaded gp3 host\'s 2200 (-2.3 %, tolerance 10 %)');
+  });
+
+  it('fails one that starts 20 % slower (a cold cache, hint bits to set), and one 20 % faster', () => {
+    const slow = inRun([host(0, 'loaded-and-published', 2200), host(1, 'restored', 1760), host(2, 'restored', 2640)]);
+    expect(slow.map((k) => [k.scope, k.ok])).toEqual([
+      ['h-gp3-1', false],
+      ['h-gp3-2', false],
+    ]);
+    expect(slow[0].detail).toMatch(/\(-20 %, tolerance 10 %\): the restored server did not start in the loaded one's state/);
+  });
+
+  it('compares only the first seconds: a restored host that differs later is not its business', () => {
+    const later = host(1, 'restored', 2200);
+    later.tpsRun!.tpsSeries = [...Array(FIRST_SECONDS).fill(2200), ...Array(20).fill(1000)];
+    expect(inRun([host(0, 'loaded', 2200), later]).map((k) => k.ok)).toEqual([true]);
+  });
+
+  it('has nothing to say where a class has no loaded host, no restored one, or no data sets', () => {
+    expect(restoredStartChecks('gp3', [host(0, 'restored', 2200), host(1, 'restored', 1000)])).toEqual([]);
+    expect(restoredStartChecks('gp3', [host(0, 'loaded-and-published', 2200), host(1, 'loaded', 1000)])).toEqual([]);
+    const neither = [host(0, 'loaded', 2200), host(1, 'restored', 1000)];
+    for (const c of neither) delete c.dataSet;
+    expect(restoredStartChecks('gp3', neither)).toEqual([]);
+    // A failed loaded host, or a window shorter than the seconds compared, is no reference.
+    const failed = host(0, 'loaded', 2200);
+    failed.status = 'failed';
+    expect(restoredStartChecks('gp3', [failed, host(1, 'restored', 1000)])).toEqual([]);
+    const short = host(0, 'loaded', 2200);
+    short.tpsRun!.tpsSeries = short.tpsRun!.tpsSeries!.slice(0, FIRST_SECONDS - 1);
+    expect(restoredStartChecks('gp3', [short, host(1, 'restored', 1000)])).toEqual([]);
+  });
+});
+
+describe('a restored host against its loaded one, on captured pairs', () => {
+  const captured = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'tps-series', 'restored-pairs-2026-12-04.json'), 'utf8')) as {
+    runs: Record<string, { className: string; hosts: { prepared: 'loaded-and-published' | 'restored'; tpsSeries: number[] }[] }>;
+  };
+  const clustersOf = (run: string, scaleRestoredStart = 1): ClusterResult[] =>
+    captured.runs[run].hosts.map((h, i) => {
+      const c = { hostId: `${run}-${i}`, className: captured.runs[run].className, index: i, status: 'ok', dataSet: { key: 'ds-x', prepared: h.prepared } } as ClusterResult;
+      const series = h.prepared === 'restored' ? h.tpsSeries.map((v, s) => (s < FIRST_SECONDS ? v * scaleRestoredStart : v)) : h.tpsSeries;
+      c.tpsRun = { tpsSeries: series } as ClusterResult['tpsRun'];
+      return c;
+    });
+
+  it('passes both classes: the restored hosts started 6.7 % (gp3) and 4.1 % (nvme) below their loaded ones', () => {
+    const checks = ['pair-gp3-1', 'pair-nvme-1'].flatMap((run) => restoredStartChecks(captured.runs[run].className, clustersOf(run)));
+    expect(checks.map((k) => [k.ok, /\(([-+][\d.]+) %/.exec(k.detail)![1]])).toEqual([
+      [true, '-6.7'],
+      [true, '-4.1'],
+    ]);
+  });
+
+  it('fails the same pairs with the restored hosts\' first seconds 10 % lower still', () => {
+    const checks = ['pair-gp3-1', 'pair-nvme-1'].flatMap((run) => restoredStartChecks(captured.runs[run].className, clustersOf(run, 0.9)));
+    expect(checks.map((k) => k.ok)).toEqual([false, false]);
   });
 });
 
