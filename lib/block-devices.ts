@@ -75,13 +75,13 @@ export async function loopsBackedBy(dir: string): Promise<{ device: string; back
     .map((d) => ({ device: d.name, backingFile: d['back-file'] as string }));
 }
 
-/** Unmounts (if mounted), retrying while the kernel still holds it busy. */
-export async function unmount(mountPoint: string): Promise<void> {
+/** Unmounts (if mounted), retrying every 250 ms for up to `busyMs` while the kernel still holds it busy. */
+export async function unmount(mountPoint: string, busyMs = 5_000): Promise<void> {
   for (let attempt = 0; isMounted(mountPoint); attempt++) {
     try {
       await runProcess('umount', [mountPoint]);
     } catch (e) {
-      if (attempt >= 20) throw e;
+      if (attempt * 250 >= busyMs) throw e;
       await new Promise((r) => setTimeout(r, 250));
     }
   }
