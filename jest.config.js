@@ -14,7 +14,7 @@ module.exports = {
   // queue, unique workflow ids, leftover checks scoped to its own lab, no fixed port or schedule name
   // (docs/benchmarks.md, "Test suite"). Most of a file's time is waiting (timers, pgbench windows, hosts starting):
   // with two files at a time the suite kept 2 cores 81 % busy, and beside a CPU hog on both cores it took 1,330 s from
-  // a clean clone; with three, 1,140 s (2026-12-04).
+  // a clean clone; with three, 1,097-1,140 s, and 809-838 s idle (2026-12-04, docs/benchmarks.md).
   maxWorkers: Number(process.env.STORAGE_LAB_TEST_WORKERS ?? 3),
   // The unit layer first so a broken parser fails in seconds, then the longest files first (test/file-times.json).
   testSequencer: '<rootDir>/dist/test/helpers/layer-sequencer.js',
