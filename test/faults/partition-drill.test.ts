@@ -20,6 +20,7 @@ import { backupsDirFor } from '../../lib/lab-paths';
 import { CUT_TABLE_PREFIX, labCutTag, listCutTables } from '../../lib/network-cut';
 import { runFolderName } from '../../lib/results-store';
 import { startTestLab, type TestLab } from '../helpers/lab';
+import { whereItIs } from '../helpers/faults';
 import { serverAddress, uniqueId } from '../helpers/temporal';
 
 const run = promisify(execFile);
@@ -122,7 +123,7 @@ describe('partition drill under ANY 1 (faults)', () => {
       workflowId,
       args: [{ preset: 'ci', backup: { enabled: false }, partition: { detectionSeconds: 120 } }],
     });
-    await until('the cut is in place', async () => (await tablesOf(lab)).length === 1, 180_000);
+    await untilCut(lab, workflowId);
     await handle.cancel();
     await handle.result().catch(() => undefined);
     expect((await handle.describe()).status.name).toBe('CANCELLED');
@@ -138,7 +139,7 @@ describe('partition drill under ANY 1 (faults)', () => {
       workflowId,
       args: [{ preset: 'ci', backup: { enabled: false }, partition: { detectionSeconds: 120 } }],
     });
-    await until('the cut is in place', async () => (await tablesOf(lab)).length === 1, 180_000);
+    await untilCut(lab, workflowId);
     await handle.terminate('fault test: no compensation runs');
     const [table] = await tablesOf(lab);
     expect(table).toBe(`${CUT_TABLE_PREFIX}${labCutTag(lab.paths.hostsDir)}_${hostIdFor(workflowId, 'node', 1)}`);
@@ -188,10 +189,18 @@ describe('partition drill with the async test seam (faults)', () => {
   });
 });
 
-async function until(what: string, ok: () => Promise<boolean>, ms: number): Promise<void> {
+/**
+ * Waits for the drill's cut. A drill that ends first, or a wait that runs out, fails with where the drill is (its status,
+ * pending activities with their last heartbeat and failure, why it ended): a CI run once waited out the 180 s here
+ * with nothing to go on.
+ */
+async function untilCut(lab: TestLab, workflowId: string, ms = 180_000): Promise<void> {
   const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`);
+  for (let polls = 0; (await tablesOf(lab)).length !== 1; polls++) {
+    const ended = polls % 10 === 9 && (await lab.client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING';
+    if (ended || Date.now() > end) {
+      throw new Error(`the cut is in place: ${ended ? 'the drill ended first' : `not within ${ms / 1000} s`}; ${await whereItIs(lab.client, workflowId)}`);
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
 }
