@@ -192,7 +192,7 @@ export function buildProgram(): Command {
     .option('--from <run|file>', 'a run id, a result.json file, or a diagnose capture (diagnose --json)')
     .option('--class <name>', 'the run\'s storage class to take the demands from (default: its first)')
     .option('--target <json>', `target(s), e.g. '{"kind":"ebs","iops":6000,"throughputMiBps":250}' or @file; an array for several; fields: ${Object.keys(PredictTargetSchema.shape).join(', ')}`)
-    .option('--reference', 'predict the published reference\'s gp3 and NVMe classes, each from the other\'s figures')
+    .option('--reference', 'predict the published reference\'s gp3 and NVMe classes, each from the other\'s figures; with --from RUN, from that run\'s classes at the reference\'s scale')
     .option('--matrix <run|file>', 'predict every class of a run from every other (the predict-matrix preset\'s table): errors, intervals, baselines, goals')
     .option('--json', 'print the demands and predictions as JSON')
     .option('--results-dir <dir>', 'results folder (default: the lab\'s)')

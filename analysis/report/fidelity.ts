@@ -8,6 +8,7 @@
 import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
 import type { ClassResult, ClusterResult, ExperimentResult } from '../../common/results/result';
 import { describeBudget, type DeviceModel } from '../../common/model/devices';
+import { referenceFromRun, REFERENCE_FROM_RUN_GOAL_PCT } from '../../common/model/predict-reference';
 import { throttleUse, AT_CAP } from '../bottlenecks';
 import { fmt } from '../../common/core/format';
 
@@ -168,5 +169,37 @@ export function fidelityMarkdown(result: ExperimentResult): string[] {
     const why = c ? budgetBoundWhy(name, c, result.spec.postgres.sharedBuffersMiB) : null;
     if (why) lines.push(why, '');
   }
+  lines.push(...referenceScaleMarkdown(result));
+  return lines;
+}
+
+/**
+ * The reference's two classes at their own scale, predicted from this run's modelled classes (common/model/
+ * predict-reference.ts), beside the published TPS: what `storage-lab predict --reference --from RUN` prints.
+ */
+export function referenceScaleMarkdown(result: ExperimentResult): string[] {
+  let found: ReturnType<typeof referenceFromRun>;
+  try {
+    found = referenceFromRun(result);
+  } catch (err) {
+    return ['### Predicted at the reference\'s scale', '', `Not predicted: ${(err as Error).message}.`, ''];
+  }
+  const { rows, problems } = found;
+  if (!rows.length) return problems.length && Object.values(result.classes).some((c) => c.device) ? ['### Predicted at the reference\'s scale', '', `Not predicted: ${problems.join('; ')}.`, ''] : [];
+  const n = (v: number) => fmt(v, 0);
+  const lines = [
+    '### Predicted at the reference\'s scale',
+    '',
+    `Each published class predicted from each class of this run (the model, docs/prediction-model.md, on the lab's model of its device, 16 vCPUs, 64 GiB, ${REFERENCE.setup.clients} clients, 482 GiB of heap; no published result enters a prediction). Goal: within ${REFERENCE_FROM_RUN_GOAL_PCT} %.`,
+    '',
+    '| published class | from | predicted (interval) | published | error | interval holds it | the terms |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const r of rows)
+    lines.push(
+      `| ${r.target === 'nvme' ? 'NVMe' : 'gp3'} | ${r.source} | ${n(r.prediction.tps)} (${n(r.prediction.interval.low)}-${n(r.prediction.interval.high)}) | ${n(r.published.tps)} | ${signedPct(r.tpsErrorPct / 100)} | ${r.held ? 'yes' : 'no'} | ${r.terms} |`,
+    );
+  lines.push('');
+  for (const p of problems) lines.push(`Not a source: ${p}.`, '');
   return lines;
 }

@@ -2,7 +2,8 @@
  * storage-lab predict --from RUN_ID|FILE --target JSON: TPS and mean / p95 latency of a measured workload on other
  * storage and hosts (common/model/predict.ts). --from takes a run id (its result.json in the results store), a result.json
  * file, or a diagnose capture (storage-lab diagnose --json > capture.json). --reference predicts each class of the
- * published reference from the other's figures and prints them beside the published TPS.
+ * published reference from the other's figures and prints them beside the published TPS; with --from RUN, from each
+ * class of that run on a modelled device, at the reference's scale (common/model/predict-reference.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { CAPTURE_KIND, type DiagnoseCapture } from '../../common/results/diagnose-capture';
@@ -20,7 +21,7 @@ import {
   type SourceCheck,
   type WorkloadDemands,
 } from '../../common/model/predict';
-import { referenceDemands, referenceStandbyRange, type ReferenceCheck } from '../../common/model/predict-reference';
+import { referenceDemands, referenceFromRun, referenceFromRunLines, referenceStandbyRange, type ReferenceCheck } from '../../common/model/predict-reference';
 import { baselines, baselinesLine, type BaselineName, type BaselinePrediction } from '../../common/model/baselines';
 import type { ExperimentResult } from '../../common/results/result';
 import { toProblem } from '../../common/input/spec';
@@ -47,6 +48,19 @@ export interface PredictOutput {
 }
 
 export async function predictCommand(flags: PredictFlags): Promise<PredictOutput[]> {
+  if (flags.reference && flags.from) {
+    const parsed = (await loadJson(flags.from, flags, '--from')) as Partial<ExperimentResult>;
+    if (!parsed.classes || !parsed.runId || !parsed.spec) throw new UserError(`--reference --from ${flags.from}: not a run's result.json (a diagnose capture has no device model to carry)`);
+    const { rows, problems } = referenceFromRun(parsed as ExperimentResult);
+    if (flags.json) console.log(JSON.stringify({ rows, problems }, null, 2));
+    else {
+      console.log(`The published reference (POSETTE 2026) at its own scale, predicted from run ${parsed.runId} on the lab's device models:`);
+      for (const line of referenceFromRunLines(rows)) console.log(`  ${line}`);
+      for (const p of problems) console.log(`  not a source: ${p}`);
+    }
+    if (!rows.length) throw new UserError(`--reference --from ${flags.from}: no class of the run can predict the reference: ${problems.join('; ')}`);
+    return [];
+  }
   if (flags.reference) return referenceCommand(flags);
   if (flags.matrix) {
     const parsed = (await loadJson(flags.matrix, flags)) as Partial<ExperimentResult>;

@@ -6,7 +6,10 @@
  */
 import { REFERENCE } from '../results/reference';
 import { baselines, type BaselineName, type BaselinePrediction } from './baselines';
-import { deviceReadShare, errorPct, INTER_AZ_RTT, predict, type PredictTarget, type Prediction, type WorkloadDemands } from './predict';
+import { deviceReadShare, errorPct, INTER_AZ_RTT, predict, type PredictTarget, type Prediction, type PredictionInterval, type WorkloadDemands } from './predict';
+import { demandsFromClass } from './demands';
+import { RANDOM_UPDATE_SCRIPT } from '../input/workload-script';
+import type { ExperimentResult } from '../results/result';
 
 export type ReferenceClass = 'gp3' | 'nvme';
 
@@ -128,4 +131,128 @@ export function referenceChecks(syncStandbyRttMs = referenceStandbyRttMs()): Ref
 export function referenceStandbyRange(): { rttMs: number; used: boolean; checks: ReferenceCheck[] }[] {
   const used = referenceStandbyRttMs();
   return [...new Set([0, used])].map((rttMs) => ({ rttMs, used: rttMs === used, checks: referenceChecks(rttMs) }));
+}
+
+/**
+ * The reference's two classes at their own scale, predicted from a run of this lab (issue 29): "from what I can run
+ * here, what would m6id.4xlarge with gp3 do?". Each class of the run on a modelled device is a source; the targets are
+ * the lab's device models of the reference's devices (the modelled gp3 at its 3,000 IOPS and 125 MiB/s, m6id's NVMe:
+ * common/model/devices.ts, each figure with its published source), on the reference's host (16 vCPUs, 64 GiB, 64
+ * clients), its data set (heap and primary key), and its synchronous standby (INTER_AZ_RTT). No figure of the
+ * reference's results enters: they are printed beside the predictions, never used by them.
+ */
+export const REFERENCE_FROM_RUN_GOAL_PCT = 20;
+
+/** The reference's data set: heap and primary key, bytes. */
+export function referenceDataBytes(): number {
+  const s = REFERENCE.setup;
+  return s.heapGiB * GIB + pgbenchIndexBytes(s.rows);
+}
+
+/** A reference class as a target on the lab's model of its device. */
+export function referenceModelledTarget(cls: ReferenceClass, syncStandbyRttMs = referenceStandbyRttMs()): PredictTarget {
+  const s = REFERENCE.setup;
+  const host = { vcpus: s.vcpus, memoryMiB: s.memoryGiB * 1024, clients: s.clients, syncStandbyRttMs, dataGiB: referenceDataBytes() / GIB };
+  if (cls === 'gp3') {
+    const g = s.storageClasses.gp3;
+    return { kind: 'emulated-ebs', iops: g.iops, throughputMiBps: g.throughputMiBps, ...host, label: 'gp3 (reference, modelled)' };
+  }
+  return { kind: 'nvme', ...host, label: 'NVMe instance store (reference, modelled)' };
+}
+
+/**
+ * A source's demands carried to the reference's scale. What changes with the scale and is not a property of the
+ * device: the background writes. A source here wrote back what its small shared_buffers could not hold; at the
+ * reference, a 300 s window of the same script dirties pages that 16 GiB of shared_buffers hold until the next
+ * checkpoint (30 min in seed-full). They follow from the script (one heap page and one index leaf a transaction, as
+ * referenceDemands takes) and the reference's buffers, not from the source's count.
+ */
+export function demandsAtReferenceScale(demands: WorkloadDemands): WorkloadDemands {
+  const s = REFERENCE.setup;
+  const pagesPerTx = 2;
+  return {
+    ...demands,
+    writes: { kind: 'window', dirtiedPagesPerTx: pagesPerTx, absorbPages: (s.sharedBuffersGiB * GIB) / PAGE, windowSeconds: s.durationSeconds, kib: PAGE / 1024 },
+    notes: [
+      ...demands.notes,
+      `background writes at the reference's scale: ${pagesPerTx} pages dirtied a transaction (the script's heap page and index leaf), written back only beyond ${s.sharedBuffersGiB} GiB of shared_buffers in a ${s.durationSeconds} s window (the source's ${demands.writes.kind === 'measured' ? `${demands.writes.perTx.toFixed(3)} a transaction, written back from its own buffers,` : 'figure'} not carried)`,
+    ],
+  };
+}
+
+export interface ReferenceFromRun {
+  /** The run's class the demands come from. */
+  source: string;
+  target: ReferenceClass;
+  prediction: Prediction & { interval: PredictionInterval };
+  published: { tps: number; latencyMs: number };
+  tpsErrorPct: number;
+  /** Whether the interval holds the published TPS, and whether the prediction is within REFERENCE_FROM_RUN_GOAL_PCT. */
+  held: boolean;
+  withinGoal: boolean;
+  /** The prediction's largest parts of a transaction's time, ms, and its busiest station: the terms a miss is in. */
+  terms: string;
+}
+
+/** Why a run cannot predict the reference, or null. */
+export function referenceFromRunProblem(result: Pick<ExperimentResult, 'spec'>): string | null {
+  const script = result.spec.workload.script;
+  if (script !== RANDOM_UPDATE_SCRIPT) return "the run's workload script is not the reference's random single-row UPDATE: its demands are another workload's";
+  return null;
+}
+
+/** Each reference class predicted from each class of a run on a modelled device (a class without one is left out). */
+export function referenceFromRun(result: ExperimentResult): { rows: ReferenceFromRun[]; problems: string[] } {
+  const problem = referenceFromRunProblem(result);
+  if (problem) return { rows: [], problems: [problem] };
+  const rows: ReferenceFromRun[] = [];
+  const problems: string[] = [];
+  for (const [name, cls] of Object.entries(result.classes)) {
+    if (!cls.device) {
+      problems.push(`${name}: not on a modelled device (its device's figures are this machine's)`);
+      continue;
+    }
+    let measured: WorkloadDemands;
+    try {
+      measured = demandsFromClass(result, name);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      continue;
+    }
+    // The residuals are the source's, found on what it measured; the writes are the reference's.
+    const demands = demandsAtReferenceScale(measured);
+    for (const target of ['gp3', 'nvme'] as const) {
+      const prediction = predict(demands, referenceModelledTarget(target), {}, measured);
+      const r = REFERENCE.results[target];
+      const err = errorPct(prediction.tps, r.medianTps);
+      const b = prediction.breakdownMs;
+      const parts = Object.entries(b)
+        .filter(([, ms]) => ms > 0)
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 3)
+        .map(([part, ms]) => `${part} ${ms.toFixed(2)} ms`);
+      rows.push({
+        source: name,
+        target,
+        prediction,
+        published: { tps: r.medianTps, latencyMs: r.medianLatencyMs },
+        tpsErrorPct: err,
+        held: prediction.interval.low <= r.medianTps && r.medianTps <= prediction.interval.high,
+        withinGoal: Math.abs(err) <= REFERENCE_FROM_RUN_GOAL_PCT,
+        terms: `bound by ${prediction.bottleneck}; ${parts.join(', ')}; ${prediction.readsPerTx.toFixed(2)} reads, ${prediction.writesPerTx.toFixed(2)} page writes and ${prediction.walOpsPerTx.toFixed(2)} WAL writes a transaction`,
+      });
+    }
+  }
+  return { rows, problems };
+}
+
+/** The rows as a table: each prediction with its interval beside the published TPS. */
+export function referenceFromRunLines(rows: ReferenceFromRun[]): string[] {
+  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  const signed = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(1)} %`;
+  const head = ['reference class', 'from', 'predicted (interval)', 'published', 'error', 'interval holds it'];
+  const cells = rows.map((r) => [r.target === 'nvme' ? 'NVMe' : 'gp3', r.source, `${n(r.prediction.tps)} (${n(r.prediction.interval.low)}-${n(r.prediction.interval.high)})`, n(r.published.tps), signed(r.tpsErrorPct), r.held ? 'yes' : 'no']);
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join('  ').trimEnd();
+  return [line(head), ...cells.map(line), ...rows.map((r) => `${r.target === 'nvme' ? 'NVMe' : 'gp3'} from ${r.source}: ${r.terms}`)];
 }
