@@ -16,7 +16,8 @@ export async function runPredictions(store: ResultsStore, result: ExperimentResu
   try {
     const calibration = calibrationPredictions(result);
     if (calibration) predictions.calibration = calibration;
-    if (result.preset === 'predict-matrix') predictions.matrix = predictionMatrix(result);
+    // The validation matrix, and the held-out points it is checked on (docs/prediction-model.md).
+    if (result.preset === 'predict-matrix' || result.preset === 'predict-holdout') predictions.matrix = predictionMatrix(result);
     const previous = await previousRun(store, result);
     if (previous) predictions.previousRun = previousRunPredictions(previous, result);
   } catch (err) {

@@ -57,10 +57,19 @@ function serverParts(d: SamplerReadings, tps: number): WorkloadDemands['serverMs
   };
 }
 
-/** Transactions the server committed in the sampled window, the sampler's own left out. */
-function windowTransactions(d: SamplerReadings, fallback: number): number {
+/**
+ * The client's transactions in the sampled window: what the server committed there (the sampler's own left out) ÷ the
+ * commits one client transaction makes. The measured TPS counts the client's transactions: a pgbench script of two
+ * statements outside BEGIN/END commits twice per transaction (predict-holdout's), so its demands are per the
+ * client's transaction, the unit the model's throughput is in. `clientTx`: the client's count over the window (its
+ * TPS x the window), used where the server's is missing; the ratio is rounded, as a script commits a whole number of
+ * times.
+ */
+export function windowTransactions(d: Pick<SamplerReadings, 'database' | 'ownTransactions' | 'samples'>, clientTx: number): { tx: number; commitsPerTx: number } {
   const counted = d.database.xactCommit + d.database.xactRollback - (d.ownTransactions ?? d.samples);
-  return counted > 0 ? counted : fallback;
+  if (!(counted > 0)) return { tx: clientTx, commitsPerTx: 1 };
+  const commitsPerTx = clientTx > 0 ? Math.max(1, Math.round(counted / clientTx)) : 1;
+  return { tx: counted / commitsPerTx, commitsPerTx };
 }
 
 /** A WAL flush as the source measured it: wal_sync_time / wal_sync (track_wal_io_timing), else the device's write latency. */
@@ -85,7 +94,8 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   if (!run || !d) throw new Error(`class ${className} of run ${result.runId} has no TPS run with sampler readings to take demands from`);
   if (!d.cpu) throw new Error(`class ${className} of run ${result.runId} did not measure its CPU`);
   const notes: string[] = [];
-  const tx = windowTransactions(d, run.tps * d.seconds);
+  const { tx, commitsPerTx } = windowTransactions(d, run.tps * d.seconds);
+  if (commitsPerTx > 1) notes.push(`${commitsPerTx} server commits per client transaction (the script's statements outside a transaction block): demands are per client transaction`);
   const perTx = (ratePerSecond: number) => (ratePerSecond * d.seconds) / tx;
   const serverMs = serverParts(d, run.tps);
   const serverTotal = serverMs ? serverMs.cpu + serverMs.pageReads + serverMs.walFsync + serverMs.lock + serverMs.other : 0;
@@ -134,6 +144,9 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
       ...(d.cpu.machineCoresBusy !== undefined && d.cpu.machineCoresBusy * d.seconds > d.cpu.seconds
         ? { machineMsPerTx: (1000 * d.cpu.machineCoresBusy * d.seconds) / tx }
         : {}),
+      // The modelled volume's server, part of the machine's: the emulation's own work, which a real device does not
+      // take from the host's cores (predict-reference.ts leaves it out at the reference's scale).
+      ...(v && v.serverCpuSeconds > 0 ? { deviceMsPerTx: (1000 * v.serverCpuSeconds * (d.seconds / v.seconds)) / tx } : {}),
     },
     serverMs,
     reads: { perTx: reads, kib: readKiB },

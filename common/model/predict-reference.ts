@@ -170,11 +170,16 @@ export function referenceModelledTarget(cls: ReferenceClass, syncStandbyRttMs = 
 export function demandsAtReferenceScale(demands: WorkloadDemands): WorkloadDemands {
   const s = REFERENCE.setup;
   const pagesPerTx = 2;
+  // The modelled volume's server ran on this machine's cores; the reference's devices take none of its host's.
+  const device = demands.cpu.deviceMsPerTx ?? 0;
+  const cpu = demands.cpu.machineMsPerTx !== undefined && device > 0 ? { ...demands.cpu, machineMsPerTx: Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx - device) } : demands.cpu;
   return {
     ...demands,
+    cpu,
     writes: { kind: 'window', dirtiedPagesPerTx: pagesPerTx, absorbPages: (s.sharedBuffersGiB * GIB) / PAGE, windowSeconds: s.durationSeconds, kib: PAGE / 1024 },
     notes: [
       ...demands.notes,
+      ...(cpu !== demands.cpu ? [`CPU at the reference's scale: the machine's ${demands.cpu.machineMsPerTx!.toFixed(3)} ms a transaction less the modelled volume's server's ${device.toFixed(3)} ms (a real device's work takes no host core)`] : []),
       `background writes at the reference's scale: ${pagesPerTx} pages dirtied a transaction (the script's heap page and index leaf), written back only beyond ${s.sharedBuffersGiB} GiB of shared_buffers in a ${s.durationSeconds} s window (the source's ${demands.writes.kind === 'measured' ? `${demands.writes.perTx.toFixed(3)} a transaction, written back from its own buffers,` : 'figure'} not carried)`,
     ],
   };

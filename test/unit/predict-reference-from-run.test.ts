@@ -84,7 +84,11 @@ describe('what changes with the scale', () => {
     expect(measured.writes).toMatchObject({ kind: 'measured' });
     const scaled = demandsAtReferenceScale(measured);
     expect(scaled.writes).toEqual({ kind: 'window', dirtiedPagesPerTx: 2, absorbPages: (16 * GIB) / 8192, windowSeconds: 300, kib: 8 });
-    expect({ ...scaled, writes: measured.writes, notes: measured.notes }).toEqual(measured);
+    expect({ ...scaled, writes: measured.writes, notes: measured.notes, cpu: measured.cpu }).toEqual(measured);
+    // The modelled volume's server's CPU is the emulation's: left out of the machine's at the reference's scale.
+    expect(measured.cpu.deviceMsPerTx).toBeGreaterThan(0);
+    expect(scaled.cpu.machineMsPerTx).toBeCloseTo(measured.cpu.machineMsPerTx! - measured.cpu.deviceMsPerTx!, 12);
+    expect(scaled.cpu.msPerTx).toBe(measured.cpu.msPerTx);
   });
 
   test('a larger data set under more memory: the share of reads that miss, uniform access', () => {
