@@ -172,7 +172,7 @@ export function demandsAtReferenceScale(demands: WorkloadDemands): WorkloadDeman
   const pagesPerTx = 2;
   // The modelled volume's server ran on this machine's cores; the reference's devices take none of its host's.
   const device = demands.cpu.deviceMsPerTx ?? 0;
-  const cpu = demands.cpu.machineMsPerTx !== undefined && device > 0 ? { ...demands.cpu, machineMsPerTx: Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx - device) } : demands.cpu;
+  const cpu = demands.cpu.machineMsPerTx !== undefined && device > 0 ? { ...demands.cpu, machineMsPerTx: Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx - device), leftOutMsPerTx: Math.min(device, demands.cpu.machineMsPerTx - demands.cpu.msPerTx) } : demands.cpu;
   return {
     ...demands,
     cpu,

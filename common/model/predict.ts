@@ -250,7 +250,12 @@ export interface WorkloadDemands {
    * `deviceMsPerTx`: of the machine's, what the lab's modelled volume's server used per transaction (the emulation's
    * cost, not the workload's).
    */
-  cpu: { msPerTx: number; vcpus: number; machineMsPerTx?: number; deviceMsPerTx?: number };
+  /**
+   * `leftOutMsPerTx`: of the machine's CPU the source measured, what the demands leave out because the target does
+   * not have it (the modelled volume's server, at the reference's scale): `machineMsPerTx` is without it, and the
+   * source's own wait for a core, against which the target's is scaled, is taken with it.
+   */
+  cpu: { msPerTx: number; vcpus: number; machineMsPerTx?: number; deviceMsPerTx?: number; leftOutMsPerTx?: number };
   /** Server time per transaction by part (active sessions sampled x Little's law), ms; null without samples. */
   serverMs: { cpu: number; pageReads: number; walFsync: number; lock: number; other: number } | null;
   /** Reads that reached the device per transaction, and their mean size. */
@@ -756,7 +761,8 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   // runs, and its sample still shows what it waited on before. That part of the source's page-read residual and, where
   // the clients share the machine, of their time, follows the wait for a core at the target's load (coreWait).
   const machineCpuMs = Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx ?? 0);
-  const sourceCoreWait = demands.cpu.vcpus > 0 ? coreWait((demands.measured.tps / 1000) * machineCpuMs / demands.cpu.vcpus, demands.cpu.vcpus) : 0;
+  const sourceMachineCpuMs = machineCpuMs + (demands.cpu.leftOutMsPerTx ?? 0);
+  const sourceCoreWait = demands.cpu.vcpus > 0 ? coreWait((demands.measured.tps / 1000) * sourceMachineCpuMs / demands.cpu.vcpus, demands.cpu.vcpus) : 0;
   // The residuals are taken as time from a wake-up to the end of the burst of work after it (the wait for a core plus
   // the burst), so they scale with 1 + the wait in bursts, not the wait alone (which a lightly loaded source barely has).
   const coreWaitRatio = (txPerMs: number) => (demands.cpu.vcpus > 0 ? (1 + coreWait((txPerMs * machineCpuMs) / vcpus, vcpus)) / (1 + sourceCoreWait) : 1);
@@ -925,8 +931,12 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
  * 5, after predict-holdout-1 was seen (it moved to the revision set; predict-holdout-2 is the held-out run): demands
  * per client transaction, not per server commit (windowTransactions: that run's script commits twice a transaction);
  * the modelled volume's server's CPU left out at the reference's scale.
+ * 6, after local-quick-clients-2's reference predictions were seen: the source's own wait for a core, against which the
+ * target's is scaled, is taken on all the CPU it measured (`leftOutMsPerTx`), not on what is left once the volume's
+ * server is taken out. Only the reference-scale predictions move; local-quick-clients-2 is their revision run now, and
+ * local-quick-2 is held out for them.
  */
-export const MODEL_VERSION = '5';
+export const MODEL_VERSION = '6';
 
 /**
  * Run-to-run spread of a TPS between two runs of the same spec on the same machine, as a standard deviation of

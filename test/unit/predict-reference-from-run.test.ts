@@ -1,12 +1,14 @@
 /**
  * The published reference at its own scale, predicted from a local-quick run on the lab's device models
  * (common/model/predict-reference.ts: `storage-lab predict --reference --from RUN` and the report's fidelity section).
- * The rules were made on local-quick-1 (the revision run); the goals are held on local-quick-2, run after model 4
- * was frozen. Every check here fails on a run made to break it: another script, a class off the models, a published
+ * The rules were made on local-quick-1 and (model 6) local-quick-clients-2; the goals are held on local-quick-2, a
+ * local-quick run measured after model 6 was frozen. local-quick-clients-2 (bench/specs/local-quick-clients.json: its
+ * 64-client gp3 and nvme classes are the demo's, beside 16- and 8-client ones), measured after model 5, holds the
+ * demo's other question, which model 6 did not move: 16 and 8 clients predicted from its 64. Every check here fails on a run made to break it: another script, a class off the models, a published
  * figure that would have to enter a prediction.
  */
-import { otherModelledDevice, readsAtMemory, type WorkloadDemands } from '../../common/model/predict';
-import { demandsFromClass } from '../../common/model/demands';
+import { errorPct, otherModelledDevice, predict, readsAtMemory, type WorkloadDemands } from '../../common/model/predict';
+import { demandsFromClass, targetOfClass } from '../../common/model/demands';
 import {
   demandsAtReferenceScale,
   referenceDataBytes,
@@ -88,6 +90,8 @@ describe('what changes with the scale', () => {
     // The modelled volume's server's CPU is the emulation's: left out of the machine's at the reference's scale.
     expect(measured.cpu.deviceMsPerTx).toBeGreaterThan(0);
     expect(scaled.cpu.machineMsPerTx).toBeCloseTo(measured.cpu.machineMsPerTx! - measured.cpu.deviceMsPerTx!, 12);
+    // The source's own wait for a core is still taken on all it measured.
+    expect(scaled.cpu.machineMsPerTx! + scaled.cpu.leftOutMsPerTx!).toBeCloseTo(measured.cpu.machineMsPerTx!, 12);
     expect(scaled.cpu.msPerTx).toBe(measured.cpu.msPerTx);
   });
 
@@ -112,5 +116,67 @@ describe('what changes with the scale', () => {
     // Not modelled at either end: the rule does not apply.
     expect(otherModelledDevice(gp3, { kind: 'ebs', iops: 3000 })).toBe(false);
     expect(otherModelledDevice({ ...gp3, storage: { kind: 'local-disk' } }, referenceModelledTarget('nvme'))).toBe(false);
+  });
+});
+
+/** A pair that misses its goal, with the term that misses and its measured size (the unit test prints them). */
+interface Shortfall {
+  pair: string;
+  reason: string;
+}
+
+/**
+ * The reference's classes from local-quick-clients-2's 64-client classes (the demo's) that miss the 20 % goal, under
+ * model 6 (that run is in its revision set). The gp3 source predicts both within it.
+ */
+export const REFERENCE_SHORTFALLS: Shortfall[] = [
+  {
+    pair: 'nvme from nvme',
+    reason:
+      "-35.8 %, bound by \"unexplained at the source\", 3.62 ms a transaction at the target (the reference's whole mean latency is 4.0 ms): the NVMe source's samples hold waits beyond the model's stations on its two saturated cores (page reads and WAL waits that are waits for a core), carried as waits that shrink with the target's load on 16 vCPUs (Erlang C), not to nothing. From local-quick-1's NVMe the same term was 2.6 ms (-21.7 %); under model 5 it was 8.52 ms (-65.6 %)",
+  },
+];
+
+/** The demo's 16- and 8-client points predicted from its 64 that miss the issue's goal (within 15 %, inside the interval). */
+export const CLIENT_SHORTFALLS: Shortfall[] = [
+  { pair: 'gp3-c16 from gp3', reason: '+13.5 % (within 15 %), but above its interval (847-1,065 against 837 measured): the 64-client source is bound by the budget, and 16 clients still keep it 75 % busy' },
+  {
+    pair: 'nvme-c8 from nvme',
+    reason:
+      "-38.9 %: measured 2,460 TPS at 8 clients against 2,325 at 16, so the run's own 8- and 16-client points are not in order; the 64-client source's residuals (waits for a core on saturated cores) carried as waits dominate the predicted 5.16 ms",
+  },
+];
+
+describe('local-quick-clients-2: measured after model 5 (held out for the client counts; revision for the reference since model 6)', () => {
+  const run = recordedRun('local-quick-clients-2');
+  const sources = new Set(['gp3', 'nvme']);
+
+  test("the reference from the demo's 64-client classes: within 20 %, or a listed shortfall naming its term", () => {
+    const rows = referenceFromRun(run).rows.filter((r) => sources.has(r.source));
+    console.log(referenceFromRunLines(rows).join('\n'));
+    expect(rows).toHaveLength(4);
+    for (const s of REFERENCE_SHORTFALLS) console.log(`shortfall: ${s.pair}: ${s.reason}`);
+    const missed = rows.filter((r) => !r.withinGoal).map((r) => `${r.target} from ${r.source}`);
+    expect(missed).toEqual(REFERENCE_SHORTFALLS.map((s) => s.pair));
+    const nvme = rows.find((r) => r.target === 'nvme' && r.source === 'nvme')!;
+    expect(nvme.prediction.bottleneck).toBe('unexplained at the source');
+  });
+
+  test('16 and 8 clients from 64: within 15 % and inside the interval, or a listed shortfall', () => {
+    const lines: string[] = [];
+    const missed: string[] = [];
+    for (const source of sources)
+      for (const clients of [16, 8]) {
+        const target = `${source}-c${clients}`;
+        const measured = run.classes[target].medianTps!;
+        const p = predict(demandsFromClass(run, source), targetOfClass(run, target));
+        const err = errorPct(p.tps, measured);
+        const held = p.interval!.low <= measured && measured <= p.interval!.high;
+        lines.push(`${target} from ${source}: ${Math.round(p.tps)} (${Math.round(p.interval!.low)}-${Math.round(p.interval!.high)}) against ${Math.round(measured)}: ${err.toFixed(1)} %${held ? '' : ', outside the interval'}`);
+        if (Math.abs(err) > 15 || !held) missed.push(`${target} from ${source}`);
+      }
+    console.log(lines.join('\n'));
+    for (const s of CLIENT_SHORTFALLS) console.log(`shortfall: ${s.pair}: ${s.reason}`);
+    expect(missed).toEqual(CLIENT_SHORTFALLS.map((s) => s.pair));
   });
 });

@@ -1,0 +1,90 @@
+/**
+ * The prediction model on points it was not revised on (issue 29; docs/prediction-model.md, "Held out"): the
+ * predict-holdout preset, fixed before any of its points was measured, on the modelled devices. predict-holdout-1 was
+ * measured under model 4 and showed it wrong (demands per server commit, where that preset's script commits twice a
+ * transaction); model 5 was revised on it, so it is now in the revision set, and predict-holdout-2, measured after
+ * model 5 was frozen, is the run held to the goals: median |TPS error| ≤ 10 %, largest ≤ 25 %, interval coverage ≥ 80 %.
+ * A goal it misses is listed in HOLDOUT_SHORTFALLS with its reason; the test fails when a listed one starts meeting
+ * its goal or one not listed fails.
+ */
+import { matrixGoals, matrixLines, predictionMatrix } from '../../common/model/matrix';
+import { demandsFromClass, windowTransactions } from '../../common/model/demands';
+import { MODEL_VERSION } from '../../common/model/predict';
+import { recordedRun } from '../helpers/predict-fixtures';
+
+/** The held-out run's goals it does not meet, each with its reason (docs/prediction-model.md gives the detail). */
+export const HOLDOUT_SHORTFALLS: { goal: RegExp; reason: string }[] = [
+  {
+    goal: /^median \|TPS error\|/,
+    reason:
+      '11.3 % over 56 pairs, pulled up by the NVMe targets predicted from a capped source (below); between capped points, and capped points from NVMe, the model is within 0-16 % on most pairs',
+  },
+  {
+    goal: /^largest \|TPS error\|/,
+    reason:
+      "52.8 %: nvme-c64-mem1280 from gp3-2000-c64. Every NVMe target predicted from a gp3 or io2 source is under, by 17-53 %, bound by the cores: the capped source's machine CPU per transaction (1.17 ms at gp3-3000's 567 TPS, against 0.76 ms on NVMe at 2,422) holds the machine's work that does not follow its TPS (the lab's own services, the modelled volume's server holding I/Os for its budget), which the model carries as per-transaction work to a target running four times as many",
+  },
+  {
+    goal: /^the interval holds the measured TPS/,
+    reason:
+      '57 % (32 of 56). 14 of the 24 misses are those NVMe targets from capped sources; 6 are capped targets at 768 MiB predicted from 1,280 MiB, 15-24 % over (the uniform cache model, as on predict-matrix: the index stays cached at either size); the other 4 are 13-26 % off: gp3-2000 from gp3-3000 at both client counts (+13.5, +14.3 %), and nvme-c16 from the 64-client NVMe points (-26.2, -17.3 %: the waits for a core carried from 64 clients)',
+  },
+];
+
+/** The goals of issue 29 among the matrix's (the pair counts and the baselines are reported, not held here). */
+const HELD = [/^median \|TPS error\|/, /^largest \|TPS error\|/, /^the interval holds the measured TPS/];
+
+describe('predict-holdout-2: the held-out run', () => {
+  const run = recordedRun('predict-holdout-2');
+  const matrix = predictionMatrix(run);
+
+  test('prints its table: every ordered pair of the eight points', () => {
+    console.log(matrixLines(matrix).join('\n'));
+    expect(matrix.modelVersion).toBe(MODEL_VERSION);
+    expect(matrix.classes).toHaveLength(8);
+    expect(matrix.pairs).toHaveLength(56);
+    expect(matrix.problems).toEqual([]);
+  });
+
+  test('meets the held-out goals, or the goal is a listed shortfall', () => {
+    const goals = matrixGoals(matrix.summary!).filter((g) => HELD.some((h) => h.test(g.goal)));
+    expect(goals).toHaveLength(3);
+    for (const g of goals) console.log(`${g.met ? 'met' : 'NOT MET'}: ${g.goal}`);
+    for (const s of HOLDOUT_SHORTFALLS) console.log(`shortfall: ${s.goal.source}: ${s.reason}`);
+    const failed = goals.filter((g) => !g.met).map((g) => g.goal);
+    const listed = (goal: string) => HOLDOUT_SHORTFALLS.some((s) => s.goal.test(goal));
+    expect(failed.filter((g) => !listed(g))).toEqual([]);
+    expect(HOLDOUT_SHORTFALLS.filter((s) => !failed.some((g) => s.goal.test(g))).map((s) => s.goal.source)).toEqual([]);
+  });
+});
+
+describe('predict-holdout-1: the run model 5 was revised on', () => {
+  const run = recordedRun('predict-holdout-1');
+
+  test('prints its table under the current model', () => {
+    const matrix = predictionMatrix(run);
+    console.log(matrixLines(matrix).join('\n'));
+    expect(matrix.pairs).toHaveLength(56);
+  });
+
+  test("its script commits twice a transaction: demands per client transaction, the unit of the measured TPS", () => {
+    const d = demandsFromClass(run, 'gp3-3000-c64');
+    expect(d.notes).toContain('2 server commits per client transaction (the script\'s statements outside a transaction block): demands are per client transaction');
+    // The volume served 1,931 reads a second at 565 TPS: 3.4 a client transaction (1.7 a server commit).
+    expect(d.reads.perTx).toBeGreaterThan(3);
+  });
+});
+
+describe('windowTransactions', () => {
+  const readings = (commits: number) => ({ database: { xactCommit: commits, xactRollback: 0 }, ownTransactions: 10, samples: 10 }) as Parameters<typeof windowTransactions>[0];
+
+  test('one commit a client transaction: the server count; two: half of it; none counted: the client count', () => {
+    expect(windowTransactions(readings(1010), 1000)).toEqual({ tx: 1000, commitsPerTx: 1 });
+    expect(windowTransactions(readings(1060), 1000)).toEqual({ tx: 1050, commitsPerTx: 1 });
+    expect(windowTransactions(readings(2010), 1000)).toEqual({ tx: 1000, commitsPerTx: 2 });
+    expect(windowTransactions(readings(2110), 1000)).toEqual({ tx: 1050, commitsPerTx: 2 });
+    expect(windowTransactions(readings(10), 1000)).toEqual({ tx: 1000, commitsPerTx: 1 });
+    // A window slower than the run's mean does not round below one commit a transaction.
+    expect(windowTransactions(readings(410), 1000)).toEqual({ tx: 400, commitsPerTx: 1 });
+  });
+});
