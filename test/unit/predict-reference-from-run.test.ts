@@ -180,3 +180,28 @@ describe('local-quick-clients-2: measured after model 5 (held out for the client
     expect(missed).toEqual(CLIENT_SHORTFALLS.map((s) => s.pair));
   });
 });
+
+/** The reference's classes from local-quick-2 (held out from model 6) that miss the 20 % goal, with the term. */
+export const HELD_OUT_REFERENCE_SHORTFALLS: Shortfall[] = [
+  {
+    pair: 'nvme from nvme',
+    reason:
+      '-26.3 % (11,807 against 16,030), bound by "unexplained at the source", 2.95 ms a transaction at the target: the NVMe source\'s waits for a core on its two saturated cores, carried as waits that shrink with the load on 16 vCPUs but not to nothing',
+  },
+];
+
+describe('local-quick-2: held out from model 6 for the reference', () => {
+  const run = recordedRun('local-quick-2');
+
+  test('each published class within 20 %, or a listed shortfall naming its term and its size', () => {
+    const { rows, problems } = referenceFromRun(run);
+    console.log(referenceFromRunLines(rows).join('\n'));
+    for (const s of HELD_OUT_REFERENCE_SHORTFALLS) console.log(`shortfall: ${s.pair}: ${s.reason}`);
+    expect(problems).toEqual([]);
+    expect(rows).toHaveLength(4);
+    expect(rows.filter((r) => !r.withinGoal).map((r) => `${r.target} from ${r.source}`)).toEqual(HELD_OUT_REFERENCE_SHORTFALLS.map((s) => s.pair));
+    const missed = rows.find((r) => r.target === 'nvme' && r.source === 'nvme')!;
+    expect(missed.prediction.bottleneck).toBe('unexplained at the source');
+    expect(missed.prediction.breakdownMs.unexplained).toBeGreaterThan(2);
+  });
+});
