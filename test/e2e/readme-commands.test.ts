@@ -38,7 +38,8 @@ function runsHere(args: string[]): boolean {
   return (
     args.includes('--help') ||
     (command === 'run' && args.includes('--dry-run')) ||
-    (command === 'predict' && args.includes('--reference')) ||
+    // --reference alone reads only the published figures; with --from it needs a run.
+    (command === 'predict' && args.includes('--reference') && !args.includes('--from')) ||
     (command === 'dev' && sub === 'status') ||
     (command === 'history' && sub !== 'pin' && sub !== 'unpin') ||
     command === 'captures' ||
