@@ -8,7 +8,7 @@
 import { REFERENCE, REFERENCE_ROLES } from '../../common/results/reference';
 import type { ClassResult, ClusterResult, ExperimentResult } from '../../common/results/result';
 import { describeBudget, type DeviceModel } from '../../common/model/devices';
-import { referenceFromRun, REFERENCE_FROM_RUN_GOAL_PCT } from '../../common/model/predict-reference';
+import { referenceClassLabel, referenceFromRun, REFERENCE_FROM_RUN_GOAL_PCT } from '../../common/model/predict-reference';
 import { throttleUse, AT_CAP } from '../bottlenecks';
 import { fmt } from '../../common/core/format';
 
@@ -190,14 +190,14 @@ export function referenceScaleMarkdown(result: ExperimentResult): string[] {
   const lines = [
     '### Predicted at the reference\'s scale',
     '',
-    `Each published class predicted from each class of this run (the model, docs/prediction-model.md, on the lab's model of its device, 16 vCPUs, 64 GiB, ${REFERENCE.setup.clients} clients, 482 GiB of heap; no published result enters a prediction). Goal: within ${REFERENCE_FROM_RUN_GOAL_PCT} %.`,
+    `Each published class predicted from each class of this run (the model, docs/prediction-model.md, on the lab's model of its device, ${REFERENCE.setup.vcpus} vCPUs, ${REFERENCE.setup.memoryGiB} GiB, ${REFERENCE.setup.clients} clients, ${REFERENCE.setup.heapGiB} GiB of heap; no published result enters a prediction). Goal: within ${REFERENCE_FROM_RUN_GOAL_PCT} %.`,
     '',
     '| published class | from | predicted (interval) | published | error | interval holds it | the terms |',
     '|---|---|---|---|---|---|---|',
   ];
   for (const r of rows)
     lines.push(
-      `| ${r.target === 'nvme' ? 'NVMe' : 'gp3'} | ${r.source} | ${n(r.prediction.tps)} (${n(r.prediction.interval.low)}-${n(r.prediction.interval.high)}) | ${n(r.published.tps)} | ${signedPct(r.tpsErrorPct / 100)} | ${r.held ? 'yes' : 'no'} | ${r.terms} |`,
+      `| ${referenceClassLabel(r.target)} | ${r.source} | ${n(r.prediction.tps)} (${n(r.prediction.interval.low)}-${n(r.prediction.interval.high)}) | ${n(r.published.tps)} | ${signedPct(r.tpsErrorPct / 100)} | ${r.held ? 'yes' : 'no'} | ${r.terms} |`,
     );
   lines.push('');
   for (const p of problems) lines.push(`Not a source: ${p}.`, '');

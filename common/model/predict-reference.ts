@@ -13,6 +13,22 @@ import type { ExperimentResult } from '../results/result';
 
 export type ReferenceClass = 'gp3' | 'nvme';
 
+/**
+ * The script reads one row by primary key and updates it: one index leaf page and one heap page per transaction may
+ * miss the cache (the root and inner index pages stay cached); both are dirtied.
+ */
+const PAGES_PER_TX = 2;
+
+/**
+ * The reference's background writes: dirty pages stay in shared_buffers until a checkpoint or an eviction writes them;
+ * seed-full (the lab's spec of the reference) sets checkpoint_timeout 30 min, so a 300 s window writes back only what
+ * the buffers cannot hold.
+ */
+function referenceWriteWindow(): WorkloadDemands['writes'] {
+  const s = REFERENCE.setup;
+  return { kind: 'window', dirtiedPagesPerTx: PAGES_PER_TX, absorbPages: (s.sharedBuffersGiB * GIB) / PAGE, windowSeconds: s.durationSeconds, kib: PAGE / 1024 };
+}
+
 const GIB = 2 ** 30;
 const PAGE = 8192;
 
@@ -49,11 +65,8 @@ export function referenceTarget(cls: ReferenceClass, syncStandbyRttMs = referenc
 export function referenceDemands(cls: ReferenceClass, syncStandbyRttMs = referenceStandbyRttMs()): WorkloadDemands {
   const s = REFERENCE.setup;
   const r = REFERENCE.results[cls];
-  const dataBytes = s.heapGiB * GIB + pgbenchIndexBytes(s.rows);
+  const dataBytes = referenceDataBytes();
   const cacheBytes = s.memoryGiB * GIB;
-  // The script reads one row by primary key and updates it: one index leaf page and one heap page per transaction
-  // may miss the cache (the root and inner index pages stay cached); both are dirtied.
-  const pagesPerTx = 2;
   const b = r.latencyBreakdownMs;
   return {
     source: `reference ${cls} (published figures)`,
@@ -63,19 +76,17 @@ export function referenceDemands(cls: ReferenceClass, syncStandbyRttMs = referen
     client: { gapMs: 0, inLatencyMs: 0 },
     cpu: { msPerTx: (1000 * r.cpuSeconds) / (r.profileWindowSeconds * r.medianTps), vcpus: s.vcpus },
     serverMs: { cpu: b.cpu, pageReads: b.pageReads, walFsync: b.walFsync, lock: b.lockAndScheduler, other: 0 },
-    reads: { perTx: pagesPerTx * deviceReadShare(cacheBytes, dataBytes), kib: PAGE / 1024 },
-    // Dirty pages stay in shared_buffers until a checkpoint or an eviction writes them; seed-full (the lab's spec of
-    // the reference) sets checkpoint_timeout 30 min, so a 300 s window writes back only what the buffers cannot hold.
-    writes: { kind: 'window', dirtiedPagesPerTx: pagesPerTx, absorbPages: (s.sharedBuffersGiB * GIB) / PAGE, windowSeconds: s.durationSeconds, kib: PAGE / 1024 },
+    reads: { perTx: PAGES_PER_TX * deviceReadShare(cacheBytes, dataBytes), kib: PAGE / 1024 },
+    writes: referenceWriteWindow(),
     // Nearly every change is a page's first since the last checkpoint (550 GiB of data): two full-page images,
     // plus the heap update and index insert records (about 200 bytes).
-    wal: { bytesPerTx: pagesPerTx * PAGE + 200 },
+    wal: { bytesPerTx: PAGES_PER_TX * PAGE + 200 },
     device: { readLatencyMs: null, flushLatencyMs: null },
     cache: { dataBytes, cacheBytes, memoryMiB: s.memoryGiB * 1024 },
     storage: referenceTarget(cls, syncStandbyRttMs),
     notes: [
       `data set: heap ${s.heapGiB} GiB + primary key ${(pgbenchIndexBytes(s.rows) / GIB).toFixed(1)} GiB; cache: all ${s.memoryGiB} GiB of memory (an upper bound: process memory and double caching left out)`,
-      `${pagesPerTx} pages per transaction may miss the cache and are dirtied (one index leaf, one heap page)`,
+      `${PAGES_PER_TX} pages per transaction may miss the cache and are dirtied (one index leaf, one heap page)`,
       `CPU: ${r.cpuSeconds} CPU s over ${r.profileWindowSeconds} s at ${r.medianTps} TPS`,
       ...(s.synchronousStandbyNames
         ? [
@@ -169,18 +180,17 @@ export function referenceModelledTarget(cls: ReferenceClass, syncStandbyRttMs = 
  */
 export function demandsAtReferenceScale(demands: WorkloadDemands): WorkloadDemands {
   const s = REFERENCE.setup;
-  const pagesPerTx = 2;
   // The modelled volume's server ran on this machine's cores; the reference's devices take none of its host's.
   const device = demands.cpu.deviceMsPerTx ?? 0;
   const cpu = demands.cpu.machineMsPerTx !== undefined && device > 0 ? { ...demands.cpu, machineMsPerTx: Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx - device), leftOutMsPerTx: Math.min(device, demands.cpu.machineMsPerTx - demands.cpu.msPerTx) } : demands.cpu;
   return {
     ...demands,
     cpu,
-    writes: { kind: 'window', dirtiedPagesPerTx: pagesPerTx, absorbPages: (s.sharedBuffersGiB * GIB) / PAGE, windowSeconds: s.durationSeconds, kib: PAGE / 1024 },
+    writes: referenceWriteWindow(),
     notes: [
       ...demands.notes,
       ...(cpu !== demands.cpu ? [`CPU at the reference's scale: the machine's ${demands.cpu.machineMsPerTx!.toFixed(3)} ms a transaction less the modelled volume's server's ${device.toFixed(3)} ms (a real device's work takes no host core)`] : []),
-      `background writes at the reference's scale: ${pagesPerTx} pages dirtied a transaction (the script's heap page and index leaf), written back only beyond ${s.sharedBuffersGiB} GiB of shared_buffers in a ${s.durationSeconds} s window (the source's ${demands.writes.kind === 'measured' ? `${demands.writes.perTx.toFixed(3)} a transaction, written back from its own buffers,` : 'figure'} not carried)`,
+      `background writes at the reference's scale: ${PAGES_PER_TX} pages dirtied a transaction (the script's heap page and index leaf), written back only beyond ${s.sharedBuffersGiB} GiB of shared_buffers in a ${s.durationSeconds} s window (the source's ${demands.writes.kind === 'measured' ? `${demands.writes.perTx.toFixed(3)} a transaction, written back from its own buffers,` : 'figure'} not carried)`,
     ],
   };
 }
@@ -251,13 +261,16 @@ export function referenceFromRun(result: ExperimentResult): { rows: ReferenceFro
   return { rows, problems };
 }
 
+/** A reference class as its report names it. */
+export const referenceClassLabel = (cls: ReferenceClass) => (cls === 'nvme' ? 'NVMe' : 'gp3');
+
 /** The rows as a table: each prediction with its interval beside the published TPS. */
 export function referenceFromRunLines(rows: ReferenceFromRun[]): string[] {
   const n = (v: number) => Math.round(v).toLocaleString('en-US');
   const signed = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(1)} %`;
   const head = ['reference class', 'from', 'predicted (interval)', 'published', 'error', 'interval holds it'];
-  const cells = rows.map((r) => [r.target === 'nvme' ? 'NVMe' : 'gp3', r.source, `${n(r.prediction.tps)} (${n(r.prediction.interval.low)}-${n(r.prediction.interval.high)})`, n(r.published.tps), signed(r.tpsErrorPct), r.held ? 'yes' : 'no']);
+  const cells = rows.map((r) => [referenceClassLabel(r.target), r.source, `${n(r.prediction.tps)} (${n(r.prediction.interval.low)}-${n(r.prediction.interval.high)})`, n(r.published.tps), signed(r.tpsErrorPct), r.held ? 'yes' : 'no']);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join('  ').trimEnd();
-  return [line(head), ...cells.map(line), ...rows.map((r) => `${r.target === 'nvme' ? 'NVMe' : 'gp3'} from ${r.source}: ${r.terms}`)];
+  return [line(head), ...cells.map(line), ...rows.map((r) => `${referenceClassLabel(r.target)} from ${r.source}: ${r.terms}`)];
 }
