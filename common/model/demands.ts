@@ -5,7 +5,7 @@
 import { breakdownCounts, breakdownTotal, SYNC_REP_EVENT } from '../results/breakdown';
 import { syncStandbyWait, type DiagnoseCapture } from '../results/diagnose-capture';
 import type { SamplerReadings } from '../results/sampler-readings';
-import { groupedFlushWaitMs, type PredictTarget, type WorkloadDemands } from './predict';
+import { groupedFlushWaitMs, type ModelVariant, type PredictTarget, type WorkloadDemands } from './predict';
 import type { ClassResult, ClusterResult, ExperimentResult } from '../results/result';
 
 /** pgbench_accounts' primary key adds about this share of the heap (the estimate volumeBytes uses too). */
@@ -85,7 +85,7 @@ function flushLatency(d: SamplerReadings, notes: string[]): number | null {
 }
 
 /** Demands of one class of a run, from its median cluster. */
-export function demandsFromClass(result: ExperimentResult, className: string): WorkloadDemands {
+export function demandsFromClass(result: ExperimentResult, className: string, variant: Pick<ModelVariant, 'clientTransactions'> = {}): WorkloadDemands {
   const cls = result.classes[className];
   if (!cls) throw new Error(`run ${result.runId} has no class "${className}"; it has: ${Object.keys(result.classes).join(', ')}`);
   const cluster = medianCluster(cls);
@@ -94,7 +94,8 @@ export function demandsFromClass(result: ExperimentResult, className: string): W
   if (!run || !d) throw new Error(`class ${className} of run ${result.runId} has no TPS run with sampler readings to take demands from`);
   if (!d.cpu) throw new Error(`class ${className} of run ${result.runId} did not measure its CPU`);
   const notes: string[] = [];
-  const { tx, commitsPerTx } = windowTransactions(d, run.tps * d.seconds);
+  const window = windowTransactions(d, run.tps * d.seconds);
+  const { tx, commitsPerTx } = variant.clientTransactions === false ? { tx: window.tx * window.commitsPerTx, commitsPerTx: 1 } : window;
   if (commitsPerTx > 1) notes.push(`${commitsPerTx} server commits per client transaction (the script's statements outside a transaction block): demands are per client transaction`);
   const perTx = (ratePerSecond: number) => (ratePerSecond * d.seconds) / tx;
   const serverMs = serverParts(d, run.tps);

@@ -82,7 +82,7 @@ export function predictionMatrix(result: ExperimentResult, mutation: MatrixMutat
   const sources = new Map<string, WorkloadDemands>();
   for (const name of classes) {
     try {
-      const d = demandsFromClass(result, name);
+      const d = demandsFromClass(result, name, mutation.variant);
       sources.set(name, mutation.demands ? mutation.demands(d) : d);
     } catch (err) {
       problems.push(`${name}: ${(err as Error).message}`);

@@ -6,8 +6,9 @@
  */
 import { REFERENCE } from '../results/reference';
 import { baselines, type BaselineName, type BaselinePrediction } from './baselines';
-import { deviceReadShare, errorPct, INTER_AZ_RTT, predict, type PredictTarget, type Prediction, type PredictionInterval, type WorkloadDemands } from './predict';
+import { deviceReadShare, errorPct, INTER_AZ_RTT, predict, type ModelVariant, type PredictTarget, type Prediction, type PredictionInterval, type WorkloadDemands } from './predict';
 import { demandsFromClass } from './demands';
+import type { MatrixMutation } from './matrix';
 import { RANDOM_UPDATE_SCRIPT } from '../input/workload-script';
 import type { ExperimentResult } from '../results/result';
 
@@ -178,19 +179,19 @@ export function referenceModelledTarget(cls: ReferenceClass, syncStandbyRttMs = 
  * checkpoint (30 min in seed-full). They follow from the script (one heap page and one index leaf a transaction, as
  * referenceDemands takes) and the reference's buffers, not from the source's count.
  */
-export function demandsAtReferenceScale(demands: WorkloadDemands): WorkloadDemands {
+export function demandsAtReferenceScale(demands: WorkloadDemands, variant: Pick<ModelVariant, 'referenceWrites' | 'volumeCpuLeftOut'> = {}): WorkloadDemands {
   const s = REFERENCE.setup;
   // The modelled volume's server ran on this machine's cores; the reference's devices take none of its host's.
-  const device = demands.cpu.deviceMsPerTx ?? 0;
+  const device = variant.volumeCpuLeftOut === false ? 0 : (demands.cpu.deviceMsPerTx ?? 0);
   const cpu = demands.cpu.machineMsPerTx !== undefined && device > 0 ? { ...demands.cpu, machineMsPerTx: Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx - device), leftOutMsPerTx: Math.min(device, demands.cpu.machineMsPerTx - demands.cpu.msPerTx) } : demands.cpu;
   return {
     ...demands,
     cpu,
-    writes: referenceWriteWindow(),
+    writes: variant.referenceWrites === false ? demands.writes : referenceWriteWindow(),
     notes: [
       ...demands.notes,
       ...(cpu !== demands.cpu ? [`CPU at the reference's scale: the machine's ${demands.cpu.machineMsPerTx!.toFixed(3)} ms a transaction less the modelled volume's server's ${device.toFixed(3)} ms (a real device's work takes no host core)`] : []),
-      `background writes at the reference's scale: ${PAGES_PER_TX} pages dirtied a transaction (the script's heap page and index leaf), written back only beyond ${s.sharedBuffersGiB} GiB of shared_buffers in a ${s.durationSeconds} s window (the source's ${demands.writes.kind === 'measured' ? `${demands.writes.perTx.toFixed(3)} a transaction, written back from its own buffers,` : 'figure'} not carried)`,
+      ...(variant.referenceWrites === false ? [] : [`background writes at the reference's scale: ${PAGES_PER_TX} pages dirtied a transaction (the script's heap page and index leaf), written back only beyond ${s.sharedBuffersGiB} GiB of shared_buffers in a ${s.durationSeconds} s window (the source's ${demands.writes.kind === 'measured' ? `${demands.writes.perTx.toFixed(3)} a transaction, written back from its own buffers,` : 'figure'} not carried)`]),
     ],
   };
 }
@@ -216,8 +217,11 @@ export function referenceFromRunProblem(result: Pick<ExperimentResult, 'spec'>):
   return null;
 }
 
-/** Each reference class predicted from each class of a run on a modelled device (a class without one is left out). */
-export function referenceFromRun(result: ExperimentResult): { rows: ReferenceFromRun[]; problems: string[] } {
+/**
+ * Each reference class predicted from each class of a run on a modelled device (a class without one is left out).
+ * `mutation`: the mutation tests' seam (as predictionMatrix's): its demands hook applies to what the source measured.
+ */
+export function referenceFromRun(result: ExperimentResult, mutation: MatrixMutation = {}): { rows: ReferenceFromRun[]; problems: string[] } {
   const problem = referenceFromRunProblem(result);
   if (problem) return { rows: [], problems: [problem] };
   const rows: ReferenceFromRun[] = [];
@@ -229,15 +233,17 @@ export function referenceFromRun(result: ExperimentResult): { rows: ReferenceFro
     }
     let measured: WorkloadDemands;
     try {
-      measured = demandsFromClass(result, name);
+      const d = demandsFromClass(result, name, mutation.variant);
+      measured = mutation.demands ? mutation.demands(d) : d;
     } catch (err) {
       problems.push(`${name}: ${(err as Error).message}`);
       continue;
     }
     // The residuals are the source's, found on what it measured; the writes are the reference's.
-    const demands = demandsAtReferenceScale(measured);
+    const demands = demandsAtReferenceScale(measured, mutation.variant);
     for (const target of ['gp3', 'nvme'] as const) {
-      const prediction = predict(demands, referenceModelledTarget(target), {}, measured);
+      const modelled = referenceModelledTarget(target);
+      const prediction = predict(demands, mutation.target ? mutation.target(modelled, demands) : modelled, mutation.variant, measured);
       const r = REFERENCE.results[target];
       const err = errorPct(prediction.tps, r.medianTps);
       const b = prediction.breakdownMs;

@@ -599,8 +599,14 @@ export interface WalFlushModel {
  * also takes a fixed part of one device read. Elsewhere, the device's flush latency (given, or published) plus the
  * source's write() time, fixed, and the transfer at a capped bandwidth per byte.
  */
-export function walFlushModel(demands: WorkloadDemands, target: PredictTarget, deviceFlushMs: number, fixedPart: 'none' | 'device read' = 'none'): WalFlushModel {
-  const writeMs = otherModelledDevice(demands, target) ? 0 : (demands.wal.writeMsPerFlush ?? 0);
+export function walFlushModel(
+  demands: WorkloadDemands,
+  target: PredictTarget,
+  deviceFlushMs: number,
+  fixedPart: 'none' | 'device read' = 'none',
+  variant: Pick<ModelVariant, 'walWriteOnItsDevice'> = {},
+): WalFlushModel {
+  const writeMs = variant.walWriteOnItsDevice !== false && otherModelledDevice(demands, target) ? 0 : (demands.wal.writeMsPerFlush ?? 0);
   const flushes = demands.wal.flushesPerTx;
   const measured = demands.device.flushLatencyMs;
   if (target.flushLatencyMs === undefined && !modelledDevice(target) && isMeasuredHere(target, demands) && flushes && measured !== null && demands.wal.bytesPerTx > 0) {
@@ -725,6 +731,23 @@ export interface ModelVariant {
    */
   flushFixedPart?: 'none' | 'device read';
   residualsAsCoreWaits?: boolean;
+  /**
+   * Terms added for issue 29, each on by default; off puts back what the model did before it, so the mutation tests
+   * (test/unit/predict-mutations.test.ts) can show a check catches its removal.
+   * - `clientTransactions`: demands per client transaction (windowTransactions). Off: per server commit.
+   * - `walWriteOnItsDevice`: a source's WAL write() time stays with its own modelled device (otherModelledDevice).
+   *   Off: carried to any target.
+   * - `referenceWrites`: at the reference's scale, the background writes of its write window. Off: the source's.
+   * - `volumeCpuLeftOut`: at the reference's scale, the modelled volume's server's CPU is left out of the machine's.
+   *   Off: kept, as the target's work.
+   * - `leftOutCpuAtSource`: the source's own wait for a core is taken on all the CPU it measured, the part left out at
+   *   the target's scale included. Off: on what is left.
+   */
+  clientTransactions?: boolean;
+  walWriteOnItsDevice?: boolean;
+  referenceWrites?: boolean;
+  volumeCpuLeftOut?: boolean;
+  leftOutCpuAtSource?: boolean;
 }
 
 /** Predicts throughput and latency of the demands on a target. Throws when the target lacks a figure it needs. */
@@ -761,7 +784,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   // runs, and its sample still shows what it waited on before. That part of the source's page-read residual and, where
   // the clients share the machine, of their time, follows the wait for a core at the target's load (coreWait).
   const machineCpuMs = Math.max(demands.cpu.msPerTx, demands.cpu.machineMsPerTx ?? 0);
-  const sourceMachineCpuMs = machineCpuMs + (demands.cpu.leftOutMsPerTx ?? 0);
+  const sourceMachineCpuMs = machineCpuMs + (variant.leftOutCpuAtSource === false ? 0 : (demands.cpu.leftOutMsPerTx ?? 0));
   const sourceCoreWait = demands.cpu.vcpus > 0 ? coreWait((demands.measured.tps / 1000) * sourceMachineCpuMs / demands.cpu.vcpus, demands.cpu.vcpus) : 0;
   // The residuals are taken as time from a wake-up to the end of the burst of work after it (the wait for a core plus
   // the burst), so they scale with 1 + the wait in bursts, not the wait alone (which a lightly loaded source barely has).
@@ -785,7 +808,7 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   let stations: Station[] = [];
   let walMs = 0;
   let modelWalMs = 0;
-  const flushModel = walFlushModel(demands, target, dev.flushLatencyMs, variant.flushFixedPart ?? 'none');
+  const flushModel = walFlushModel(demands, target, dev.flushLatencyMs, variant.flushFixedPart ?? 'none', variant);
   let walOpsPerTx = 0;
   let writesPerTx = 0;
   let damping = 0.5;

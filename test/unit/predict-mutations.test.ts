@@ -5,10 +5,10 @@
  * demands against their counters) or the validation matrix's (predict-matrix-2: a goal the unmutated model meets).
  * Each mutation's effect is printed: how far it moves the predictions and which checks fail.
  */
-import { MATRIX_GOALS, matrixGoals, predictionMatrix, type PredictionMatrix } from '../../common/model/matrix';
+import { MATRIX_GOALS, matrixGoals, predictionMatrix, type MatrixMutation, type PredictionMatrix } from '../../common/model/matrix';
 import { recordedRun } from '../helpers/predict-fixtures';
 import { errorPct, predict, type WorkloadDemands } from '../../common/model/predict';
-import { referenceChecks, referenceDemands } from '../../common/model/predict-reference';
+import { referenceChecks, referenceDemands, referenceFromRun, REFERENCE_FROM_RUN_GOAL_PCT, type ReferenceFromRun } from '../../common/model/predict-reference';
 import { PREDICTION_GOAL_PCT } from '../../common/model/run-predictions';
 import { evaluateFixtures, goalFailures, type FixtureEvaluation, type Mutation } from '../helpers/predict-fixtures';
 
@@ -127,5 +127,69 @@ describe('mutations of the model are caught by the fixtures\' checks', () => {
       const other = predict(referenceDemands('gp3'), nvme.prediction.target, variant);
       expect(Math.abs(errorPct(other.tps, nvme.published.tps))).toBeGreaterThan(20);
     }
+  });
+});
+
+/**
+ * The terms issue 29 added (models 4-6), each removed through ModelVariant or a target's field. Their checks are the
+ * held-out run's matrix (predict-holdout-2: a goal newly missed, the median up, a pair leaving the largest error the
+ * goals allow) and the reference predicted from the local-quick runs (a row leaving REFERENCE_FROM_RUN_GOAL_PCT of the
+ * published figure, or its interval no longer holding it).
+ */
+const ISSUE_29_MUTATIONS: (MatrixMutation & { name: string })[] = [
+  { name: 'demands per server commit, not per client transaction', variant: { clientTransactions: false } },
+  { name: "a source's WAL write() time carried to another modelled device", variant: { walWriteOnItsDevice: false } },
+  { name: "the source's background writes carried to the reference's scale", variant: { referenceWrites: false } },
+  { name: "the modelled volume's server's CPU kept as the reference's work", variant: { volumeCpuLeftOut: false } },
+  { name: "the source's wait for a core taken on the CPU left at the target's scale only", variant: { leftOutCpuAtSource: false } },
+  { name: "the target's data size dropped (the source's data under the target's memory)", target: ({ dataGiB: _dropped, ...t }) => t },
+];
+
+/** The runs the reference is predicted from: those the rules were made on and the held-out local-quick-2. */
+const REFERENCE_RUNS = ['local-quick-1', 'local-quick-clients-2', 'local-quick-2'];
+
+/** The reference's rows a mutated model gets wrong that the unmutated one gets right. */
+export function newReferenceFailures(base: ReferenceFromRun[], mutated: ReferenceFromRun[], run: string): string[] {
+  const row = (r: ReferenceFromRun) => `${run}: ${r.target} from ${r.source}`;
+  return base.flatMap((b, i) => {
+    const m = mutated[i];
+    return [
+      ...(b.withinGoal && !m.withinGoal ? [`${row(m)} off by more than ${REFERENCE_FROM_RUN_GOAL_PCT} %: ${m.tpsErrorPct.toFixed(1)} % (was ${b.tpsErrorPct.toFixed(1)} %)`] : []),
+      ...(b.held && !m.held ? [`${row(m)}: the interval no longer holds the published TPS`] : []),
+    ];
+  });
+}
+
+describe("the terms issue 29 added are caught when removed", () => {
+  const holdout = recordedRun('predict-holdout-2');
+  const baseHoldout = predictionMatrix(holdout);
+  const references = REFERENCE_RUNS.map((name) => ({ name, run: recordedRun(name), base: referenceFromRun(recordedRun(name)).rows }));
+
+  it('a reference row that leaves the goal or its interval is a failure; an unchanged one is not', () => {
+    const rows = references[0].base;
+    expect(newReferenceFailures(rows, rows, 'r')).toEqual([]);
+    const within = rows.findIndex((r) => r.withinGoal && r.held);
+    expect(within).toBeGreaterThanOrEqual(0);
+    const broken = rows.map((r, i) => (i === within ? { ...r, withinGoal: false, held: false, tpsErrorPct: 40 } : r));
+    expect(newReferenceFailures(rows, broken, 'r')).toHaveLength(2);
+  });
+
+  it.each(ISSUE_29_MUTATIONS.map((m) => [m.name, m] as const))('%s: some check fails', (_name, mutation) => {
+    const matrix = predictionMatrix(holdout, mutation);
+    const failures = [
+      ...newMatrixFailures(baseHoldout, matrix).map((f) => `predict-holdout-2 ${f}`),
+      ...references.flatMap(({ name, run, base }) => newReferenceFailures(base, referenceFromRun(run, mutation).rows, name)),
+    ];
+    const move = largestMatrixMove(baseHoldout, matrix);
+    const referenceMove = references
+      .flatMap(({ name, run, base }) => referenceFromRun(run, mutation).rows.map((r, i) => ({ row: `${name}: ${r.target} from ${r.source}`, points: Math.abs(r.tpsErrorPct - base[i].tpsErrorPct) })))
+      .sort((a, b) => b.points - a.points)[0];
+    console.log(
+      [
+        `${mutation.name}: largest move on predict-holdout-2 ${move.points.toFixed(1)} points (${move.pair}), on the reference ${referenceMove.points.toFixed(1)} (${referenceMove.row}); caught by ${failures.length} check(s):`,
+        ...failures.map((f) => `  ${f}`),
+      ].join('\n'),
+    );
+    expect(failures.length).toBeGreaterThan(0);
   });
 });
