@@ -16,7 +16,7 @@ import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
 import { checkClaim, ownedByAnotherRun } from '../../lib/claims';
 import { DATA_SETS_FOLDER, dataSetRecordsAt, type DataSetRecords } from '../../lib/data-sets';
-import { LabPathError, readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
+import { LabPathError, listLabDir, readLabFile, removeTreeAs, writeLabFile } from '../../lib/lab-fs';
 import { quoteIdent, withConnection } from '../../lib/pg';
 import { runProcess } from '../../lib/process-runner';
 import { ownerOf } from '../../lib/backup-tool';
@@ -24,7 +24,7 @@ import { heartbeatWhile } from '../progress';
 import { configureBackups, initBackupRepository, recoverFromBackup, walgReady } from './backup';
 import { backupTool } from './archiving';
 import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
-import { emptySharedBuffers } from './load';
+import { startCold } from './load';
 import { configurePostgres, isRunning, stopPostgres, type LabConfigInput } from './postgres';
 import { amcheck } from './restore-drill';
 
@@ -236,11 +236,11 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
         timed(() => backupTool(deps, store, 'wal-g').backup('full', Context.current().cancellationSignal)),
       ]),
     );
-    // Archiving off again (a restart: shared buffers start empty, as after the load's eviction): the measured phases
-    // run as they would have without the publish.
+    // Archiving off again (a restart), and the state every preparation ends in (startCold): the publish's reads of
+    // every page are not left in the page cache, so the measured phases run as they would have without the publish.
     const archiveOff = await timed(async () => {
       await configurePostgres(deps, settings);
-      await withConnection(deps.config, (c) => c.query('CHECKPOINT'));
+      await withConnection(deps.config, (c) => startCold(deps, c));
     });
     return {
       facts: combineFacts(prior.method, sums.value, prior.storage),
@@ -288,8 +288,50 @@ export interface RestoreCheckParts {
   amcheckSeconds: number | null;
   /** The primary keys read from their indexes, after pg_amcheck (absent in results recorded before it). */
   indexKeysSeconds?: number;
-  /** The checkpoint and the eviction of what the checks left in shared buffers. */
+  /** The checkpoint and the eviction of what the checks left in shared buffers and the page cache (startCold). */
   evictSeconds: number;
+  /** The WAL segments made ahead (preallocateWal) and their seconds; absent in results recorded before it. */
+  walSegments?: number;
+  walSeconds?: number;
+}
+
+/** A WAL segment's file name: timeline, then the segment number's high and low halves, 8 hex digits each. */
+const WAL_FILE = /^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$/;
+
+/**
+ * Makes the WAL segments a loaded host has and a restored one lacks. A load's checkpoints leave pg_wal holding
+ * recycled segments up to max_wal_size (PostgreSQL keeps about 1.1 times the WAL between its checkpoints, capped
+ * there), so the measured phases write their WAL into existing files. A restored host starts with min_wal_size's few,
+ * and each further segment is zero-filled while every commit waits (LWLock:WALWrite): on reference-scaled's gp3 a
+ * restored host wrote 37.5 MiB/s where a loaded one wrote 22.4, and ran 1,316-1,336 TPS against 1,574, with the same
+ * cold cache (2026-12-05). So the restore makes, ahead of the insert position, zero-filled segments up to
+ * max_wal_size: the files PostgreSQL would make itself (it opens a segment that exists instead of making it), each
+ * written aside, flushed, and linked into place, never over one the server made meanwhile.
+ */
+export async function preallocateWal(deps: HostDeps, c: Client): Promise<{ segments: number }> {
+  const r = await c.query<{ current: string; segment: string; max: string }>(
+    `SELECT pg_walfile_name(pg_current_wal_insert_lsn()) AS current,
+            (SELECT setting FROM pg_settings WHERE name = 'wal_segment_size') AS segment,
+            (SELECT setting FROM pg_settings WHERE name = 'max_wal_size') AS max`,
+  );
+  const { current, segment, max } = r.rows[0];
+  const m = WAL_FILE.exec(current);
+  const segmentBytes = Number(segment);
+  if (!m || !(segmentBytes >= 2 ** 20) || (segmentBytes & (segmentBytes - 1)) !== 0) throw new Error(`unexpected WAL file name ${current} or segment size ${segment}`);
+  const perId = 2 ** 32 / segmentBytes;
+  const first = Number.parseInt(m[2], 16) * perId + Number.parseInt(m[3], 16);
+  const count = Math.floor((Number(max) * 2 ** 20) / segmentBytes);
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(8, '0');
+  const names = Array.from({ length: count }, (_, i) => first + 1 + i).map((n) => `${m[1]}${hex(Math.floor(n / perId))}${hex(n % perId)}`);
+  const walDir = path.join(deps.config.dataDir, 'pg_wal');
+  const present = new Set(listLabDir(walDir) ?? []);
+  const missing = names.filter((n) => !present.has(n));
+  if (missing.length === 0) return { segments: 0 };
+  // As the server's user: dd writes the zeros and flushes them (conv=fsync), ln fails where the server made the
+  // segment first; the folder's entries are flushed last.
+  const script = `cd -- "$1" && shift && blocks=$1 && shift && for f; do t="$f.storage-lab-tmp"; dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; done; sync -- .`;
+  await runProcess('/bin/sh', ['-c', script, 'sh', walDir, String(segmentBytes / 2 ** 20), ...missing], { ...asPostgresUser(deps), timeoutMs: 10 * 60_000 });
+  return { segments: missing.length };
 }
 
 /** pg_amcheck's connections on a restored host: the accounts heap and its primary key checked at once (2 cores). */
@@ -374,20 +416,18 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     const facts = combineFacts(method, sums.value, storage.value);
     const keys: Record<string, KeyReadings> = {};
     for (const [table, heap] of Object.entries(sums.value)) if (heap.keys && index.value[table]) keys[table] = { heap: heap.keys, index: index.value[table] };
-    // The restart above left shared buffers empty; the checks read through them, so the lab evicts what they left
-    // (PostgreSQL 17's pg_buffercache_evict, as the load does; older servers keep it).
-    const evict = await timed(() =>
-      withConnection(deps.config, async (c) => {
-        await c.query('CHECKPOINT');
-        await emptySharedBuffers(c);
-      }),
-    );
+    // The checks read every page through shared buffers and the page cache: what they left goes, as after a load
+    // (startCold: PostgreSQL 17's pg_buffercache_evict empties shared buffers; older servers keep them).
+    const evict = await timed(() => withConnection(deps.config, (c) => startCold(deps, c)));
+    const wal = await timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c)));
     const checkParts: RestoreCheckParts = {
       storageFactsSeconds: storage.seconds,
       checksumSeconds: sums.seconds,
       amcheckSeconds: checked?.seconds ?? null,
       indexKeysSeconds: index.seconds,
       evictSeconds: evict.seconds,
+      walSegments: wal.value.segments,
+      walSeconds: wal.seconds,
     };
     return {
       backupLabel,

@@ -5,13 +5,16 @@
  * Primary keys and VACUUM ANALYZE come after the load, as `pgbench -i` does them.
  */
 import { Context } from '@temporalio/activity';
+import path from 'node:path';
 import type { Client } from 'pg';
 import type { LoadResult } from '../../common/results/result';
 import { WORKLOAD_ROLE } from '../../common/core/names';
 import { accountRows } from '../../common/input/data-size';
 import { connectLocal, withConnection } from '../../lib/pg';
 import { every, progressReporter, StepProgress, type ReportProgress } from '../progress';
-import { assertHost, type HostDeps, type HostInput } from './deps';
+import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { runProcess } from '../../lib/process-runner';
+import { listLabDir } from '../../lib/lab-fs';
 
 export interface LoadInput extends HostInput {
   scale: number;
@@ -265,6 +268,49 @@ export async function emptySharedBuffers(c: Client): Promise<void> {
 }
 
 /**
+ * Where every way of preparing a data set ends (a load, a publish, a restore and its checks), so that the measured
+ * phases start from one state whichever it was: the writes made durable (CHECKPOINT), shared_buffers empty, and the
+ * data set's relation files out of the host's page cache. Each path reads the data differently last (a publish's
+ * checksums and base backup, a restore's checks), and what that left cached set how many of a short run's reads
+ * reached the device: reference-scaled's gp3 (a 1,792 MiB host, 10.4 GB of data, a 35 s window) ran 1,786 TPS on a
+ * loaded host and 1,336 on a restored one, at 1.55 and 1.80 device reads a transaction (2026-12-05).
+ */
+export async function startCold(deps: HostDeps, c: Client): Promise<{ filesDropped: number }> {
+  await c.query('CHECKPOINT');
+  await emptySharedBuffers(c);
+  return dropFromPageCache(deps, c);
+}
+
+/** A relation's file as pg_relation_filepath names it in the default tablespace: base/<database>/<file node>. */
+const RELATION_FILE = /^base\/\d+\/\d+$/;
+const DROP_TIMEOUT_MS = 30_000;
+
+/**
+ * Drops the public schema's relation files (every segment and fork) from the page cache: dd's `iflag=nocache
+ * count=0` asks the kernel (posix_fadvise DONTNEED) to drop the whole file's clean pages, and the CHECKPOINT before it
+ * left none dirty. The paths come from the server and are checked to lie below the data folder.
+ */
+async function dropFromPageCache(deps: HostDeps, c: Client): Promise<{ filesDropped: number }> {
+  const r = await c.query<{ path: string }>(
+    `SELECT pg_relation_filepath(oid) AS path FROM pg_catalog.pg_class
+      WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'i', 't', 'm') AND pg_relation_filepath(oid) IS NOT NULL`,
+  );
+  let filesDropped = 0;
+  for (const { path: relation } of r.rows) {
+    if (!RELATION_FILE.test(relation)) continue; // another tablespace: not the lab's folder
+    const dir = path.join(deps.config.dataDir, path.dirname(relation));
+    const node = path.basename(relation);
+    for (const name of listLabDir(dir) ?? []) {
+      // The main fork's segments (node, node.1, ...) and the other forks (node_fsm, node_vm, node_init).
+      if (name !== node && !name.startsWith(`${node}.`) && !name.startsWith(`${node}_`)) continue;
+      await runProcess('dd', [`if=${path.join(dir, name)}`, 'iflag=nocache', 'count=0', 'status=none'], { ...asPostgresUser(deps), timeoutMs: DROP_TIMEOUT_MS });
+      filesDropped++;
+    }
+  }
+  return { filesDropped };
+}
+
+/**
  * Primary keys, then VACUUM ANALYZE, each skipped when an earlier attempt finished it. Each runs on a connection of
  * its own while the monitor reports the server's own progress of it (pg_stat_progress_create_index, _vacuum).
  */
@@ -308,8 +354,7 @@ async function finishLoad(
     // sets every page's visibility; left there, a checkpoint the load's WAL started (spread over most of
     // checkpoint_timeout) and the evictions of the warm-up and the TPS run would write them from the device's budget
     // during the measurement. The reference's data was loaded long before its runs. Once, with the step it follows.
-    await c.query('CHECKPOINT');
-    await emptySharedBuffers(c);
+    await startCold(deps, c);
   }
   return summarise(c, input, total, resumed, await readMeta(c));
 }

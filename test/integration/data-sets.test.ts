@@ -13,8 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { createDataSetActivities, type DataSetClaim } from '../../activities/control/data-sets';
-import { dataSetFacts, publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
-import { loadData } from '../../activities/host/load';
+import { dataSetFacts, preallocateWal, publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
+import { loadData, startCold } from '../../activities/host/load';
+import { execFileSync } from 'node:child_process';
 import { stopPostgres } from '../../activities/host/postgres';
 import { compareDataSet, dataSetKey, dataSetKeyParts, type DataSetKeyParts, type DataSetManifest } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
@@ -23,7 +24,7 @@ import { dataSetPathsAt, type DataSetEntry } from '../../lib/data-sets';
 import { withConnection } from '../../lib/pg';
 import { findWalg } from '../../lib/walg';
 
-const SETTINGS = { shared_buffers: '32MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
+const SETTINGS = { shared_buffers: '32MB', max_wal_size: '128MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
 const folder = { kind: 'folder' as const };
 
 describe('data sets: publish once, restore elsewhere, compare (integration)', () => {
@@ -137,6 +138,60 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     expect(restored.checkParts).toMatchObject({ checksumSeconds: expect.any(Number), amcheckSeconds: expect.any(Number) });
     expect(again.checkParts?.amcheckSeconds).toBeNull();
     expect(published.parts).toMatchObject({ checksumSeconds: expect.any(Number), backupSeconds: expect.any(Number) });
+  });
+
+  it('every preparation ends cold: the data set out of shared_buffers and out of the page cache (startCold)', async () => {
+    // Pages of pgbench_accounts' files the kernel holds (util-linux's fincore), and its buffers in shared_buffers.
+    const accounts = (host: BenchHost) =>
+      withConnection(host.deps.config, async (c) => {
+        await c.query('CREATE EXTENSION IF NOT EXISTS pg_buffercache SCHEMA public');
+        const r = await c.query<{ file: string; buffers: string }>(
+          `SELECT pg_relation_filepath('public.pgbench_accounts') AS file,
+                  (SELECT count(*) FROM public.pg_buffercache WHERE relfilenode = pg_relation_filenode('public.pgbench_accounts')) AS buffers`,
+        );
+        const file = path.join(host.deps.config.dataDir, r.rows[0].file);
+        const resident = Number(execFileSync('fincore', ['--raw', '--noheadings', '--output', 'PAGES', file]).toString().trim());
+        return { resident, buffers: Number(r.rows[0].buffers) };
+      });
+    // shared_buffers are emptied on PostgreSQL 17 (pg_buffercache_evict); an older server keeps what it holds.
+    const major = (await target.run(describeServer, { hostId: target.deps.config.hostId })).major;
+    const cold = major >= 17 ? { resident: 0, buffers: 0 } : { resident: 0, buffers: expect.any(Number) };
+    // The restore (the test before) and the publish ended cold, and nothing has read the table since.
+    expect(await accounts(target)).toEqual(cold);
+    expect(await accounts(source)).toEqual(cold);
+    // A scan brings it back into both; startCold takes it out of both again.
+    await withConnection(target.deps.config, (c) => c.query('SELECT sum(abalance) FROM public.pgbench_accounts'));
+    const warm = await accounts(target);
+    expect(warm.resident).toBeGreaterThan(0);
+    if (major >= 17) expect(warm.buffers).toBeGreaterThan(0);
+    const { filesDropped } = await withConnection(target.deps.config, (c) => startCold(target.deps, c));
+    // The four tables and three primary keys, each with its forks.
+    expect(filesDropped).toBeGreaterThanOrEqual(7);
+    expect(await accounts(target)).toEqual(cold);
+  });
+
+  it("a restored host has the WAL segments a loaded one keeps: whole, zero-filled, up to max_wal_size ahead", async () => {
+    const ahead = (host: BenchHost) =>
+      withConnection(host.deps.config, async (c) =>
+        Number(
+          (
+            await c.query<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_ls_waldir() WHERE name > pg_walfile_name(pg_current_wal_insert_lsn()) AND name ~ '^[0-9A-F]{24}$' AND size = 16 * 1024 * 1024`,
+            )
+          ).rows[0].n,
+        ),
+      );
+    // max_wal_size 128MB: 8 segments of 16 MiB ahead of the insert position.
+    expect(await ahead(target)).toBeGreaterThanOrEqual(8);
+    // Made once: a second call finds them all there.
+    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c))).toEqual({ segments: 0 });
+    // The server writes into them: a segment switch lands in the next one, which keeps its size.
+    await withConnection(target.deps.config, async (c) => {
+      await c.query('CREATE TABLE public.wal_probe AS SELECT g FROM generate_series(1, 1000) g');
+      await c.query('SELECT pg_switch_wal()');
+      await c.query('DROP TABLE public.wal_probe');
+    });
+    expect(await ahead(target)).toBeGreaterThanOrEqual(7);
   });
 
   it('a manifest of the first format (md5-64 checksums) is checked the way it was computed', async () => {
