@@ -290,7 +290,7 @@ export interface RestoreCheckParts {
   indexKeysSeconds?: number;
   /** The checkpoint and the eviction of what the checks left in shared buffers and the page cache (startCold). */
   evictSeconds: number;
-  /** The WAL segments made ahead (preallocateWal) and their seconds; absent in results recorded before it. */
+  /** The WAL segments made ahead (preallocateWal, beside the checks) and their seconds; absent in results recorded before it. */
   walSegments?: number;
   walSeconds?: number;
 }
@@ -405,12 +405,15 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     // The row checksums (one connection) and pg_amcheck (its own connections) read the same pages and share nothing
     // else: side by side they use both cores. Each is the check it was alone.
     // The index keys follow pg_amcheck on its side: together they take about what the checksums take alone.
-    const [sums, [checked, index]] = await heartbeatWhile(
+    // The WAL segments a loaded host keeps (preallocateWal) are written beside them: they touch no relation, and the
+    // checks are bound by the cores where the zeros are bound by the volume.
+    const [sums, [checked, index], wal] = await heartbeatWhile(
       input.amcheck ? 'data set checks: row checksums beside pg_amcheck and the index keys' : 'data set checks: row checksums beside the index keys',
       () =>
         Promise.all([
           timed(() => withConnection(deps.config, (c) => rowChecksums(c, method))),
           (async () => [input.amcheck ? await timed(() => amcheck(deps, { jobs: AMCHECK_JOBS, heapallindexed: false })) : null, await timed(() => withConnection(deps.config, indexKeys))] as const)(),
+          timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c))),
         ]),
     );
     const facts = combineFacts(method, sums.value, storage.value);
@@ -419,7 +422,6 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     // The checks read every page through shared buffers and the page cache: what they left goes, as after a load
     // (startCold: PostgreSQL 17's pg_buffercache_evict empties shared buffers; older servers keep them).
     const evict = await timed(() => withConnection(deps.config, (c) => startCold(deps, c)));
-    const wal = await timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c)));
     const checkParts: RestoreCheckParts = {
       storageFactsSeconds: storage.seconds,
       checksumSeconds: sums.seconds,
