@@ -240,10 +240,13 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
     // every page are not left in the page cache, so the measured phases run as they would have without the publish.
     const archiveOff = await timed(async () => {
       await configurePostgres(deps, settings);
-      await withConnection(deps.config, (c) => startCold(deps, c));
+      return withConnection(deps.config, async (c) => {
+        await startCold(deps, c);
+        return walSegmentsAhead(c);
+      });
     });
     return {
-      facts: combineFacts(prior.method, sums.value, prior.storage),
+      facts: { ...combineFacts(prior.method, sums.value, prior.storage), walSegmentsAhead: archiveOff.value },
       backup: backup.value,
       seconds: since(started),
       parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds, ...(walgWait.value.waited ? { walgBuildWaitSeconds: walgWait.seconds } : {}) },
@@ -300,15 +303,29 @@ const WAL_FILE = /^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$/;
 
 /**
  * Makes the WAL segments a loaded host has and a restored one lacks. A load's checkpoints leave pg_wal holding
- * recycled segments up to max_wal_size (PostgreSQL keeps about 1.1 times the WAL between its checkpoints, capped
+ * recycled segments, up to max_wal_size (PostgreSQL keeps about 1.1 times the WAL between its checkpoints, capped
  * there), so the measured phases write their WAL into existing files. A restored host starts with min_wal_size's few,
  * and each further segment is zero-filled while every commit waits (LWLock:WALWrite): on reference-scaled's gp3 a
  * restored host wrote 37.5 MiB/s where a loaded one wrote 22.4, and ran 1,316-1,336 TPS against 1,574, with the same
- * cold cache (2026-12-05). So the restore makes, ahead of the insert position, zero-filled segments up to
- * max_wal_size: the files PostgreSQL would make itself (it opens a segment that exists instead of making it), each
- * written aside, flushed, and linked into place, never over one the server made meanwhile.
+ * cold cache (2026-12-05). So the restore makes, ahead of the insert position, as many zero-filled segments as
+ * the publisher had (at most max_wal_size's): the files PostgreSQL would make itself (it opens a segment that exists
+ * instead of making it), each written aside, flushed, and linked into place, never over one the server made meanwhile.
  */
-export async function preallocateWal(deps: HostDeps, c: Client): Promise<{ segments: number }> {
+/** Whole WAL segments in pg_wal ahead of the insert position: recycled ones, ready for the WAL to come. */
+export async function walSegmentsAhead(c: Client): Promise<number> {
+  const r = await c.query<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_catalog.pg_ls_waldir()
+      WHERE name ~ '^[0-9A-F]{24}$' AND name > pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_insert_lsn())
+        AND size = (SELECT setting::bigint FROM pg_catalog.pg_settings WHERE name = 'wal_segment_size')`,
+  );
+  return Number(r.rows[0].n);
+}
+
+/**
+ * `wanted`: how many segments ahead, the publisher's count (DataSetFacts.walSegmentsAhead); without one (a set
+ * published before it), as many as max_wal_size holds, what a load's checkpoints keep at most.
+ */
+export async function preallocateWal(deps: HostDeps, c: Client, wanted?: number): Promise<{ segments: number }> {
   const r = await c.query<{ current: string; segment: string; max: string }>(
     `SELECT pg_walfile_name(pg_current_wal_insert_lsn()) AS current,
             (SELECT setting FROM pg_settings WHERE name = 'wal_segment_size') AS segment,
@@ -320,7 +337,7 @@ export async function preallocateWal(deps: HostDeps, c: Client): Promise<{ segme
   if (!m || !(segmentBytes >= 2 ** 20) || (segmentBytes & (segmentBytes - 1)) !== 0) throw new Error(`unexpected WAL file name ${current} or segment size ${segment}`);
   const perId = 2 ** 32 / segmentBytes;
   const first = Number.parseInt(m[2], 16) * perId + Number.parseInt(m[3], 16);
-  const count = Math.floor((Number(max) * 2 ** 20) / segmentBytes);
+  const count = Math.min(Math.floor((Number(max) * 2 ** 20) / segmentBytes), wanted ?? Number.POSITIVE_INFINITY);
   const hex = (n: number) => n.toString(16).toUpperCase().padStart(8, '0');
   const names = Array.from({ length: count }, (_, i) => first + 1 + i).map((n) => `${m[1]}${hex(Math.floor(n / perId))}${hex(n % perId)}`);
   const walDir = path.join(deps.config.dataDir, 'pg_wal');
@@ -413,7 +430,7 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
         Promise.all([
           timed(() => withConnection(deps.config, (c) => rowChecksums(c, method))),
           (async () => [input.amcheck ? await timed(() => amcheck(deps, { jobs: AMCHECK_JOBS, heapallindexed: false })) : null, await timed(() => withConnection(deps.config, indexKeys))] as const)(),
-          timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c))),
+          timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c, manifest.facts.walSegmentsAhead))),
         ]),
     );
     const facts = combineFacts(method, sums.value, storage.value);

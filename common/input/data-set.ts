@@ -124,6 +124,11 @@ export interface DataSetFacts {
   databaseBytes: number;
   /** How `relations[].checksum` was computed; absent: md5-64. */
   checksumMethod?: ChecksumMethod;
+  /**
+   * The publisher's WAL segments ahead of its insert position once it was ready to measure (the ones its load's
+   * checkpoints recycled): a restored host makes as many (preallocateWal). Absent in sets published before it.
+   */
+  walSegmentsAhead?: number;
 }
 
 /** The tables a data set holds (pgbench's), compared relation by relation. */
