@@ -273,7 +273,8 @@ export async function emptySharedBuffers(c: Client): Promise<void> {
  * data set's relation files out of the host's page cache. Each path reads the data differently last (a publish's
  * checksums and base backup, a restore's checks), and what that left cached set how many of a short run's reads
  * reached the device: reference-scaled's gp3 (a 1,792 MiB host, 10.4 GB of data, a 35 s window) ran 1,786 TPS on a
- * loaded host and 1,336 on a restored one, at 1.55 and 1.80 device reads a transaction (2026-12-05).
+ * loaded host as the publish left its cache and 1,574 on one started cold, at 1.55 and 1.80 device reads a
+ * transaction (2026-12-05; a restored host's other difference, its WAL segments, is preallocateWal's).
  */
 export async function startCold(deps: HostDeps, c: Client): Promise<{ filesDropped: number }> {
   await c.query('CHECKPOINT');
