@@ -191,8 +191,8 @@ describe('dead hosts and killed attempts (faults)', () => {
       compare: null,
       host: { deadAfterSeconds: 20 },
       workload: { warmupSeconds: 0, durationSeconds: 3 },
-      // 96 MB of backlog: its fill runs uncapped, and on a host whose WAL segments are already there (a loaded one, or
-      // a restored one since preallocateWal) 32 MB could be written before the kill landed (2026-12-05, CI run 41).
+      // 96 MB of backlog: its fill runs uncapped, and once 32 MB were written before the kill landed (2026-12-05,
+      // clean-clone run 41), leaving the retry no pgbench to stop.
       phases: { vacuum: { enabled: true, bloatMB: 24 }, backlog: { enabled: true, backlogMB: 96 } },
     };
     const run = await start(input, 'gp3');
