@@ -301,16 +301,6 @@ export interface RestoreCheckParts {
 /** A WAL segment's file name: timeline, then the segment number's high and low halves, 8 hex digits each. */
 const WAL_FILE = /^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$/;
 
-/**
- * Makes the WAL segments a loaded host has and a restored one lacks. A load's checkpoints leave pg_wal holding
- * recycled segments, up to max_wal_size (PostgreSQL keeps about 1.1 times the WAL between its checkpoints, capped
- * there), so the measured phases write their WAL into existing files. A restored host starts with min_wal_size's few,
- * and each further segment is zero-filled while every commit waits (LWLock:WALWrite): on reference-scaled's gp3 a
- * restored host wrote 37.5 MiB/s where a loaded one wrote 22.4, and ran 1,316-1,336 TPS against 1,574, with the same
- * cold cache (2026-12-05). So the restore makes, ahead of the insert position, as many zero-filled segments as
- * the publisher had (at most max_wal_size's): the files PostgreSQL would make itself (it opens a segment that exists
- * instead of making it), each written aside, flushed, and linked into place, never over one the server made meanwhile.
- */
 /** Whole WAL segments in pg_wal ahead of the insert position: recycled ones, ready for the WAL to come. */
 export async function walSegmentsAhead(c: Client): Promise<number> {
   const r = await c.query<{ n: string }>(
@@ -322,6 +312,14 @@ export async function walSegmentsAhead(c: Client): Promise<number> {
 }
 
 /**
+ * Makes the WAL segments a loaded host has and a restored one lacks. A load's checkpoints leave pg_wal holding
+ * recycled segments, up to max_wal_size (PostgreSQL keeps about 1.1 times the WAL between its checkpoints, capped
+ * there), so the measured phases write their WAL into existing files. A restored host starts with min_wal_size's few,
+ * and each further segment is zero-filled while every commit waits (LWLock:WALWrite): on reference-scaled's gp3 a
+ * restored host wrote 37.5 MiB/s where a loaded one wrote 22.4, and ran 1,316-1,336 TPS against 1,574, with the same
+ * cold cache (2026-12-05). So the restore makes, ahead of the insert position, as many zero-filled segments as
+ * the publisher had (at most max_wal_size's): the files PostgreSQL would make itself (it opens a segment that exists
+ * instead of making it), each written aside, flushed, and linked into place, never over one the server made meanwhile.
  * `wanted`: how many segments ahead, the publisher's count (DataSetFacts.walSegmentsAhead); without one (a set
  * published before it), as many as max_wal_size holds, what a load's checkpoints keep at most.
  */
