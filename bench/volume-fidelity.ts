@@ -8,7 +8,12 @@
  *    backing (a direct-I/O loop device over a file in RAM, tmpfs): IOPS, and CPU seconds (the server's own, and the
  *    whole machine's) per I/O, side by side. The target: at most 10 % of a core per 3,000 IOPS.
  *
- *   node dist/bench/volume-fidelity.js [--seconds 15] [--cost-seconds 10] [--parts fidelity,cost]
+ * 3. zeros: 1 GiB written sequentially with direct I/O (1 MiB, QD 4) onto fresh space of a volume with the model off,
+ *    as a restore's preparation writes, once as zeros and once as data, side by side: the server's CPU seconds per GiB.
+ *    Zeros over pages never written are populated, not copied (infra/volume/store.go): a restore's zero-filled WAL
+ *    segments (4 GiB on local-quick's hosts) are what this costs.
+ *
+ *   node dist/bench/volume-fidelity.js [--seconds 15] [--cost-seconds 10] [--parts fidelity,cost,zeros]
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -26,7 +31,7 @@ import { createTestVolume, volumeSupport, type TestVolume } from '../test/helper
 import { fidelityTable, patterns, runPattern, type PatternResult } from './volume-patterns';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '15' }, 'cost-seconds': { type: 'string', default: '10' }, parts: { type: 'string', default: 'fidelity,cost' } },
+  options: { seconds: { type: 'string', default: '15' }, 'cost-seconds': { type: 'string', default: '10' }, parts: { type: 'string', default: 'fidelity,cost,zeros' } },
 });
 const PARTS = new Set(values.parts.split(','));
 const SECONDS = Number(values.seconds);
@@ -121,6 +126,33 @@ async function cost(dir: string): Promise<CostRow[]> {
   return rows;
 }
 
+interface ZerosRow {
+  buffers: 'zeros' | 'data';
+  seconds: number;
+  serverCpuSecondsPerGiB: number;
+}
+
+/** Writes 1 GiB of zeros, then 1 GiB of data, each onto space of the volume never written before (model off). */
+async function zeros(dir: string): Promise<ZerosRow[]> {
+  const rows: ZerosRow[] = [];
+  let vol: TestVolume | null = null;
+  try {
+    vol = await createTestVolume(path.join(dir, 'zeros'), { params: serverParams(gp3Model()), sizeBytes: 2 * 2 ** 30, modelOff: true });
+    const server = async () => (await vol!.control.stats()).cpuSeconds;
+    for (const [i, buffers] of (['zeros', 'data'] as const).entries()) {
+      // fio's zero_buffers writes zeros; without it, fio fills each buffer with random data once (refill_buffers off).
+      const job: FioJob = { name: `zeros-${buffers}`, filename: `/dev/${vol.loop.name}`, offset: `${i}G`, size: '1G', bs: '1M', rw: 'write', direct: 1, ioengine: 'libaio', iodepth: 4, ...(buffers === 'zeros' ? { zero_buffers: 1 } : {}) };
+      const s0 = await server();
+      const t0 = performance.now();
+      await runFio(job);
+      rows.push({ buffers, seconds: (performance.now() - t0) / 1000, serverCpuSecondsPerGiB: (await server()) - s0 });
+    }
+  } finally {
+    await vol?.remove();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   if (!volumeSupport.ok) throw new Error(`cannot run: ${volumeSupport.reason}`);
   if (!detectCgroups().kind) throw new Error('cannot run: the buffered-writer pattern needs a memory cgroup');
@@ -137,14 +169,22 @@ async function main(): Promise<void> {
     const rows = PARTS.has('cost') ? await cost(dir) : [];
     if (rows.length) console.log(`\nvolume cost: fio randread / randwrite 8 KiB QD 32, ${COST_SECONDS} s each, side by side`);
     const f = (v: number, d = 0) => v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-    console.log('| path | pattern | IOPS | mean latency | server CPU | server CPU per 3,000 IOPS | machine CPU per I/O |');
-    console.log('|---|---|---|---|---|---|---|');
+    if (rows.length) console.log('| path | pattern | IOPS | mean latency | server CPU | server CPU per 3,000 IOPS | machine CPU per I/O |\n|---|---|---|---|---|---|---|');
     for (const r of rows)
       console.log(
         `| ${r.path} | ${r.rw} | ${f(r.iops)} | ${f(r.meanLatencyMs, 3)} ms | ${r.serverCores === null ? '–' : `${f(100 * r.serverCores, 1)} % of a core`} | ${r.serverCores === null ? '–' : `${f((100 * r.serverCores * 3000) / r.iops, 1)} % of a core`} | ${f((1e6 * r.machineCores) / r.iops, 1)} µs |`,
       );
     const costs = rows.filter((r) => r.serverCores !== null).map((r) => (r.serverCores! * 3000) / r.iops);
     if (costs.length) console.log(`\nthe server's CPU per 3,000 IOPS, at worst: ${f(100 * Math.max(...costs), 1)} % of a core (target: at most 10 %)`);
+    const zeroRows = PARTS.has('zeros') ? await zeros(dir) : [];
+    if (zeroRows.length) {
+      console.log('\nvolume writes onto fresh space, model off: 1 GiB sequential, direct I/O, 1 MiB at QD 4, side by side');
+      console.log('| buffers | seconds | server CPU seconds per GiB |');
+      console.log('|---|---|---|');
+      for (const r of zeroRows) console.log(`| ${r.buffers} | ${f(r.seconds, 2)} | ${f(r.serverCpuSecondsPerGiB, 2)} |`);
+      const [z, d] = zeroRows;
+      console.log(`zeros cost ${f(z.serverCpuSecondsPerGiB / d.serverCpuSecondsPerGiB, 2)} times what data costs the server`);
+    }
     console.log(`load average after: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
     if (bad.length) process.exitCode = 1;
   } finally {
