@@ -85,7 +85,7 @@ export interface ClusterDataSet {
     recoverSeconds: number;
     restoreSeconds: number;
     checkSeconds: number;
-    checkParts?: { storageFactsSeconds: number; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number };
+    checkParts?: { storageFactsSeconds: number; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number; walSegments?: number; walSeconds?: number };
   };
   /** Seconds this host waited for another builder's manifest. */
   waitedSeconds?: number;
