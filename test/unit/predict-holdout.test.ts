@@ -54,9 +54,9 @@ export const HOLDOUT_3_SHORTFALLS: GoalShortfall[] = [
 /** The goals of issue 29 among the matrix's (the pair counts and the baselines are reported, not held here). */
 const HELD = [/^median \|TPS error\|/, /^largest \|TPS error\|/, /^the interval holds the measured TPS/];
 
-describe('predict-holdout-2: the held-out run', () => {
-  const run = recordedRun('predict-holdout-2');
-  const matrix = predictionMatrix(run);
+/** A held-out run's matrix: printed whole, and held to the goals or to its listed shortfalls. */
+function heldOutMatrixTests(name: string, shortfalls: GoalShortfall[]): void {
+  const matrix = predictionMatrix(recordedRun(name));
 
   test('prints its table: every ordered pair of the eight points', () => {
     console.log(matrixLines(matrix).join('\n'));
@@ -70,35 +70,22 @@ describe('predict-holdout-2: the held-out run', () => {
     const goals = matrixGoals(matrix.summary!).filter((g) => HELD.some((h) => h.test(g.goal)));
     expect(goals).toHaveLength(3);
     for (const g of goals) console.log(`${g.met ? 'met' : 'NOT MET'}: ${g.goal}`);
-    const { unlisted, nowMet } = unlistedGoalChanges(goals, HOLDOUT_SHORTFALLS);
+    const { unlisted, nowMet } = unlistedGoalChanges(goals, shortfalls);
     expect(unlisted).toEqual([]);
     expect(nowMet).toEqual([]);
   });
+}
+
+describe('predict-holdout-2: the held-out run', () => {
+  heldOutMatrixTests('predict-holdout-2', HOLDOUT_SHORTFALLS);
 });
 
 describe('predict-holdout-3: the held-out run on today\'s hosts', () => {
-  const run = recordedRun('predict-holdout-3');
-  const matrix = predictionMatrix(run);
-
-  test('prints its table: every ordered pair of the eight points', () => {
-    console.log(matrixLines(matrix).join('\n'));
-    expect(matrix.modelVersion).toBe(MODEL_VERSION);
-    expect(matrix.classes).toHaveLength(8);
-    expect(matrix.pairs).toHaveLength(56);
-    expect(matrix.problems).toEqual([]);
-  });
-
-  test('meets the held-out goals, or the goal is a listed shortfall', () => {
-    const goals = matrixGoals(matrix.summary!).filter((g) => HELD.some((h) => h.test(g.goal)));
-    expect(goals).toHaveLength(3);
-    for (const g of goals) console.log(`${g.met ? 'met' : 'NOT MET'}: ${g.goal}`);
-    const { unlisted, nowMet } = unlistedGoalChanges(goals, HOLDOUT_3_SHORTFALLS);
-    expect(unlisted).toEqual([]);
-    expect(nowMet).toEqual([]);
-  });
+  heldOutMatrixTests('predict-holdout-3', HOLDOUT_3_SHORTFALLS);
 
   test('its restored hosts had the WAL segments a loaded host keeps', () => {
     // What makes it a different test from predict-holdout-2 (whose hosts made each new segment while commits waited).
+    const run = recordedRun('predict-holdout-3');
     const restored = Object.values(run.classes).flatMap((c) => Object.values(c.clusters ?? {})).filter((c) => c.dataSet?.restore);
     expect(restored.length).toBeGreaterThanOrEqual(7);
     for (const c of restored) expect(c.dataSet!.restore!.checkParts!.walSegments).toBeGreaterThan(0);
