@@ -72,7 +72,8 @@ export interface VolumeStats {
   busiestSecondUnits: number;
   readCompensationUs: number;
   writeCompensationUs: number;
-  store: { volatileBytes: number; destaged: number; cutPages: number; backing: 'ram' | 'file' };
+  /** powerCuts: the undo log a power cut needs is kept (absent from servers built before the choice: kept). */
+  store: { volatileBytes: number; destaged: number; cutPages: number; backing: 'ram' | 'file'; powerCuts?: boolean };
   device?: string;
   kernel?: KernelCounters;
   rssBytes: number;
@@ -188,6 +189,12 @@ export interface StartVolumeOptions {
   backing: 'ram' | 'file';
   /** Start with the model off (the host's preparation comes first and runs uncapped). */
   modelOff?: boolean;
+  /**
+   * Keep what a power cut drops (the server's undo log of writes not yet flushed). False for a host no power-cut
+   * drill uses: its writes are durable as they land, which saves the server a copy of each page at its first write
+   * after a flush, and a cut is refused.
+   */
+  powerCuts: boolean;
 }
 
 /** How long a new server has to mount and answer. */
@@ -220,6 +227,7 @@ export async function startVolumeServer(opts: StartVolumeOptions): Promise<Model
     '--pid-file', volume.pidFile,
     ...(opts.backing === 'file' ? ['--backing', path.join(opts.hostDir, 'volume.backing')] : []),
     ...(opts.modelOff ? ['--model-off'] : []),
+    ...(opts.powerCuts ? [] : ['--power-cuts=false']),
   ];
   const log = openLabFile(volume.log, { append: true });
   const child = spawn(opts.binary, args, { detached: true, stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });

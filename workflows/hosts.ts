@@ -29,11 +29,13 @@ export interface HostShape {
   s3Backups: boolean;
   /** Hosts of one scope share a database password (a drill's peers); none: the host has its own. */
   passwordScope?: string;
+  /** The host's volume keeps what a power cut drops (HostRequest.powerCuts): the power-cut drill's hosts only. */
+  powerCuts?: boolean;
 }
 
 /** What the provider is asked for: host `hostId` of a run, in role (class) `className`. */
 export function hostRequest(spec: RunSpec, runId: string, hostId: string, className: string, shape: HostShape): HostRequest {
-  const { passwordScope, ...host } = shape;
+  const { passwordScope, powerCuts, ...host } = shape;
   return {
     runId,
     hostId,
@@ -49,6 +51,7 @@ export function hostRequest(spec: RunSpec, runId: string, hostId: string, classN
     ...sectionsOf(spec),
     ...(passwordScope ? { passwordScope } : {}),
     s3Backups: host.s3Backups,
+    powerCuts: powerCuts === true,
     // The host's owner record names this workflow; every later activity on the host must come from it.
     owner: currentClaimant(),
   };

@@ -109,7 +109,7 @@ function emptySummary(): PowerCutDrillResult['summary'] {
 
 /** Provisions hosts of the drill (or, after a cut, starts the primary's agent again), waiting for their agents. */
 export function provisionPowerCutHosts(d: PowerCutDrill, hostIds: string[]): Promise<HostRecord[]> {
-  const shape = drillHostShape(d.spec, d.runId, VOLUME_BYTES);
+  const shape = { ...drillHostShape(d.spec, d.runId, VOLUME_BYTES), powerCuts: true };
   const requests = hostIds.map((hostId) => hostRequest(d.spec, d.runId, hostId, hostId === d.client ? 'client' : 'node', shape));
   return provisionHosts(d.undo, d.spec.provider, requests, d.timeouts);
 }

@@ -34,6 +34,12 @@ export interface HostRequest extends ProviderSections {
   /** The run's backups go to S3: a local host's agent gets the control worker's S3 keys (EC2 hosts use their role). */
   s3Backups?: boolean;
   /**
+   * The host's volume keeps what a power cut drops (a modelled volume's undo log): the power-cut drill's hosts. False:
+   * writes are durable as they land, the cheaper volume, and a cut is refused. Absent (a request scheduled before
+   * it): kept.
+   */
+  powerCuts?: boolean;
+  /**
    * The workflow that asks (workflowInfo(), never input): the host's owner record names it, and every later activity
    * on the host must come from it. Absent only in requests scheduled before claims existed.
    */

@@ -199,6 +199,9 @@ func (c *controller) handle(req request) map[string]any {
 		log.Printf("observing /sys/block/%s (requests up to %s KiB)", req.Device, limit)
 		return map[string]any{"ok": true}
 	case "cut":
+		if !c.fs.store.Undoable() {
+			return fail("this volume keeps no undo log (started with --power-cuts=false): it cannot drop what was not flushed; only a power-cut drill's hosts can be cut")
+		}
 		started := time.Now()
 		pages := c.fs.Cut()
 		log.Printf("power cut: %d pages not flushed dropped (%.1f ms)", pages, float64(time.Since(started).Microseconds())/1e3)

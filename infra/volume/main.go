@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	storage-lab-volume --mount DIR --size BYTES --control SOCKET --params JSON [--backing FILE] [--model-off]
+//	storage-lab-volume --mount DIR --size BYTES --control SOCKET --params JSON [--backing FILE] [--model-off] [--power-cuts=false]
 package main
 
 import (
@@ -37,6 +37,7 @@ func main() {
 	maxWrite := flag.Int("max-write", 1<<20, "largest FUSE read or write request")
 	pidFile := flag.String("pid-file", "", "file to write this server's pid to (removed on exit)")
 	nice := flag.Int("nice", -20, "scheduling niceness of the server's threads: it keeps the model's time on a busy machine, as a device's own hardware would")
+	powerCuts := flag.Bool("power-cuts", true, "keep the undo log of writes not yet flushed, so that a power cut drops them; false: every write is durable as it lands, and a cut is refused")
 	compensate := flag.Bool("compensate", true, "take the path's measured overhead off the model's latency (control.go)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
@@ -54,7 +55,7 @@ func main() {
 		defer stop()
 	}
 
-	store, err := OpenStore(*size, *backing, *volatileLimit)
+	store, err := OpenStore(*size, *backing, *volatileLimit, *powerCuts)
 	if err != nil {
 		log.Fatalf("volume store: %v", err)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +14,7 @@ import (
 )
 
 func TestStoreCutKeepsOnlyWhatWasFlushed(t *testing.T) {
-	s, err := OpenStore(1<<20, "", 64<<20)
+	s, err := OpenStore(1<<20, "", 64<<20, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func TestStoreCutKeepsOnlyWhatWasFlushed(t *testing.T) {
 }
 
 func TestStoreDestagesEarlyPastItsLimit(t *testing.T) {
-	s, err := OpenStore(1<<20, "", 2*pageSize)
+	s, err := OpenStore(1<<20, "", 2*pageSize, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestStoreDestagesEarlyPastItsLimit(t *testing.T) {
 }
 
 func TestStoreDiscardZeroesAndIsUndone(t *testing.T) {
-	s, _ := OpenStore(1<<20, "", 64<<20)
+	s, _ := OpenStore(1<<20, "", 64<<20, true)
 	defer s.Close()
 	s.Write(0, [][]byte{bytes.Repeat([]byte("D"), 4*pageSize)})
 	s.Flush()
@@ -203,7 +205,7 @@ func TestQueueDepthLimitsConcurrency(t *testing.T) {
 }
 
 func TestStoreZerosOverFreshPagesArePopulatedNotCopied(t *testing.T) {
-	s, err := OpenStore(1<<20, "", 64<<20)
+	s, err := OpenStore(1<<20, "", 64<<20, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,5 +245,33 @@ func TestStoreZerosOverFreshPagesArePopulatedNotCopied(t *testing.T) {
 	s.Write(16*pageSize, [][]byte{make([]byte, pageSize)})
 	if got := s.Stats().VolatileBytes; got != pageSize {
 		t.Fatalf("volatile bytes %d after zeros over a page written before, want one page", got)
+	}
+}
+
+func TestStoreWithoutPowerCutsCopiesNothingAndRefusesACut(t *testing.T) {
+	s, err := OpenStore(1<<20, "", 64<<20, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Write(0, [][]byte{bytes.Repeat([]byte("D"), 8192)})
+	s.Flush()
+	s.Write(0, [][]byte{bytes.Repeat([]byte("V"), 8192)}) // over written pages: an undoable store would copy them
+	if got := s.Stats(); got.VolatileBytes != 0 || len(s.undo) != 0 || got.PowerCuts {
+		t.Fatalf("a store without power cuts logged %d bytes (%d entries), powerCuts %v", got.VolatileBytes, len(s.undo), got.PowerCuts)
+	}
+	if !bytes.Equal(s.Read(0, 8192), bytes.Repeat([]byte("V"), 8192)) {
+		t.Fatal("the write did not land")
+	}
+	c := &controller{fs: newVolumeFS(s, NewModel(Params{}))}
+	reply := c.handle(request{Op: "cut"})
+	if reply["ok"] != false || !strings.Contains(fmt.Sprint(reply["error"]), "--power-cuts=false") {
+		t.Fatalf("a cut of a store without power cuts was not refused: %v", reply)
+	}
+	if c.fs.Dead() {
+		t.Fatal("a refused cut left the volume dead")
+	}
+	if !bytes.Equal(s.Read(0, 8192), bytes.Repeat([]byte("V"), 8192)) {
+		t.Fatal("a refused cut changed the volume")
 	}
 }

@@ -55,7 +55,7 @@ describeIfVolumes('a power cut on a modelled volume (integration, root)', () => 
     paths = labPaths({ ...process.env, STORAGE_LAB_HOME: home, STORAGE_LAB_HOSTS_DIR: path.join(home, 'hosts') });
     provider = localProviderFor(paths);
     const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
-    [req] = hostRequests(spec, uniqueId('power-cut'));
+    [req] = hostRequests(spec, uniqueId('power-cut')).map((r) => ({ ...r, powerCuts: true }));
     await provider.provision(req);
   });
 
@@ -131,6 +131,24 @@ describeIfVolumes('a power cut on a modelled volume (integration, root)', () => 
       expect(unflushed.startsWith(base)).toBe(true);
       expect(unflushed).not.toContain('include_if_exists');
       expect(['', '\0'.repeat(line.length)]).toContain(unflushed.slice(base.length));
+    }
+  });
+
+  it('a host made without power cuts (every host but a power-cut drill\'s) refuses a cut and keeps running', async () => {
+    const spec = resolveSpec({ preset: 'ci', storageClasses: { 'local-disk': null }, compare: null });
+    const [other] = hostRequests(spec, uniqueId('no-power-cut')).map((r) => ({ ...r, powerCuts: false }));
+    await provider.provision(other);
+    try {
+      const config = JSON.parse(readFileSync(path.join(hostDirOf(paths, other.hostId), 'host.json'), 'utf8'));
+      const control = new VolumeControl(config.volume.socket);
+      expect((await control.stats()).store.powerCuts).toBe(false);
+      const kept = path.join(hostDirOf(paths, other.hostId), 'volume', 'kept');
+      writeFileSync(kept, 'written, never flushed');
+      await expect(provider.cutPower(other.hostId)).rejects.toThrow(/keeps no undo log \(started with --power-cuts=false\)/);
+      expect(readFileSync(kept, 'utf8')).toBe('written, never flushed');
+      expect((await control.stats()).store.cutPages).toBe(0);
+    } finally {
+      await provider.teardown(other.hostId);
     }
   });
 

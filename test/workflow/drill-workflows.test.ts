@@ -44,7 +44,8 @@ function fakeControl(calls: Calls, saved: RestoreDrillResult[], stuckHost?: stri
       return { kind: 'folder', path: '/tmp/backups/run' };
     },
     async provisionHost({ request }) {
-      calls.push(`provision ${request.hostId}`);
+      // Only a power-cut drill's hosts keep what a cut drops (the volume's undo log): every request says which.
+      calls.push(`provision ${request.hostId}${request.powerCuts ? ' (power cuts)' : request.powerCuts === false ? '' : ' (powerCuts missing)'}`);
       return fakeHostRecord(request);
     },
     async killHost({ hostId }) {
@@ -469,13 +470,13 @@ describe('drill workflows with mocked activities', () => {
       sorted([
         'writer n1 client',
         `cut power ${n1}`,
-        `provision ${n1}`,
+        `provision ${n1} (power cuts)`,
         'recover n1',
         'check n1',
         'count rounds 1 client',
         'writer n1 client',
         `cut power ${n1}`,
-        `provision ${n1}`,
+        `provision ${n1} (power cuts)`,
         'recover n1',
         'check n1',
         'count rounds 1,2 client',

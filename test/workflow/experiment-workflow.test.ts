@@ -28,7 +28,8 @@ function fakeControl(calls: Calls): Partial<ControlActivities> {
       return '/tmp/results';
     },
     async provisionHost({ request }) {
-      calls.push(`provision ${request.hostId}`);
+      // An experiment's hosts keep no undo log for power cuts (HostRequest.powerCuts false): the cheaper volume.
+      calls.push(`provision ${request.hostId}${request.powerCuts === false ? '' : ` powerCuts=${request.powerCuts}`}`);
       return fakeHostRecord(request);
     },
     async saveClusterResult({ result }) {
@@ -148,6 +149,7 @@ describe('experimentWorkflow with mocked activities', () => {
     expect(outcome).toBeInstanceOf(WorkflowFailedError);
     const provisioned = calls.filter((c) => c.startsWith('provision ')).map((c) => c.split(' ')[1]);
     expect(provisioned).toHaveLength(2);
+    expect(calls.filter((c) => c.startsWith('provision ') && c.includes('powerCuts='))).toEqual([]);
     for (const host of provisioned) {
       const saved = calls.indexOf(`save ${host} failed`);
       const torn = calls.indexOf(`teardown ${host}`);

@@ -147,6 +147,8 @@ export class LocalProvider implements HostProvider {
         params: serverParams(model),
         model: model.name,
         backing: chooseBacking(req.volumeBytes, req.memoryLimitMiB * 2 ** 20),
+        // A request from before the field existed keeps them, as every volume did then.
+        powerCuts: req.powerCuts !== false,
       });
       const loop = await attachVolumeLoop(volume.image);
       await new VolumeControl(volume.socket).attach(loop.name);
