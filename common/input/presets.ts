@@ -154,23 +154,26 @@ export const LOCAL_PRESETS: Readonly<Record<string, Record<string, unknown>>> = 
   }),
   /**
    * The prediction model's validation matrix (docs/prediction-model.md): one data set measured at points that move
-   * different terms of the model: the clients (8 to 64, on the local disk, where contention and the CPU set the
+   * different terms of the model: the clients (8 to 64, on m6id's modelled NVMe, where contention and the CPU set the
    * throughput), an IOPS budget below what the workload needs (3,000, at both memory limits) and one far above it
-   * (30,000), two memory limits. `storage-lab predict --matrix RUN` predicts every point from every other.
+   * (30,000), two memory limits. `storage-lab predict --matrix RUN` predicts every point from every other. Every point
+   * is on a modelled device (its first runs, predict-matrix-1 and -2, had the machine's disk where the NVMe is now);
+   * PostgreSQL 17 as the other modelled presets, so local-quick's stored data set is restored, not loaded.
    */
   'predict-matrix': localPreset('predict-matrix', {
     storageClasses: {
-      'local-c8': { kind: 'local-disk', clients: 8 },
-      'local-c16': { kind: 'local-disk', clients: 16 },
-      'local-c32': { kind: 'local-disk', clients: 32 },
-      'local-c64': { kind: 'local-disk' },
-      'local-c64-mem1536': { kind: 'local-disk', memoryLimitMiB: 1536 },
+      'nvme-c8': { kind: 'nvme', clients: 8 },
+      'nvme-c16': { kind: 'nvme', clients: 16 },
+      'nvme-c32': { kind: 'nvme', clients: 32 },
+      'nvme-c64': { kind: 'nvme' },
+      'nvme-c64-mem1536': { kind: 'nvme', memoryLimitMiB: 1536 },
       'gp3-3000': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
       'gp3-3000-mem1536': { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125, memoryLimitMiB: 1536 },
       'gp3-30000': { kind: 'emulated-ebs', iops: 30000, throughputMiBps: 1000 },
     },
-    compare: { baseline: 'gp3-3000', candidate: 'local-c64' },
+    compare: { baseline: 'gp3-3000', candidate: 'nvme-c64' },
     ...predictionSizes,
+    postgres: { ...predictionSizes.postgres, version: LOCAL_SERVER_MAJOR },
   }),
   /**
    * The prediction model's held-out points (issue 29; docs/prediction-model.md, "Held out"): fixed before any of them

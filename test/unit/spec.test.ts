@@ -112,8 +112,8 @@ describe("an emulated EBS class's IOPS budget", () => {
 describe("a class's own client count (the predict-matrix preset)", () => {
   test('a class runs its own clients, with the threads capped at them; the others run workload.clients', () => {
     const spec = resolveSpec({ preset: 'predict-matrix' });
-    expect(classWorkload(spec, 'local-c8')).toMatchObject({ clients: 8, threads: 2 });
-    expect(classWorkload(spec, 'local-c64')).toMatchObject({ clients: 64, threads: 2 });
+    expect(classWorkload(spec, 'nvme-c8')).toMatchObject({ clients: 8, threads: 2 });
+    expect(classWorkload(spec, 'nvme-c64')).toMatchObject({ clients: 64, threads: 2 });
     const one = resolveSpec({ preset: 'ci', storageClasses: { gp3: { kind: 'emulated-ebs', clients: 1 } } });
     expect(classWorkload(one, 'gp3')).toMatchObject({ clients: 1, threads: 1 });
     expect(classWorkload(one, 'local-disk').clients).toBe(one.workload.clients);
