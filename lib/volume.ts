@@ -197,6 +197,19 @@ export interface StartVolumeOptions {
   powerCuts: boolean;
 }
 
+/**
+ * A volume server's environment: the path, and a Go CPU profile of its whole life when the control worker's
+ * environment names a folder for them (STORAGE_LAB_VOLUME_PPROF_DIR, the operator's: no run's input reaches it): one
+ * file a server, named after its host folder and its start (docs/storage-emulation.md, "What the device costs").
+ */
+export function volumeServerEnv(env: NodeJS.ProcessEnv, hostDir: string, startedAt = Date.now()): Record<string, string> {
+  const dir = env.STORAGE_LAB_VOLUME_PPROF_DIR;
+  return {
+    PATH: env.PATH ?? '/usr/bin:/bin',
+    ...(dir && path.isAbsolute(dir) ? { STORAGE_LAB_VOLUME_PPROF: path.join(dir, `${path.basename(hostDir)}-${startedAt}.pprof`) } : {}),
+  };
+}
+
 /** How long a new server has to mount and answer. */
 const START_TIMEOUT_MS = 20_000;
 
@@ -230,7 +243,7 @@ export async function startVolumeServer(opts: StartVolumeOptions): Promise<Model
     ...(opts.powerCuts ? [] : ['--power-cuts=false']),
   ];
   const log = openLabFile(volume.log, { append: true });
-  const child = spawn(opts.binary, args, { detached: true, stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  const child = spawn(opts.binary, args, { detached: true, stdio: ['ignore', log, log], env: volumeServerEnv(process.env, opts.hostDir) });
   closeSync(log);
   child.unref();
   let exited: string | null = null;

@@ -4,7 +4,7 @@
  */
 import { deviceModelOf, describeModel, gp3Model, nvmeModel, serverParams } from '../../common/model/devices';
 import { modelledDevice, targetCaps } from '../../common/model/predict';
-import { chooseBacking, RAM_BACKING_MARGIN_BYTES } from '../../lib/volume';
+import { chooseBacking, RAM_BACKING_MARGIN_BYTES, volumeServerEnv } from '../../lib/volume';
 
 describe('device models', () => {
   it('models an emulated-ebs class as gp3 at its own IOPS and MiB/s, or io2; an nvme class as m6id\'s instance store', () => {
@@ -55,5 +55,16 @@ describe('where a volume keeps its bytes', () => {
     expect(chooseBacking(1, 1, {}, null)).toBe('file');
     expect(chooseBacking(100 * GiB, 1, { STORAGE_LAB_VOLUME_BACKING: 'ram' }, 0)).toBe('ram');
     expect(chooseBacking(1, 1, { STORAGE_LAB_VOLUME_BACKING: 'file' }, 100 * GiB)).toBe('file');
+  });
+});
+
+describe("a volume server's environment", () => {
+  test('the path only, and a CPU profile per server when the operator names an absolute folder for them', () => {
+    expect(volumeServerEnv({ PATH: '/bin', AWS_SECRET_ACCESS_KEY: 'k', PGPASSWORD: 'p' }, '/lab/hosts/h1')).toEqual({ PATH: '/bin' });
+    expect(volumeServerEnv({ PATH: '/bin', STORAGE_LAB_VOLUME_PPROF_DIR: '/tmp/prof' }, '/lab/hosts/h1', 42)).toEqual({
+      PATH: '/bin',
+      STORAGE_LAB_VOLUME_PPROF: '/tmp/prof/h1-42.pprof',
+    });
+    expect(volumeServerEnv({ STORAGE_LAB_VOLUME_PPROF_DIR: 'relative' }, '/lab/hosts/h1')).toEqual({ PATH: '/usr/bin:/bin' });
   });
 });
