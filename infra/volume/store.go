@@ -38,16 +38,14 @@ type Store struct {
 	// written before), and a bit a page saying it is in the log. A slice and a bitmap, not a map: a flush comes with
 	// every WAL fsync, and emptying a map scans its whole capacity, grown to the largest log, at each one; at
 	// local-quick's gp3 that was 10 % of the server's CPU, and the lookups another 4 % (a Go CPU profile, 2026-12-05).
+	// Without the log (nil logged: a host no power-cut drill uses), every write is durable as it lands: no page is
+	// copied before its first write since a flush, which was 11 % of the server's CPU on local-quick's hosts (a Go CPU
+	// profile, 2026-12-05), and a cut is refused.
 	undo   []undoEntry
-	logged []uint64
-	// undoable: the store keeps the undo log, so a power cut can drop what was not flushed. Off (a host no power-cut
-	// drill uses), every write is durable as it lands: no page is copied before its first write since a flush, which
-	// was 11 % of the server's CPU on local-quick's hosts (a Go CPU profile, 2026-12-05), and a cut is refused.
-	undoable bool
-	// written marks the pages written since the store opened (a bit each); the others hold zeros, the content of
-	// fresh memory or of a sparse file, so their durable content needs no copy, and zeros written over them no copy
-	// either (Write).
-	written       []uint64
+	logged pageBits
+	// written marks the pages written since the store opened; the others hold zeros, the content of fresh memory or
+	// of a sparse file, so their durable content needs no copy, and zeros written over them no copy either (Write).
+	written       pageBits
 	volatileLimit int64 // bytes of undo log before it is emptied early (destaged)
 	pages         sync.Pool
 
@@ -56,6 +54,15 @@ type Store struct {
 	cutPages      uint64 // pages put back by power cuts, in total
 	volatileBytes int64  // bytes in the undo log now
 }
+
+// pageBits holds a bit a page of the volume.
+type pageBits []uint64
+
+func newPageBits(size int64) pageBits { return make(pageBits, (size/pageSize+63)/64) }
+
+func (b pageBits) set(p int64)      { b[p/64] |= 1 << (p % 64) }
+func (b pageBits) unset(p int64)    { b[p/64] &^= 1 << (p % 64) }
+func (b pageBits) has(p int64) bool { return b[p/64]&(1<<(p%64)) != 0 }
 
 type undoEntry struct {
 	page    int64
@@ -68,8 +75,10 @@ func OpenStore(size int64, backing string, volatileLimit int64, undoable bool) (
 	if size <= 0 || size%pageSize != 0 {
 		return nil, fmt.Errorf("volume size %d is not a positive multiple of %d", size, pageSize)
 	}
-	bitmapWords := (size/pageSize + 63) / 64
-	s := &Store{size: size, volatileLimit: volatileLimit, written: make([]uint64, bitmapWords), logged: make([]uint64, bitmapWords), undoable: undoable}
+	s := &Store{size: size, volatileLimit: volatileLimit, written: newPageBits(size)}
+	if undoable {
+		s.logged = newPageBits(size)
+	}
 	s.pages.New = func() any { return make([]byte, pageSize) }
 	var err error
 	if backing == "" {
@@ -153,8 +162,8 @@ func (s *Store) Write(off int64, bufs [][]byte) int {
 	for p := off / pageSize; p <= (end-1)/pageSize; p++ {
 		lo, hi := max(off, p*pageSize), min(end, (p+1)*pageSize)
 		chunk := data[lo-off : hi-off]
-		if !s.isWritten(p) && hi-lo == pageSize && allZero(chunk) {
-			s.markWritten(p)
+		if !s.written.has(p) && hi-lo == pageSize && allZero(chunk) {
+			s.written.set(p)
 			if zeros < 0 {
 				zeros = p
 			}
@@ -169,12 +178,6 @@ func (s *Store) Write(off int64, bufs [][]byte) int {
 	s.mu.Unlock()
 	return n
 }
-
-func (s *Store) markWritten(p int64) { s.written[p/64] |= 1 << (p % 64) }
-
-func (s *Store) isWritten(p int64) bool { return s.written[p/64]&(1<<(p%64)) != 0 }
-
-func (s *Store) isLogged(p int64) bool { return s.logged[p/64]&(1<<(p%64)) != 0 }
 
 // allZero reports whether b (a page) holds only zeros.
 func allZero(b []byte) bool {
@@ -225,20 +228,20 @@ func (s *Store) logPages(off, n int64) {
 
 // logPage saves page p's durable content unless it is logged since the last flush, and marks it written. Under mu.
 func (s *Store) logPage(p int64) {
-	if !s.undoable {
-		s.markWritten(p)
+	if !s.Undoable() {
+		s.written.set(p)
 		return
 	}
-	if s.isLogged(p) {
+	if s.logged.has(p) {
 		return
 	}
 	var page []byte // a page never written holds zeros: nothing to copy
-	if s.isWritten(p) {
+	if s.written.has(p) {
 		page = s.pages.Get().([]byte)
 		copy(page, s.data[p*pageSize:(p+1)*pageSize])
 	}
-	s.markWritten(p)
-	s.logged[p/64] |= 1 << (p % 64)
+	s.written.set(p)
+	s.logged.set(p)
 	s.undo = append(s.undo, undoEntry{p, page})
 	s.volatileBytes += pageSize
 }
@@ -263,7 +266,7 @@ func (s *Store) forgetLocked() {
 		if e.durable != nil {
 			s.pages.Put(e.durable) //nolint:staticcheck // a fixed-size page, reused
 		}
-		s.logged[e.page/64] &^= 1 << (e.page % 64)
+		s.logged.unset(e.page)
 	}
 	clear(s.undo) // the pages go back to the pool, not held by the slice's spare capacity
 	s.undo = s.undo[:0]
@@ -271,7 +274,7 @@ func (s *Store) forgetLocked() {
 }
 
 // Undoable reports whether the store keeps the undo log a power cut needs.
-func (s *Store) Undoable() bool { return s.undoable }
+func (s *Store) Undoable() bool { return s.logged != nil }
 
 // Cut puts back the durable content of every page written since the last flush; it returns how many pages it put
 // back. The caller makes sure no I/O is in flight, and that the store is undoable.
@@ -309,5 +312,5 @@ func (s *Store) Stats() StoreStats {
 	if s.file != nil {
 		backing = "file"
 	}
-	return StoreStats{VolatileBytes: s.volatileBytes, Destaged: s.destaged, CutPages: s.cutPages, Backing: backing, PowerCuts: s.undoable}
+	return StoreStats{VolatileBytes: s.volatileBytes, Destaged: s.destaged, CutPages: s.cutPages, Backing: backing, PowerCuts: s.Undoable()}
 }
