@@ -10,6 +10,8 @@ import path from 'node:path';
 import { baselines, BASELINE_LABELS, BASELINE_NAMES, compareWithBaselines, type BaselineComparison, type BaselineName } from '../../common/model/baselines';
 import { demandsFromClass, medianCluster, targetOfClass } from '../../common/model/demands';
 import { errorPct, predict, sourceCheck, type ModelVariant, type PredictTarget, type SourceCheck, type WorkloadDemands } from '../../common/model/predict';
+import { matrixGoals, matrixLines, predictionMatrix } from '../../common/model/matrix';
+import { MODEL_VERSION } from '../../common/model/predict';
 import { PREDICTION_GOAL_PCT } from '../../common/model/run-predictions';
 import type { ExperimentResult } from '../../common/results/result';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
@@ -188,4 +190,30 @@ export function unlistedGoalChanges(goals: { goal: string; met: boolean }[], sho
     unlisted: failed.filter((g) => !shortfalls.some((s) => s.goal.test(g))),
     nowMet: shortfalls.filter((s) => !failed.some((g) => s.goal.test(g))).map((s) => s.goal.source),
   };
+}
+
+/**
+ * The tests of a recorded eight-point matrix run (test/unit/predict-matrix and predict-holdout): its table printed
+ * whole under the current model, every ordered pair predicted without a problem, and its goals (every one, or those
+ * matching `held`) met or listed in `shortfalls`. Called inside a describe block.
+ */
+export function recordedMatrixTests(name: string, shortfalls: GoalShortfall[], held?: RegExp[]): void {
+  const matrix = predictionMatrix(recordedRun(name));
+
+  test('prints its table: every ordered pair of the eight points', () => {
+    console.log(matrixLines(matrix).join('\n'));
+    expect(matrix.modelVersion).toBe(MODEL_VERSION);
+    expect(matrix.classes).toHaveLength(8);
+    expect(matrix.pairs).toHaveLength(56);
+    expect(matrix.problems).toEqual([]);
+  });
+
+  test('meets its goals, or the goal is a listed shortfall', () => {
+    const goals = matrixGoals(matrix.summary!).filter((g) => !held || held.some((h) => h.test(g.goal)));
+    if (held) expect(goals).toHaveLength(held.length);
+    for (const g of goals) console.log(`${g.met ? 'met' : 'NOT MET'}: ${g.goal}`);
+    const { unlisted, nowMet } = unlistedGoalChanges(goals, shortfalls);
+    expect(unlisted).toEqual([]);
+    expect(nowMet).toEqual([]);
+  });
 }

@@ -9,10 +9,9 @@
  * not revised on either. A goal a run misses is listed in its shortfalls with the reason; the test fails when a
  * listed one starts meeting its goal or one not listed fails.
  */
-import { matrixGoals, matrixLines, predictionMatrix } from '../../common/model/matrix';
+import { matrixLines, predictionMatrix } from '../../common/model/matrix';
 import { demandsFromClass, windowTransactions } from '../../common/model/demands';
-import { MODEL_VERSION } from '../../common/model/predict';
-import { recordedRun, unlistedGoalChanges, type GoalShortfall } from '../helpers/predict-fixtures';
+import { recordedMatrixTests, recordedRun, type GoalShortfall } from '../helpers/predict-fixtures';
 
 /** The held-out run's goals it does not meet, each with its reason (docs/prediction-model.md gives the detail). */
 export const HOLDOUT_SHORTFALLS: GoalShortfall[] = [
@@ -54,34 +53,12 @@ export const HOLDOUT_3_SHORTFALLS: GoalShortfall[] = [
 /** The goals of issue 29 among the matrix's (the pair counts and the baselines are reported, not held here). */
 const HELD = [/^median \|TPS error\|/, /^largest \|TPS error\|/, /^the interval holds the measured TPS/];
 
-/** A held-out run's matrix: printed whole, and held to the goals or to its listed shortfalls. */
-function heldOutMatrixTests(name: string, shortfalls: GoalShortfall[]): void {
-  const matrix = predictionMatrix(recordedRun(name));
-
-  test('prints its table: every ordered pair of the eight points', () => {
-    console.log(matrixLines(matrix).join('\n'));
-    expect(matrix.modelVersion).toBe(MODEL_VERSION);
-    expect(matrix.classes).toHaveLength(8);
-    expect(matrix.pairs).toHaveLength(56);
-    expect(matrix.problems).toEqual([]);
-  });
-
-  test('meets the held-out goals, or the goal is a listed shortfall', () => {
-    const goals = matrixGoals(matrix.summary!).filter((g) => HELD.some((h) => h.test(g.goal)));
-    expect(goals).toHaveLength(3);
-    for (const g of goals) console.log(`${g.met ? 'met' : 'NOT MET'}: ${g.goal}`);
-    const { unlisted, nowMet } = unlistedGoalChanges(goals, shortfalls);
-    expect(unlisted).toEqual([]);
-    expect(nowMet).toEqual([]);
-  });
-}
-
 describe('predict-holdout-2: the held-out run', () => {
-  heldOutMatrixTests('predict-holdout-2', HOLDOUT_SHORTFALLS);
+  recordedMatrixTests('predict-holdout-2', HOLDOUT_SHORTFALLS, HELD);
 });
 
 describe('predict-holdout-3: the held-out run on today\'s hosts', () => {
-  heldOutMatrixTests('predict-holdout-3', HOLDOUT_3_SHORTFALLS);
+  recordedMatrixTests('predict-holdout-3', HOLDOUT_3_SHORTFALLS, HELD);
 
   test('its restored hosts had the WAL segments a loaded host keeps', () => {
     // What makes it a different test from predict-holdout-2 (whose hosts made each new segment while commits waited).

@@ -12,7 +12,7 @@ import { MODEL_VERSION } from '../../common/model/predict';
 import { predictionsMarkdown } from '../../analysis/report/predictions-markdown';
 import { runPredictions } from '../../analysis/predictions';
 import type { ResultsStore } from '../../lib/results-store';
-import { recordedRun, unlistedGoalChanges, type GoalShortfall } from '../helpers/predict-fixtures';
+import { recordedMatrixTests, recordedRun, unlistedGoalChanges, type GoalShortfall } from '../helpers/predict-fixtures';
 
 /** The goals the recorded matrix does not meet, each with its reason (docs/prediction-model.md gives the detail). */
 export const MATRIX_SHORTFALLS: GoalShortfall[] = [
@@ -50,23 +50,7 @@ export const MATRIX_3_SHORTFALLS: GoalShortfall[] = [
 ];
 
 describe('the validation matrix of predict-matrix-3, on the modelled devices', () => {
-  const matrix = predictionMatrix(recordedRun('predict-matrix-3'));
-
-  test('prints its table: every ordered pair of the eight modelled points', () => {
-    console.log(matrixLines(matrix).join('\n'));
-    expect(matrix.modelVersion).toBe(MODEL_VERSION);
-    expect(matrix.classes).toHaveLength(8);
-    expect(matrix.pairs).toHaveLength(56);
-    expect(matrix.problems).toEqual([]);
-  });
-
-  test('meets every goal, or the goal is a listed shortfall', () => {
-    const goals = matrixGoals(matrix.summary!);
-    for (const g of goals) console.log(`${g.met ? 'met' : 'NOT MET'}: ${g.goal}`);
-    const { unlisted, nowMet } = unlistedGoalChanges(goals, MATRIX_3_SHORTFALLS);
-    expect(unlisted).toEqual([]);
-    expect(nowMet).toEqual([]);
-  });
+  recordedMatrixTests('predict-matrix-3', MATRIX_3_SHORTFALLS);
 });
 
 describe('the validation matrix of predict-matrix-2', () => {
