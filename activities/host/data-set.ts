@@ -343,8 +343,11 @@ export async function preallocateWal(deps: HostDeps, c: Client, wanted?: number)
   const missing = names.filter((n) => !present.has(n));
   if (missing.length === 0) return { segments: 0 };
   // As the server's user: dd writes the zeros and flushes them (conv=fsync), ln fails where the server made the
-  // segment first; the folder's entries are flushed last.
-  const script = `cd -- "$1" && shift && blocks=$1 && shift && for f; do t="$f.storage-lab-tmp"; dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; done; sync -- .`;
+  // segment first; the folder's entries are flushed last. The zeros go by direct I/O (oflag=direct), past the page
+  // cache: the same blocks written and flushed, at a third of the CPU of buffered writes and their writeback (on a
+  // modelled volume, 128 segments: 1.9 against 6.6 CPU seconds, docs/data-sets.md), CPU the checks beside it need.
+  // A file system without direct I/O gets buffered writes.
+  const script = `cd -- "$1" && shift && blocks=$1 && shift && for f; do t="$f.storage-lab-tmp"; { dd if=/dev/zero of="$t" bs=1M count="$blocks" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none; } && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; done; sync -- .`;
   await runProcess('/bin/sh', ['-c', script, 'sh', walDir, String(segmentBytes / 2 ** 20), ...missing], { ...asPostgresUser(deps), timeoutMs: 10 * 60_000 });
   return { segments: missing.length };
 }

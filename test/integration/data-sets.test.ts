@@ -192,6 +192,12 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     const before = await ahead(target);
     expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20))).toEqual({ segments: 8 - before });
     expect(await ahead(target)).toBe(8);
+    // Each made segment is whole and holds only zeros, as one PostgreSQL makes itself (wal_init_zero).
+    const walDir = path.join(target.deps.config.dataDir, 'pg_wal');
+    const last = readdirSync(walDir).filter((n) => /^[0-9A-F]{24}$/.test(n)).sort().at(-1)!;
+    const bytes = readFileSync(path.join(walDir, last));
+    expect(bytes.length).toBe(16 * 2 ** 20);
+    expect(bytes.every((b) => b === 0)).toBe(true);
     // The server writes into them: a segment switch lands in the next one, which keeps its size.
     await withConnection(target.deps.config, async (c) => {
       await c.query('CREATE TABLE public.wal_probe AS SELECT g FROM generate_series(1, 1000) g');
