@@ -10,6 +10,7 @@ import { registerLabRoot } from '../lib/lab-fs';
 import { hostAgentRoots } from '../lib/lab-paths';
 import { readConfig } from '../infra/providers/local/host-config-file';
 import { IoCap } from '../lib/io-cap';
+import { MemoryLimit } from '../lib/memory-limit';
 import { connectionOptions, temporalEnv } from './env';
 import { installLogging, log } from './logging';
 import { testSeamsFromEnv } from '../common/core/test-seams';
@@ -28,6 +29,10 @@ async function main(): Promise<void> {
   const ioCap = new IoCap(config);
   await ioCap.apply();
   log('INFO', ioCap.liftable ? `the ${config.volume?.model} device model is on; preparation lifts it` : `I/O cap: ${ioCap.note}`);
+  // Likewise the memory limit, which a data set's preparation lifts (lib/memory-limit.ts).
+  const memoryLimit = new MemoryLimit(config);
+  await memoryLimit.apply();
+  if (memoryLimit.liftable) log('INFO', `memory limit ${config.limits.memoryLimitMiB} MiB set; a data set's preparation lifts it`);
   const testSeams = testSeamsFromEnv(process.env);
   if (testSeams.asyncQuorum) log('WARN', "test seam on: this host writes synchronous_standby_names = '' whatever a drill asks");
   if (testSeams.durabilityOff) log('WARN', `test seam on: this host writes ${testSeams.durabilityOff} = off whatever the lab and the spec ask`);
@@ -37,7 +42,7 @@ async function main(): Promise<void> {
     connection,
     namespace: temporal.namespace,
     taskQueue: config.taskQueue,
-    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser(), ioCap, testSeams }),
+    activities: createHostActivities({ config, osUser: postgresOsUser(), clientUser: clientOsUser(), ioCap, memoryLimit, testSeams }),
     // The SDK sends heartbeats at most every 0.8 x the heartbeat timeout (48 s for a TPS run): progress (second,
     // TPS, rows, ETA) would reach the UI and `storage-lab watch` once a minute. Heartbeats are RPCs, not history
     // events, so sending the latest every 2 s costs the history nothing.

@@ -23,7 +23,7 @@ import { ownerOf } from '../../lib/backup-tool';
 import { heartbeatWhile } from '../progress';
 import { configureBackups, initBackupRepository, recoverFromBackup, walgReady } from './backup';
 import { backupTool } from './archiving';
-import { asPostgresUser, assertHost, type HostDeps, type HostInput } from './deps';
+import { asPostgresUser, assertHost, prepareDataSet, type HostDeps, type HostInput } from './deps';
 import { startCold } from './load';
 import { configurePostgres, isRunning, stopPostgres, type LabConfigInput } from './postgres';
 import { amcheck } from './restore-drill';
@@ -252,7 +252,7 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
       parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds, ...(walgWait.value.waited ? { walgBuildWaitSeconds: walgWait.seconds } : {}) },
     };
   };
-  const { value, preparedWithoutCap } = await deps.ioCap.prepare(run);
+  const { value, preparedWithoutCap } = await prepareDataSet(deps, run);
   return { ...value, preparedWithoutCap };
 }
 
@@ -462,7 +462,7 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
       postgresVersion: pg.postgresVersion,
     };
   };
-  const { value, preparedWithoutCap } = await deps.ioCap.prepare(run);
+  const { value, preparedWithoutCap } = await prepareDataSet(deps, run);
   return { ...value, preparedWithoutCap };
 }
 

@@ -6,7 +6,8 @@ import { ownedByAnotherRun } from '../../lib/claims';
 import { chownLab } from '../../lib/lab-fs';
 import type { HostConfig } from '../../common/core/hosts';
 import type { OsUser } from '../../lib/postgres-binaries';
-import type { IoCap } from '../../lib/io-cap';
+import type { IoCap, Prepared } from '../../lib/io-cap';
+import type { MemoryLimit } from '../../lib/memory-limit';
 import type { TestSeams } from '../../common/core/test-seams';
 
 export interface HostDeps {
@@ -20,8 +21,23 @@ export interface HostDeps {
    * (IoCap.withoutCap); a no-op on hosts without an emulated cap. The agent builds it from its config.
    */
   ioCap: IoCap;
+  /**
+   * The host's memory limit: lifted for a data set's publish and restore (prepareDataSet), set again after; absent where the
+   * agent does not own one (tests, tools), and a no-op on a host without a memory cgroup.
+   */
+  memoryLimit?: MemoryLimit;
   /** A test's switches (common/core/test-seams.ts); absent in production. */
   testSeams?: TestSeams;
+}
+
+/**
+ * Runs a data set's publish or restore (and its checks), which nothing measures and which end cold (startCold): with
+ * the I/O cap lifted (lib/io-cap.ts) and, inside that, the memory limit (lib/memory-limit.ts), set again first, so
+ * that the kernel's reclaim down to it still writes uncapped.
+ */
+export function prepareDataSet<T>(deps: Pick<HostDeps, 'ioCap' | 'memoryLimit'>, prepare: () => Promise<T>): Promise<Prepared<T>> {
+  const limit = deps.memoryLimit;
+  return deps.ioCap.prepare(limit ? () => limit.withoutLimit(prepare) : prepare);
 }
 
 /** Every host activity names its host; a task routed to the wrong agent must never touch this host's data. */

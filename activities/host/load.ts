@@ -75,6 +75,9 @@ export async function loadData(deps: HostDeps, input: LoadInput): Promise<LoadRe
   );
   if (archiving) return { ...(await load(deps, input)), preparedWithoutCap: false };
   // prepare() itself runs the load as it is, and claims nothing, where there is no cap to lift.
+  // The memory limit stays (prepareDataSet lifts it for a publish and a restore): without it, the load's 3.3 GB of
+  // rows stayed dirty in the page cache and reached the volume in one burst at the primary keys' sync, which took 40.2
+  // s where it takes 10.8 under the limit (local-quick-27 against -22, docs/data-sets.md).
   const { value, preparedWithoutCap } = await deps.ioCap.prepare(() => load(deps, input));
   return { ...value, preparedWithoutCap };
 }
