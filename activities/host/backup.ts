@@ -117,6 +117,17 @@ export function readRecoveryLog(logFile: string): ReturnType<typeof parseRecover
 }
 
 /**
+ * What a recovery whose server is gone says: the log's FATAL when it has one, as a failed recovery says it (the server
+ * can write its FATAL and exit between the poll's read of the log and its check that the server runs: a drill on a
+ * loaded machine then said "the server exited during recovery" without the reason, CI 2026-12-05), else the log's last
+ * lines (`lastLines`).
+ */
+export function exitedRecoveryDetail(logText: string, lastLines: string): string {
+  const fatal = parseRecoveryLog(logText).fatal;
+  return fatal ? `recovery failed: ${fatal.message}` : `the server exited during recovery:\n${lastLines}`;
+}
+
+/**
  * Starts the restored server and waits, at most timeoutSeconds, until recovery has reached its target and the
  * server accepts writes, or until recovery fails (the server exits: a missing WAL segment ends recovery before
  * its target). Returns the outcome either way; a failed recovery is a verdict, not an error to retry.
@@ -160,7 +171,7 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
       if (Date.now() - started > 2_000 && !(await isRunning(deps)))
         return {
           ok: false,
-          detail: `the server exited during recovery:\n${tail(logFile, 10)}`,
+          detail: exitedRecoveryDetail(readLabFile(logFile, { maxBytes: RECOVERY_LOG_BYTES }) ?? '', tail(logFile, 10)),
           replaySeconds: null,
           promoteSeconds: null,
           ...base,

@@ -1,7 +1,7 @@
 /** Parsers and pure helpers of the durability drills, on real output captured from pgBackRest 2.45 and PostgreSQL 15. */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { missingSegments } from '../../activities/host/backup';
+import { exitedRecoveryDetail, missingSegments } from '../../activities/host/backup';
 import { renderPgbackrestConfig } from '../../lib/pgbackrest';
 import { parseAmcheck } from '../../lib/parsers/pg-amcheck';
 import { parseArchiveListing, parseInfo, parseVerify } from '../../lib/parsers/pgbackrest';
@@ -129,6 +129,17 @@ describe('recovery log parser', () => {
     expect(log.fatal).toEqual({ at: '2026-11-30T07:39:20.031Z', message: 'recovery ended before configured recovery target was reached' });
     expect(log.readyAt).toBeNull();
     expect(log.restoredSegments).toEqual(['000000010000000000000003', '000000010000000000000004']);
+  });
+
+  it('gives the FATAL of a recovery whose server exited before the poll saw it, else the last lines', () => {
+    // The server wrote its FATAL and exited between the poll's read of the log and its check that the server runs.
+    expect(exitedRecoveryDetail(fixture('postgres-15', 'recovery-missing-segment.txt'), '(last lines)')).toBe(
+      'recovery failed: recovery ended before configured recovery target was reached',
+    );
+    // A server gone without a FATAL (killed): the log's last lines say what there is.
+    expect(exitedRecoveryDetail(fixture('postgres-15', 'recovery-latest.txt').split('\n').slice(0, 3).join('\n'), 'LOG:  redo starts at 0/3000028')).toBe(
+      'the server exited during recovery:\nLOG:  redo starts at 0/3000028',
+    );
   });
 
   it('times a recovery to the end of the archive', () => {
