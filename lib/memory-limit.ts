@@ -31,8 +31,15 @@ export function cgroupLimitFile(cg: { kind: 'v1' | 'v2'; memoryDir: string }): M
   return {
     write(bytes) {
       writeCgroupFile(cg.memoryDir, name, bytes === null ? (cg.kind === 'v1' ? '-1' : 'max') : String(bytes));
-      // The peak measured from here on is the measured phases' own, not the lifted preparation's (v1 resets on any write).
-      if (bytes !== null && cg.kind === 'v1') writeCgroupFile(cg.memoryDir, 'memory.max_usage_in_bytes', '0');
+      // The peak measured from here on is the measured phases' own, not the lifted preparation's (v1 resets on any
+      // write). Only a figure for a diagnosis (lib/cgroups.ts memoryState): a kernel that refuses it fails nothing.
+      if (bytes !== null && cg.kind === 'v1') {
+        try {
+          writeCgroupFile(cg.memoryDir, 'memory.max_usage_in_bytes', '0');
+        } catch {
+          // The limit is set; the peak stays the cgroup's whole life's.
+        }
+      }
     },
   };
 }
@@ -80,7 +87,7 @@ export class MemoryLimit {
         return;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || attempt >= this.retry.attempts)
-          throw new Error(`setting the host's memory limit of ${this.limitBytes / 2 ** 20} MiB again after a preparation failed: ${(err as Error).message}`);
+          throw new Error(`setting the host's memory limit of ${this.limitBytes / 2 ** 20} MiB failed (${attempt} attempts): ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, this.retry.ms));
       }
     }

@@ -64,8 +64,18 @@ describe('MemoryLimit', () => {
     await new MemoryLimit(HOST, file, retry).apply();
     expect(file.writes).toEqual(['768 MiB']);
     const stuck = limitFile(1000);
-    await expect(new MemoryLimit(HOST, stuck, retry).apply()).rejects.toThrow(/memory limit of 768 MiB again .*EBUSY/);
+    await expect(new MemoryLimit(HOST, stuck, retry).apply()).rejects.toThrow(/memory limit of 768 MiB failed \(5 attempts\): EBUSY/);
     expect(stuck.writes).toEqual([]);
+    // Any other refusal is not waited out.
+    let tries = 0;
+    const refused: MemoryLimitFile = {
+      write() {
+        tries++;
+        throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' });
+      },
+    };
+    await expect(new MemoryLimit(HOST, refused, retry).apply()).rejects.toThrow(/failed \(1 attempts\): EACCES/);
+    expect(tries).toBe(1);
   });
 
   it.each<[string, MemoryLimitHost]>([
