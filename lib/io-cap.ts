@@ -9,6 +9,7 @@
  * cap, and a real gp3 volume's cap cannot be lifted, so on AWS preparation runs at the real cap.
  */
 import type { HostConfig } from '../common/core/hosts';
+import { NestedLift } from './nested-lift';
 import { VolumeControl } from './volume';
 
 /** What IoCap reads of a host's config. */
@@ -45,8 +46,11 @@ export interface Prepared<T> {
 export class IoCap {
   readonly plan: IoCapPlan;
   private lifted = false;
-  /** Preparations running now: the model comes back when the last one ends, not when an inner one does. */
-  private depth = 0;
+  /** The model comes back when the last of nested preparations ends, not when an inner one does. */
+  private readonly nested = new NestedLift(
+    () => this.lift(),
+    () => this.apply(),
+  );
   private readonly control: ModelSwitch | null;
 
   constructor(host: IoCapHost, control?: ModelSwitch) {
@@ -89,15 +93,8 @@ export class IoCap {
    * that restarts the server inside its own preparation ran the rest of it on the model (gp3 restores' checks read at
    * 125 MiB/s, 30 s where nvme's took 9, while their results said "prepared without the cap").
    */
-  async withoutCap<T>(prepare: () => Promise<T>): Promise<T> {
-    this.depth++;
-    try {
-      if (this.depth === 1) await this.lift();
-      return await prepare();
-    } finally {
-      this.depth--;
-      if (this.depth === 0) await this.apply();
-    }
+  withoutCap<T>(prepare: () => Promise<T>): Promise<T> {
+    return this.nested.during(prepare);
   }
 
   /**

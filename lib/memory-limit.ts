@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { HostConfig } from '../common/core/hosts';
 import { writeCgroupFile } from './cgroups';
 import { readKernelFile } from './lab-fs';
+import { NestedLift } from './nested-lift';
 
 /** What MemoryLimit reads of a host's config. */
 export type MemoryLimitHost = Pick<HostConfig, 'cgroup' | 'limits'>;
@@ -51,8 +52,11 @@ export class MemoryLimit {
   /** The host's limit in bytes, or null where there is none to lift. */
   readonly limitBytes: number | null;
   private readonly file: MemoryLimitFile | null;
-  /** Preparations running now: the limit comes back when the last one ends. */
-  private depth = 0;
+  /** The limit comes back when the last of nested preparations ends. */
+  private readonly nested = new NestedLift(
+    () => this.lift(),
+    () => this.apply(),
+  );
 
   constructor(
     host: MemoryLimitHost,
@@ -94,19 +98,12 @@ export class MemoryLimit {
   }
 
   /** Runs a data set's preparation without the limit, and sets it again whatever happens. Nested calls lift once. */
-  async withoutLimit<T>(prepare: () => Promise<T>): Promise<T> {
-    this.depth++;
-    try {
-      if (this.depth === 1) await this.lift();
-      return await prepare();
-    } finally {
-      this.depth--;
-      if (this.depth === 0) await this.apply();
-    }
+  withoutLimit<T>(prepare: () => Promise<T>): Promise<T> {
+    return this.nested.during(prepare);
   }
 }
 
-/** The limit the kernel enforces now, in bytes (null: none, or no such file): what a test checks. */
+/** The limit the kernel enforces now, in bytes (null: none, or no such file; v1 says "none" with a number near 2^63, v2 with "max"). */
 export function enforcedMemoryLimit(cg: { kind: 'v1' | 'v2'; memoryDir: string }): number | null {
   try {
     const text = readKernelFile(path.join(cg.memoryDir, cg.kind === 'v1' ? 'memory.limit_in_bytes' : 'memory.max')).trim();

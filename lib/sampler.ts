@@ -16,6 +16,7 @@ import type { HostConfig } from '../common/core/hosts';
 import { cpuSeconds, ioCounters, writeCgroupFile } from './cgroups';
 import { deviceMajMin } from './block-devices';
 import { readKernelFile } from './lab-fs';
+import { enforcedMemoryLimit } from './memory-limit';
 import { connectLocal } from './pg';
 import { VolumeControl, type VolumeStats } from './volume';
 import { WORKLOAD_APP_PREFIX } from './pgbench-workload';
@@ -153,10 +154,7 @@ export class HostCounters {
     try {
       const stat = parseMemoryStat(readKernelFile(path.join(dir, 'memory.stat')));
       if (!stat) return null;
-      const limitFile = path.join(dir, this.host.cgroup!.kind === 'v1' ? 'memory.limit_in_bytes' : 'memory.max');
-      const limit = Number(readKernelFile(limitFile).trim());
-      // v1 says "no limit" with a number near 2^63, v2 with "max" (NaN here).
-      return { ...stat, limitBytes: Number.isFinite(limit) && limit < 2 ** 60 ? limit : null };
+      return { ...stat, limitBytes: enforcedMemoryLimit({ kind: this.host.cgroup!.kind, memoryDir: dir }) };
     } catch {
       return null;
     }

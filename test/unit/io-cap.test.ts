@@ -4,49 +4,11 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { IoCap, ioCapPlan, type IoCapHost, type ModelSwitch } from '../../lib/io-cap';
+import { IoCap, ioCapPlan, type IoCapHost } from '../../lib/io-cap';
+import { GP3, recorder } from '../helpers/io-cap';
 import { renderMarkdown, uncappedPreparationLine } from '../../analysis/report/markdown';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 import type { ExperimentResult } from '../../common/results/result';
-import { gp3Model, serverParams } from '../../common/model/devices';
-
-const GP3: IoCapHost = {
-  kind: 'emulated-ebs',
-  emulated: true,
-  volume: {
-    model: 'gp3',
-    params: serverParams(gp3Model()),
-    fuseDir: '/lab/hosts/h1/volume-fuse',
-    image: '/lab/hosts/h1/volume-fuse/volume.img',
-    socket: '/lab/hosts/h1/volume.sock',
-    pidFile: '/lab/hosts/h1/volume-server.pid',
-    log: '/lab/hosts/h1/volume-server.log',
-    backing: 'ram',
-    sizeBytes: 2 ** 30,
-  },
-};
-
-/** A volume server's model switch that records what it was told (and can fail), and a volume's I/O through it. */
-function recorder(fail?: { on: boolean; error: string }): ModelSwitch & { calls: string[]; io(): void } {
-  const calls: string[] = [];
-  let on = true;
-  let admitted = 0;
-  return {
-    calls,
-    async setModel(next: boolean) {
-      if (fail && fail.on === next) throw new Error(fail.error);
-      calls.push(next ? 'model on' : 'model off');
-      on = next;
-    },
-    async modelledIos() {
-      return admitted;
-    },
-    /** One read or write reaching the volume: the model admits it while it is on. */
-    io() {
-      if (on) admitted++;
-    },
-  };
-}
 
 describe('ioCapPlan', () => {
   it('lifts a modelled gp3 volume: the model of its server', () => {

@@ -4,9 +4,9 @@
  * prepareDataSet keeps with the I/O cap (the memory limit back first, while the writes of its reclaim are uncapped).
  */
 import { MemoryLimit, type MemoryLimitFile, type MemoryLimitHost } from '../../lib/memory-limit';
-import { IoCap, type IoCapHost, type ModelSwitch } from '../../lib/io-cap';
+import { IoCap } from '../../lib/io-cap';
 import { prepareDataSet } from '../../activities/host/deps';
-import { gp3Model, serverParams } from '../../common/model/devices';
+import { GP3, recorder } from '../helpers/io-cap';
 
 const HOST: MemoryLimitHost = {
   cgroup: { kind: 'v1', cpuDir: null, memoryDir: '/sys/fs/cgroup/memory/storage-lab/h1', ioDir: null },
@@ -93,32 +93,9 @@ describe('MemoryLimit', () => {
 });
 
 describe('prepareDataSet', () => {
-  const GP3: IoCapHost = {
-    kind: 'emulated-ebs',
-    emulated: true,
-    volume: {
-      model: 'gp3',
-      params: serverParams(gp3Model()),
-      fuseDir: '/lab/hosts/h1/volume-fuse',
-      image: '/lab/hosts/h1/volume-fuse/volume.img',
-      socket: '/lab/hosts/h1/volume.sock',
-      pidFile: '/lab/hosts/h1/volume-server.pid',
-      log: '/lab/hosts/h1/volume-server.log',
-      backing: 'ram',
-      sizeBytes: 2 ** 30,
-    },
-  };
-
   it('lifts the I/O cap, then the memory limit; sets the memory limit again first, the cap last', async () => {
-    const calls: string[] = [];
-    const model: ModelSwitch = {
-      async setModel(on) {
-        calls.push(on ? 'model on' : 'model off');
-      },
-      async modelledIos() {
-        return 0;
-      },
-    };
+    const model = recorder();
+    const calls = model.calls;
     const file: MemoryLimitFile = { write: (bytes) => void calls.push(bytes === null ? 'memory unlimited' : 'memory limited') };
     const out = await prepareDataSet({ ioCap: new IoCap(GP3, model), memoryLimit: new MemoryLimit(HOST, file) }, async () => {
       calls.push('restore');
@@ -129,8 +106,8 @@ describe('prepareDataSet', () => {
   });
 
   it('lifts only the I/O cap where the agent owns no memory limit', async () => {
-    const calls: string[] = [];
-    const model: ModelSwitch = { setModel: async (on) => void calls.push(on ? 'model on' : 'model off'), modelledIos: async () => 0 };
+    const model = recorder();
+    const calls = model.calls;
     await prepareDataSet({ ioCap: new IoCap(GP3, model) }, async () => void calls.push('load'));
     expect(calls).toEqual(['model off', 'load', 'model on']);
   });
