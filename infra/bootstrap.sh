@@ -30,8 +30,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 # --- Debian packages: only the missing ones, and apt-get update only when something is missing.
 step_debian() {
   # fio validates the modelled volumes against their models (test/integration/volume-fio, bench/volume-fidelity);
-  # nftables cuts loopback traffic for the partition drill.
-  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest fio nftables)
+  # nftables cuts loopback traffic for the partition drill; xxhash's xxhsum reads a data set's relation files byte
+  # for byte (activities/host/relation-files.ts).
+  local apt_packages=(postgresql postgresql-contrib util-linux e2fsprogs pgbackrest fio nftables xxhash)
   [ "$mode" = test ] && apt_packages+=(chromium)
   local missing=() p
   for p in "${apt_packages[@]}"; do

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import type { OwnerRecord } from '../../common/core/claims';
 import { FAILURE_TYPES } from '../../common/core/errors';
-import { DATA_SET_KEYS, DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type KeyReading, type KeyReadings, type RelationFacts } from '../../common/input/data-set';
+import { DATA_SET_KEYS, DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type KeyReading, type KeyReadings, type RelationFacts, type RelationFiles, identityCheckable, relationFileDifferences } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
 import type { BackupInfo } from '../../common/results/drill-result';
 import { checkClaim, ownedByAnotherRun } from '../../lib/claims';
@@ -27,6 +27,7 @@ import { asPostgresUser, assertHost, prepareDataSet, type HostDeps, type HostInp
 import { startCold } from './load';
 import { configurePostgres, isRunning, stopPostgres, type LabConfigInput } from './postgres';
 import { amcheck } from './restore-drill';
+import { relationFileDigests } from './relation-files';
 
 /** Archiving while the publish's base backup runs: the WAL between its start and stop must reach the repository. */
 const PUBLISH_ARCHIVE_TIMEOUT_SECONDS = 60;
@@ -134,11 +135,11 @@ export async function storageFacts(c: Client): Promise<{ relations: Record<strin
 /** The facts of the data set on a server: the row checksums (by `method`) and the storage facts, as one record. */
 export function combineFacts(
   method: ChecksumMethod,
-  sums: Record<string, { rows: number; sum: string }>,
+  sums: Record<string, { rows: number; sum: string | null; keys?: KeyReading }>,
   storage: Awaited<ReturnType<typeof storageFacts>>,
 ): DataSetFacts {
   const relations: Record<string, RelationFacts> = {};
-  for (const t of DATA_SET_TABLES) relations[t] = { rows: sums[t].rows, checksum: sums[t].sum, ...storage.relations[t] };
+  for (const t of DATA_SET_TABLES) relations[t] = { rows: sums[t].rows, checksum: sums[t].sum, ...(sums[t].keys ? { keys: sums[t].keys } : {}), ...storage.relations[t] };
   return { relations, databaseBytes: storage.databaseBytes, checksumMethod: method };
 }
 
@@ -179,6 +180,8 @@ export interface PublishParts {
   backupSeconds: number;
   /** Archiving off again: a restart with the host's own settings and a checkpoint. */
   archiveOffSeconds: number;
+  /** The relation files read (relationFileDigests), between the restart and the checkpoint; absent before it. */
+  relationFilesSeconds?: number;
   /**
    * Seconds the publish waited, before all of the above, for WAL-G's build beside the demo's first run
    * (lib/walg-build.ts); absent when WAL-G was there. When present, the load before it ran beside that compile.
@@ -238,18 +241,29 @@ export async function publishDataSet(deps: HostDeps, input: PublishInput): Promi
     );
     // Archiving off again (a restart), and the state every preparation ends in (startCold): the publish's reads of
     // every page are not left in the page cache, so the measured phases run as they would have without the publish.
-    const archiveOff = await timed(async () => {
-      await configurePostgres(deps, settings);
-      return withConnection(deps.config, async (c) => {
+    // The relation files are read between the two: after the restart's checkpoint, from the page cache the backup
+    // and the checksums filled, before startCold empties it. A restored host whose files are these scans no row.
+    const archiveOff = await timed(() => configurePostgres(deps, settings));
+    const files = await timed(() => heartbeatWhile('data set: relation files', () => withConnection(deps.config, (c) => relationFileDigests(deps, c))));
+    const cold = await timed(() =>
+      withConnection(deps.config, async (c) => {
         await startCold(deps, c);
         return walSegmentsAhead(c);
-      });
-    });
+      }),
+    );
     return {
-      facts: { ...combineFacts(prior.method, sums.value, prior.storage), walSegmentsAhead: archiveOff.value },
+      facts: { ...combineFacts(prior.method, sums.value, prior.storage), walSegmentsAhead: cold.value, ...(files.value ? { files: files.value } : {}) },
       backup: backup.value,
       seconds: since(started),
-      parts: { storageFactsSeconds, archiveOnSeconds: archiveOn.seconds, checksumSeconds: sums.seconds, backupSeconds: backup.seconds, archiveOffSeconds: archiveOff.seconds, ...(walgWait.value.waited ? { walgBuildWaitSeconds: walgWait.seconds } : {}) },
+      parts: {
+        storageFactsSeconds,
+        archiveOnSeconds: archiveOn.seconds,
+        checksumSeconds: sums.seconds,
+        backupSeconds: backup.seconds,
+        archiveOffSeconds: Math.round((archiveOff.seconds + cold.seconds) * 10) / 10,
+        relationFilesSeconds: files.seconds,
+        ...(walgWait.value.waited ? { walgBuildWaitSeconds: walgWait.seconds } : {}),
+      },
     };
   };
   const { value, preparedWithoutCap } = await prepareDataSet(deps, run);
@@ -283,9 +297,14 @@ export interface RestoreDataSetOutcome {
   preparedWithoutCap: boolean;
 }
 
-/** Where a restored host's check seconds went: the row checksums and pg_amcheck run side by side, so they overlap. */
+/** Where a restored host's check seconds went: the contents, pg_amcheck and the WAL segments run side by side, so they overlap. */
 export interface RestoreCheckParts {
   storageFactsSeconds: number;
+  /** The relation files read and compared with the publisher's (absent before it, or where none were read). */
+  relationFilesSeconds?: number;
+  /** Whether the rows were scanned for their checksums: false when the files were the publisher's (absent before it). */
+  rowsScanned?: boolean;
+  /** The row checksums' scan (0 when the rows were not scanned). */
   checksumSeconds: number;
   /** null when pg_amcheck did not run (data.verifyRows false). */
   amcheckSeconds: number | null;
@@ -350,6 +369,43 @@ export async function preallocateWal(deps: HostDeps, c: Client, wanted?: number)
   const script = `cd -- "$1" && shift && blocks=$1 && shift && for f; do t="$f.storage-lab-tmp"; { dd if=/dev/zero of="$t" bs=1M count="$blocks" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none; } && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; done; sync -- .`;
   await runProcess('/bin/sh', ['-c', script, 'sh', walDir, String(segmentBytes / 2 ** 20), ...missing], { ...asPostgresUser(deps), timeoutMs: 10 * 60_000 });
   return { segments: missing.length };
+}
+
+/** What a restored host's rows were checked by: its relation files, and the row checksums unless the files showed them. */
+interface RestoredContents {
+  files: RelationFiles | null;
+  filesSeconds: number | undefined;
+  /** The row checksums and the heap's key readings; null when the files are the publisher's and the rows not scanned. */
+  sums: Record<string, { rows: number; sum: string | null; keys?: KeyReading }> | null;
+  checksumSeconds: number;
+  /** The tables without a key, counted (their rows have no index to count them by) when the rows were not scanned. */
+  unkeyedRows: Record<string, number>;
+}
+
+/**
+ * A restored host's contents against its manifest: its relation files read and compared with the publisher's when the
+ * manifest has them, and the rows scanned for their checksums only when the files are not the publisher's byte for
+ * byte (or could not be read). The comparison itself is compareDataSet's, on what this returns.
+ */
+async function restoredContents(deps: HostDeps, published: DataSetFacts, method: ChecksumMethod): Promise<RestoredContents> {
+  let files: RelationFiles | null = null;
+  let filesSeconds: number | undefined;
+  if (identityCheckable(published)) {
+    // null where this host cannot read them as such (no xxhsum): then the rows are scanned, and nothing says files.
+    const read = await timed(() => withConnection(deps.config, (c) => relationFileDigests(deps, c)));
+    files = read.value;
+    if (files) filesSeconds = read.seconds;
+    if (files && relationFileDifferences(published.files!, files).length === 0) {
+      const unkeyedRows: Record<string, number> = {};
+      await withConnection(deps.config, async (c) => {
+        for (const t of DATA_SET_TABLES.filter((x) => !DATA_SET_KEYS[x]))
+          unkeyedRows[t] = Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM public.${quoteIdent(t)}`)).rows[0].n);
+      });
+      return { files, filesSeconds, sums: null, checksumSeconds: 0, unkeyedRows };
+    }
+  }
+  const sums = await timed(() => withConnection(deps.config, (c) => rowChecksums(c, method)));
+  return { files, filesSeconds, sums: sums.value, checksumSeconds: sums.seconds, unkeyedRows: {} };
 }
 
 /** pg_amcheck's connections on a restored host: the accounts heap and its primary key checked at once (2 cores). */
@@ -420,29 +476,36 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     // The manifest says how its checksums were computed: the restored host computes its own the same way.
     const method = checksumMethodOf(manifest.facts);
     const storage = await timed(() => withConnection(deps.config, storageFacts));
-    // The row checksums (one connection) and pg_amcheck (its own connections) read the same pages and share nothing
-    // else: side by side they use both cores. Each is the check it was alone.
-    // The index keys follow pg_amcheck on its side: together they take about what the checksums take alone.
-    // The WAL segments a loaded host keeps (preallocateWal) are written beside them: they touch no relation, and the
-    // checks are bound by the cores where the zeros are bound by the volume.
-    const [sums, [checked, index], wal] = await heartbeatWhile(
-      input.amcheck ? 'data set checks: row checksums beside pg_amcheck and the index keys' : 'data set checks: row checksums beside the index keys',
+    // Three lanes, on both cores. The contents: the relation files, then the row checksums only where the files are
+    // not the publisher's (one connection). pg_amcheck (its own connections), then the index keys. The WAL segments a
+    // loaded host keeps (preallocateWal): they touch no relation, and are bound by the volume where the checks are
+    // bound by the cores. Each is the check it was alone.
+    const [contents, [checked, index], wal] = await heartbeatWhile(
+      input.amcheck ? 'data set checks: relation files or row checksums, beside pg_amcheck and the index keys' : 'data set checks: relation files or row checksums, beside the index keys',
       () =>
         Promise.all([
-          timed(() => withConnection(deps.config, (c) => rowChecksums(c, method))),
+          restoredContents(deps, manifest.facts, method),
           (async () => [input.amcheck ? await timed(() => amcheck(deps, { jobs: AMCHECK_JOBS, heapallindexed: false })) : null, await timed(() => withConnection(deps.config, indexKeys))] as const)(),
           timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c, manifest.facts.walSegmentsAhead))),
         ]),
     );
-    const facts = combineFacts(method, sums.value, storage.value);
+    // Files the publisher's: each keyed table's rows are its index's entries (read here), and the heap's key reading
+    // the index is checked against is the publisher's (the same heap bytes), kept out of this host's facts.
+    const sums = contents.sums ?? Object.fromEntries(DATA_SET_TABLES.map((t) => [t, { rows: DATA_SET_KEYS[t] ? index.value[t].entries : contents.unkeyedRows[t], sum: null }]));
+    const facts = { ...combineFacts(method, sums, storage.value), ...(contents.files ? { files: contents.files } : {}) };
     const keys: Record<string, KeyReadings> = {};
-    for (const [table, heap] of Object.entries(sums.value)) if (heap.keys && index.value[table]) keys[table] = { heap: heap.keys, index: index.value[table] };
+    for (const table of Object.keys(DATA_SET_KEYS)) {
+      const heap = contents.sums ? contents.sums[table]?.keys : manifest.facts.relations[table]?.keys;
+      if (heap && index.value[table]) keys[table] = { heap, index: index.value[table] };
+    }
     // The checks read every page through shared buffers and the page cache: what they left goes, as after a load
     // (startCold: PostgreSQL 17's pg_buffercache_evict empties shared buffers; older servers keep them).
     const evict = await timed(() => withConnection(deps.config, (c) => startCold(deps, c)));
     const checkParts: RestoreCheckParts = {
       storageFactsSeconds: storage.seconds,
-      checksumSeconds: sums.seconds,
+      relationFilesSeconds: contents.filesSeconds,
+      rowsScanned: contents.sums !== null,
+      checksumSeconds: contents.checksumSeconds,
       amcheckSeconds: checked?.seconds ?? null,
       indexKeysSeconds: index.seconds,
       evictSeconds: evict.seconds,

@@ -41,15 +41,22 @@ export function dataPreparationMarkdown(result: Pick<ExperimentResult, 'classes'
     const p = c.dataSet!.publishParts;
     if (p)
       parts.push(
-        `- ${c.hostId} publish: storage facts ${s(p.storageFactsSeconds)}, archiving on ${s(p.archiveOnSeconds)}, row checksums ${s(p.checksumSeconds)} beside the base backup ${s(p.backupSeconds)}, archiving off ${s(p.archiveOffSeconds)}` +
+        `- ${c.hostId} publish: storage facts ${s(p.storageFactsSeconds)}, archiving on ${s(p.archiveOnSeconds)}, row checksums ${s(p.checksumSeconds)} beside the base backup ${s(p.backupSeconds)}, archiving off ${s(p.archiveOffSeconds)}${p.relationFilesSeconds === undefined ? '' : ` and the relation files read in it ${s(p.relationFilesSeconds)}`}` +
           (p.walgBuildWaitSeconds === undefined ? '' : `; before it, ${s(p.walgBuildWaitSeconds)} s waiting for WAL-G's build beside this first run on the machine, so the load ran beside that compile and its seconds are not a load's alone`),
       );
     const k = c.dataSet!.restore?.checkParts;
     if (k)
       parts.push(
-        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, row checksums ${s(k.checksumSeconds)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}${k.indexKeysSeconds === undefined ? '' : ` then the index keys ${s(k.indexKeysSeconds)}`}, checkpoint and eviction ${s(k.evictSeconds)}`,
+        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, ${contentsPart(k)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}${k.indexKeysSeconds === undefined ? '' : ` then the index keys ${s(k.indexKeysSeconds)}`}, checkpoint and eviction ${s(k.evictSeconds)}`,
       );
   }
   if (parts.length) lines.push('Where the seconds went (seconds of each part; the parts said to run beside each other overlap):', '', ...parts, '');
   return lines;
+}
+
+/** How a restored host's contents were checked: its relation files (and whether that spared the row scan), the rows. */
+function contentsPart(k: { relationFilesSeconds?: number; rowsScanned?: boolean; checksumSeconds: number }): string {
+  if (k.relationFilesSeconds === undefined) return `row checksums ${s(k.checksumSeconds)}`;
+  if (k.rowsScanned === false) return `relation files ${s(k.relationFilesSeconds)} (the publisher's byte for byte: no row scanned)`;
+  return `relation files ${s(k.relationFilesSeconds)} (not the publisher's), then row checksums ${s(k.checksumSeconds)}`;
 }

@@ -88,8 +88,13 @@ export function dataSetKey(parts: DataSetKeyParts): string {
 /** One relation of a data set as measured on a host. */
 export interface RelationFacts {
   rows: number;
-  /** Order-independent checksum of the rows (sum of the first 64 bits of each row's md5), as text. */
-  checksum: string;
+  /**
+   * Order-independent checksum of the rows (as checksumMethod says), as text; null where the rows were not scanned
+   * because every relation file is the publisher's byte for byte (DataSetFacts.files).
+   */
+  checksum: string | null;
+  /** The heap's reading of the table's key, from the same scan as the checksum (keyed tables; absent before it). */
+  keys?: KeyReading;
   /** The heap's bytes (main fork), and the table with its indexes, visibility map and free space map. */
   heapBytes: number;
   totalBytes: number;
@@ -129,6 +134,54 @@ export interface DataSetFacts {
    * checkpoints recycled): a restored host makes as many (preallocateWal). Absent in sets published before it.
    */
   walSegmentsAhead?: number;
+  /**
+   * Every file of the set's relations (each table, its indexes, its TOAST table and index) as a host read it after a
+   * checkpoint, nothing writing: the publisher's once its backup ended; a restored host's before its checks. Absent
+   * in sets published before it, or where the host had no xxhsum.
+   */
+  files?: RelationFiles;
+}
+
+/** One file of a relation (a fork's 1 GiB segment): its bytes and its XXH128 (`xxhsum -H2`). */
+export interface RelationFile {
+  bytes: number;
+  xxh128: string;
+}
+
+/**
+ * A data set's relation files: by relation (pgbench_accounts, pgbench_accounts_pkey, "pgbench_accounts TOAST", ...),
+ * then by file within it: the fork (main, fsm, vm, init) and, past the first 1 GiB segment, its number ("main.1").
+ */
+export type RelationFiles = Record<string, Record<string, RelationFile>>;
+
+/**
+ * How a restored host's relation files differ from the publisher's, one line each, or [] when each is the
+ * publisher's byte for byte: same relations, same files, same bytes, same XXH128. A record without every table of the
+ * set's main fork is a difference too: an empty or partial record never stands for identical files.
+ */
+export function relationFileDifferences(publisher: RelationFiles, restored: RelationFiles): string[] {
+  const out: string[] = [];
+  for (const t of DATA_SET_TABLES) if (!publisher[t]?.main) out.push(`${t}: the publisher recorded no main fork`);
+  const relations = [...new Set([...Object.keys(publisher), ...Object.keys(restored)])].sort();
+  for (const r of relations) {
+    const a = publisher[r] ?? {};
+    const b = restored[r] ?? {};
+    for (const f of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+      if (!a[f]) out.push(`${r} ${f}: not among the publisher's files`);
+      else if (!b[f]) out.push(`${r} ${f}: missing on the restored host`);
+      else if (a[f].bytes !== b[f].bytes) out.push(`${r} ${f}: ${b[f].bytes} bytes, the publisher's ${a[f].bytes}`);
+      else if (a[f].xxh128 !== b[f].xxh128) out.push(`${r} ${f}: XXH128 ${b[f].xxh128}, the publisher's ${a[f].xxh128}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether a restored host may take its rows as the publisher's without scanning them: the manifest has the
+ * publisher's files and the heap's key reading of every keyed table (what the index keys are checked against).
+ */
+export function identityCheckable(facts: DataSetFacts): boolean {
+  return !!facts.files && Object.keys(DATA_SET_KEYS).every((t) => !!facts.relations[t]?.keys);
 }
 
 /** The tables a data set holds (pgbench's), compared relation by relation. */
@@ -221,7 +274,8 @@ export function keysCheck(readings: Record<string, KeyReadings>): DataSetCheck {
 export const SIZE_TOLERANCE = 0.01;
 
 /**
- * The restored host against its manifest: every table's rows and checksum equal, heap and total sizes within 1 %,
+ * The restored host against its manifest: every table's rows equal, and its contents: the checksums equal, or every
+ * relation file the publisher's byte for byte (then the restored host scans no row), heap and total sizes within 1 %,
  * the freeze state (all-visible and all-frozen pages) equal within 1 %, pg_amcheck clean when it ran, and each
  * primary key's index entries the heap's keys when they were read (keysCheck). Each check
  * fails on data made to break it (test/unit/data-set.test.ts).
@@ -237,6 +291,9 @@ export function compareDataSet(
   const tables = [...new Set([...Object.keys(want), ...Object.keys(restored.relations)])].sort();
   const rows: string[] = [];
   const sums: string[] = [];
+  // Files the publisher's byte for byte are its rows: a restored host that shows it scans no row (its checksums null).
+  const fileDifferences = manifest.facts.files && restored.files ? relationFileDifferences(manifest.facts.files, restored.files) : null;
+  const sameFiles = fileDifferences !== null && fileDifferences.length === 0;
   // Checksums of two methods are different numbers for the same rows: never compared as if they were one.
   const methods = [checksumMethodOf(manifest.facts), checksumMethodOf(restored)];
   if (methods[0] !== methods[1]) sums.push(`computed with ${methods[1]}, the manifest's with ${methods[0]}`);
@@ -250,7 +307,9 @@ export function compareDataSet(
       continue;
     }
     if (a.rows !== b.rows) rows.push(`${t}: ${b.rows} rows, the manifest says ${a.rows}`);
-    if (methods[0] === methods[1] && a.checksum !== b.checksum) sums.push(`${t}: checksum ${b.checksum}, the manifest says ${a.checksum}`);
+    if (b.checksum === null) {
+      if (!sameFiles) sums.push(`${t}: its rows were not scanned, and its files are not shown to be the publisher's`);
+    } else if (methods[0] === methods[1] && a.checksum !== b.checksum) sums.push(`${t}: checksum ${b.checksum}, the manifest says ${a.checksum}`);
     for (const [what, x, y] of [
       ['heap', a.heapBytes, b.heapBytes],
       ['total', a.totalBytes, b.totalBytes],
@@ -264,12 +323,25 @@ export function compareDataSet(
   }
   const total = Object.values(restored.relations).reduce((s, r) => s + (r.rows ?? 0), 0);
   checks.push({ name: 'row counts', ok: rows.length === 0, detail: rows.length ? rows.join('; ') : `${tables.length} tables, ${total} rows, as the manifest` });
-  checks.push({ name: 'checksums', ok: sums.length === 0, detail: sums.length ? sums.join('; ') : `every table's checksum equal (${methods[0]})` });
+  if (sums.length && fileDifferences?.length) sums.push(`and ${fileDifferences.length} relation files differ from the publisher's: ${fileDifferences.slice(0, 3).join('; ')}`);
+  checks.push({ name: 'checksums', ok: sums.length === 0, detail: sums.length ? sums.join('; ') : contentsDetail(restored, methods[0], sameFiles, fileDifferences) });
   checks.push({ name: 'relation sizes', ok: sizes.length === 0, detail: sizes.length ? sizes.join('; ') : `heap and total sizes within ${SIZE_TOLERANCE * 100} %` });
   checks.push({ name: 'freeze state', ok: frozen.length === 0, detail: frozen.length ? frozen.join('; ') : 'all-visible and all-frozen pages as the source' });
   if (amcheck) checks.push({ name: 'pg_amcheck', ok: amcheck.ok, detail: amcheck.detail });
   if (keys) checks.push(keysCheck(keys));
   return checks;
+}
+
+/** What a passed contents check rests on: the files compared byte for byte, or the rows scanned (and why). */
+function contentsDetail(restored: DataSetFacts, method: ChecksumMethod, sameFiles: boolean, fileDifferences: string[] | null): string {
+  const scanned = Object.values(restored.relations).some((r) => r.checksum !== null);
+  if (sameFiles && !scanned) {
+    const files = Object.values(restored.files!).flatMap((r) => Object.values(r));
+    const bytes = files.reduce((s, f) => s + f.bytes, 0);
+    return `every relation file the publisher's byte for byte (${files.length} files, ${bytes} bytes, XXH128): its rows, not scanned again`;
+  }
+  const why = fileDifferences?.length ? `; ${fileDifferences.length} relation files differ from the publisher's (${fileDifferences.slice(0, 2).join('; ')}), so the rows were scanned` : '';
+  return `every table's checksum equal (${method})${why}`;
 }
 
 function within(expected: number, got: number, tolerance: number): boolean {

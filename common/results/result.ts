@@ -73,9 +73,9 @@ export interface ClusterDataSet {
   publishSeconds?: number;
   /**
    * Where the publish's seconds went (the publisher's own result): storage facts, archiving on, the row checksums and
-   * the base backup (side by side, so they overlap), archiving off.
+   * the base backup (side by side, so they overlap), archiving off, and the relation files read in it.
    */
-  publishParts?: { storageFactsSeconds: number; archiveOnSeconds: number; checksumSeconds: number; backupSeconds: number; archiveOffSeconds: number; walgBuildWaitSeconds?: number };
+  publishParts?: { storageFactsSeconds: number; archiveOnSeconds: number; checksumSeconds: number; backupSeconds: number; archiveOffSeconds: number; relationFilesSeconds?: number; walgBuildWaitSeconds?: number };
   /**
    * A restore's fetch, WAL replay with promote, and restart; the checks' seconds apart, and where they went (the row
    * checksums and pg_amcheck side by side, so they overlap).
@@ -85,7 +85,7 @@ export interface ClusterDataSet {
     recoverSeconds: number;
     restoreSeconds: number;
     checkSeconds: number;
-    checkParts?: { storageFactsSeconds: number; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number; walSegments?: number; walSeconds?: number };
+    checkParts?: { storageFactsSeconds: number; relationFilesSeconds?: number; rowsScanned?: boolean; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number; walSegments?: number; walSeconds?: number };
   };
   /** Seconds this host waited for another builder's manifest. */
   waitedSeconds?: number;

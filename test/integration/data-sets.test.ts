@@ -133,9 +133,16 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
     expect(again.backupLabel).toBe(restored.backupLabel);
     expect(compareDataSet(manifest, again.facts, null).every((c) => c.ok)).toBe(true);
-    // Each part of the checks timed apart: the row checksums and pg_amcheck ran side by side.
+    // Every relation file is the publisher's byte for byte (read after its backup): the rows were not scanned again.
+    expect(Object.keys(published.facts.files ?? {})).toEqual(expect.arrayContaining(['pgbench_accounts', 'pgbench_accounts_pkey', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history']));
+    expect(Object.keys(published.facts.files!.pgbench_accounts)).toEqual(expect.arrayContaining(['main', 'fsm', 'vm']));
+    expect(published.facts.files!.pgbench_accounts.main.bytes).toBe(published.facts.relations.pgbench_accounts.heapBytes);
+    expect(restored.facts.files).toEqual(published.facts.files);
+    expect(restored.facts.relations.pgbench_accounts).toMatchObject({ rows: 100_000, checksum: null });
+    expect(checks.find((c) => c.name === 'checksums')?.detail).toMatch(/^every relation file the publisher's byte for byte/);
+    // Each part of the checks timed apart: the relation files, then no row scan, beside pg_amcheck.
     expect(restored.facts.checksumMethod).toBe('hash-record-64');
-    expect(restored.checkParts).toMatchObject({ checksumSeconds: expect.any(Number), amcheckSeconds: expect.any(Number) });
+    expect(restored.checkParts).toMatchObject({ rowsScanned: false, relationFilesSeconds: expect.any(Number), checksumSeconds: 0, amcheckSeconds: expect.any(Number) });
     expect(again.checkParts?.amcheckSeconds).toBeNull();
     expect(published.parts).toMatchObject({ checksumSeconds: expect.any(Number), backupSeconds: expect.any(Number) });
   });
@@ -251,6 +258,9 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     const checked = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
     const failed = compareDataSet(manifest, checked.facts, checked.amcheck, checked.keys ?? null).filter((c) => !c.ok);
     expect(failed.map((c) => c.name)).toEqual(['checksums', 'index entries']);
+    // The heap's file is not the publisher's: the rows were scanned, and their checksum differs.
+    expect(checked.checkParts?.rowsScanned).toBe(true);
+    expect(failed[0].detail).toMatch(/^pgbench_accounts: checksum .*; and 1 relation files differ from the publisher's: pgbench_accounts main: XXH128/);
     expect(failed[1].detail).toMatch(/^pgbench_accounts: the index's aid values differ from the heap's/);
     expect(checked.amcheck).toMatchObject({ ok: true });
   });

@@ -51,6 +51,14 @@ describe('data preparation in the report', () => {
       /- h-gp3-0 publish: .*archiving off 1\.9; before it, 42\.5 s waiting for WAL-G's build beside this first run on the machine, so the load ran beside that compile/,
     );
   });
+  it('says how the contents were checked: the relation files, and whether they spared the row scan', () => {
+    const withParts = (k: object) => ({ ...restored, dataSet: { ...restored.dataSet!, restore: { ...restored.dataSet!.restore!, checkParts: { ...restored.dataSet!.restore!.checkParts!, ...k } } } });
+    const text = (k: object) => dataPreparationMarkdown({ classes: { nvme: { clusters: [withParts(k)] } } as never }).join('\n');
+    expect(text({ relationFilesSeconds: 1.9, rowsScanned: false, checksumSeconds: 0 })).toMatch(/- h-nvme-0 checks: storage facts 0\.2, relation files 1\.9 \(the publisher's byte for byte: no row scanned\) beside pg_amcheck 8\.5/);
+    expect(text({ relationFilesSeconds: 1.9, rowsScanned: true })).toMatch(/relation files 1\.9 \(not the publisher's\), then row checksums 4\.1 beside pg_amcheck/);
+    const published = { ...loaded, dataSet: { ...loaded.dataSet!, publishParts: { ...loaded.dataSet!.publishParts!, relationFilesSeconds: 0.6 } } };
+    expect(dataPreparationMarkdown({ classes: { gp3: { clusters: [published] } } as never }).join('\n')).toMatch(/archiving off 1\.9 and the relation files read in it 0\.6/);
+  });
   it('shows a failed comparison', () => {
     const bad = { ...restored, dataSet: { ...restored.dataSet!, checks: [{ name: 'checksums', ok: false, detail: 'pgbench_accounts differs' }] } };
     expect(dataPreparationMarkdown({ classes: { nvme: { clusters: [bad] } } as never }).join('\n')).toMatch(/\*\*failed\*\*: checksums: pgbench_accounts differs/);

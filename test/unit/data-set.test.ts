@@ -15,11 +15,16 @@ import {
   keysCheck,
   planPreparation,
   manifestProblems,
+  relationFileDifferences,
   type DataSetFacts,
+  type RelationFiles,
   type DataSetKeyParts,
   type KeyReadings,
 } from '../../common/input/data-set';
 import { scanNode } from '../../activities/host/data-set';
+import { parseXxhsum, relationFileLabel } from '../../activities/host/relation-files';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { resolveSpec } from '../../common/input/resolve';
 import { planRun } from '../../common/input/plan';
 import { estimateCost, estimatedHostHours } from '../../common/input/cost';
@@ -134,6 +139,77 @@ describe('comparison of a restored host with its manifest', () => {
     expect(compareDataSet(manifest, md5, null).every((c) => c.ok)).toBe(true);
     expect(checksumMethodFor(13)).toBe('md5-64');
     expect(checksumMethodFor(14)).toBe('hash-record-64');
+  });
+
+  // The publisher's relation files, as relationFileDigests records them.
+  const publisherFiles = (): RelationFiles => ({
+    pgbench_accounts: { main: { bytes: 13_434_880, xxh128: 'a'.repeat(32) }, fsm: { bytes: 24_576, xxh128: 'b'.repeat(32) }, vm: { bytes: 8192, xxh128: 'c'.repeat(32) } },
+    pgbench_accounts_pkey: { main: { bytes: 2_260_992, xxh128: 'd'.repeat(32) } },
+    pgbench_branches: { main: { bytes: 8192, xxh128: 'e'.repeat(32) } },
+    pgbench_tellers: { main: { bytes: 8192, xxh128: 'f'.repeat(32) } },
+    pgbench_history: { main: { bytes: 0, xxh128: '0'.repeat(32) } },
+  });
+  const withFiles = { ...manifest, facts: { ...facts, files: publisherFiles() } };
+  // A restored host that read its files and, finding them the publisher's, scanned no row.
+  const unscanned = (files: RelationFiles): DataSetFacts => {
+    const f = copy();
+    for (const r of Object.values(f.relations)) r.checksum = null;
+    return { ...f, files };
+  };
+
+  it('takes relation files the publisher\'s byte for byte for the rows, without their checksums', () => {
+    const checks = compareDataSet(withFiles, unscanned(publisherFiles()), null);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.find((c) => c.name === 'checksums')?.detail).toMatch(/^every relation file the publisher's byte for byte \(7 files, 15745024 bytes, XXH128\)/);
+  });
+
+  const fileBreaks: [string, (f: RelationFiles) => void, RegExp][] = [
+    ['a file with other bytes', (f) => (f.pgbench_accounts.main.xxh128 = '9'.repeat(32)), /pgbench_accounts main: XXH128 9{32}, the publisher's a{32}/],
+    ['a file of another size', (f) => (f.pgbench_accounts.vm.bytes += 8192), /pgbench_accounts vm: 16384 bytes, the publisher's 8192/],
+    ['a segment missing', (f) => delete f.pgbench_accounts.fsm, /pgbench_accounts fsm: missing on the restored host/],
+    ['a file the publisher had not', (f) => (f.pgbench_accounts['main.1'] = { bytes: 8192, xxh128: '1'.repeat(32) }), /pgbench_accounts main\.1: not among the publisher's files/],
+    ['an index missing', (f) => delete f.pgbench_accounts_pkey, /pgbench_accounts_pkey main: missing on the restored host/],
+  ];
+  it.each(fileBreaks)('fails the contents on %s when the rows were not scanned', (_what, breakIt, detail) => {
+    const files = publisherFiles();
+    breakIt(files);
+    const failed = compareDataSet(withFiles, unscanned(files), null).filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual(['checksums']);
+    expect(failed[0].detail).toMatch(detail);
+    expect(failed[0].detail).toMatch(/its rows were not scanned, and its files are not shown to be the publisher's/);
+  });
+
+  it('passes files that differ when the rows were scanned and their checksums are equal, saying so; fails when they are not', () => {
+    const files = publisherFiles();
+    files.pgbench_accounts.fsm.xxh128 = '2'.repeat(32);
+    const scanned = { ...copy(), files };
+    const checks = compareDataSet(withFiles, scanned, null);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.find((c) => c.name === 'checksums')?.detail).toMatch(/every table's checksum equal \(md5-64\); 1 relation files differ from the publisher's \(pgbench_accounts fsm: XXH128 2{32}/);
+    scanned.relations.pgbench_accounts.checksum = '1';
+    expect(compareDataSet(withFiles, scanned, null).find((c) => c.name === 'checksums')).toMatchObject({ ok: false, detail: expect.stringMatching(/checksum 1, the manifest says 123456789; and 1 relation files differ/) });
+  });
+
+  it('never takes an empty or partial record of the publisher\'s files, or no record, for identical files', () => {
+    expect(relationFileDifferences({}, {})).toEqual(['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history'].map((t) => `${t}: the publisher recorded no main fork`));
+    const partial = publisherFiles();
+    delete (partial as Partial<RelationFiles>).pgbench_tellers;
+    expect(compareDataSet({ ...manifest, facts: { ...facts, files: partial } }, unscanned(partial), null).find((c) => c.name === 'checksums')?.ok).toBe(false);
+    // A manifest without files (published before them): rows that were not scanned are never taken as checked.
+    expect(compareDataSet(manifest, unscanned(publisherFiles()), null).find((c) => c.name === 'checksums')?.ok).toBe(false);
+    expect(relationFileDifferences(publisherFiles(), publisherFiles())).toEqual([]);
+  });
+
+  it('reads xxhsum -H2 as it prints (captured, xxhash 0.8.1) and names each file by fork and segment', () => {
+    const out = parseXxhsum(readFileSync(path.join(__dirname, '../../../test/fixtures/xxhash-0.8.1/h2-accounts.txt'), 'utf8'));
+    expect(out.size).toBe(6);
+    expect(out.get('base/5/16396.3')).toBe('b609912dac92a60ed53f6263e17772b2');
+    expect(out.get('base/5/16396_vm')).toBe('58f40e4b9be2e11a7c64e4dfa048b6f4');
+    expect(() => parseXxhsum('XXH3 (base/5/1) = 5957edc2877e3093\n')).toThrow(/not "<XXH128>  <file>"/);
+    expect([...out.keys()].map((n) => relationFileLabel('16396', path.basename(n)))).toEqual(['main', 'main.1', 'main.2', 'main.3', 'fsm', 'vm']);
+    // Another relation's files, and names PostgreSQL never makes, are not this relation's.
+    for (const other of ['163960', '16396.0', '16396_init.x', '16396.1.1', '16396_fsm.']) expect(relationFileLabel('16396', other)).toBeNull();
+    expect(relationFileLabel('16396', '16396_init')).toBe('init');
   });
 
   it('fails on a pg_amcheck that found corruption', () => {

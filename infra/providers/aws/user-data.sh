@@ -45,7 +45,8 @@ export DEBIAN_FRONTEND=noninteractive
 . /etc/os-release
 apt_install() { apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confold "$@" >/dev/null; }
 apt-get update -qq
-apt_install ca-certificates curl gnupg xz-utils awscli e2fsprogs mdadm util-linux
+# xxhash: xxhsum reads a data set's relation files byte for byte (activities/host/relation-files.ts).
+apt_install ca-certificates curl gnupg xz-utils awscli e2fsprogs mdadm util-linux xxhash
 if [ -n "$POSTGRES_VERSION" ]; then
   step "adding apt.postgresql.org for PostgreSQL $POSTGRES_VERSION"
   install -d /usr/share/postgresql-common/pgdg
