@@ -649,6 +649,32 @@ export function readKernelFile(file: string): string {
   return readFileSync(kernelPath(file, 'read'), 'utf8');
 }
 
+/** PostgreSQL's POSIX dynamic shared memory segments (dsm_impl.c): the one kind of file the lab removes in /dev/shm. */
+const SERVER_SEGMENT = /^\/dev\/shm\/PostgreSQL\.\d+$/;
+
+/**
+ * Removes a segment a lab server's processes mapped before they were killed (lib/pg-dsm.ts), only while it is still
+ * the file that was read then: a regular file of that name with the same inode and owner. (/dev/shm is sticky: only
+ * its owner or root renames or removes an entry; unlink removes a link planted by that owner, never its target.)
+ * Returns whether it removed it; any other path is refused.
+ */
+export function removeServerSegment(file: string, read: { ino: number; uid: number }): boolean {
+  if (!SERVER_SEGMENT.test(file)) throw new LabPathError(`refused to remove ${file}: not a PostgreSQL segment in /dev/shm (PostgreSQL.<digits>)`);
+  let st: Stats;
+  try {
+    st = lstatSync(file);
+  } catch {
+    return false;
+  }
+  if (!st.isFile() || st.ino !== read.ino || st.uid !== read.uid) return false;
+  try {
+    unlinkSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The names in a kernel folder (/proc's processes, a cgroup's children). */
 export function listKernelDir(dir: string): string[] {
   return readdirSync(kernelPath(dir, 'list'));

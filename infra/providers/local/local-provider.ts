@@ -37,6 +37,7 @@ import { claimFile, ownedByAnotherRun, readClaimFile } from '../../../lib/claims
 import { backupsDirFor, ensureDir, hostsKeyFile, socketPathProblem } from '../../../lib/lab-paths';
 import { freePort } from '../../../lib/net';
 import { childrenOf } from '../../../lib/postgres-probe';
+import { mappedSegments, removeSegments } from '../../../lib/pg-dsm';
 import { findClientBinDir, findPostgresBinDir, postgresOsUser, serverUserReaches, unreachableServerError, type OsUser } from '../../../lib/postgres-binaries';
 import type { HostActor, HostConfig, HostInspection, HostRecord, HostRequest, ManagedHost, NetworkCutRecord, NetworkCutRequest, NetworkHealRecord } from '../../../common/core/hosts';
 import { CUT_TABLE_PREFIX, applyCut, cutRuleCount, cutRuleset, cutTableName, hostOfCutTable, labCutTag, listCutTables, removeCut, type CutHost } from '../../../lib/network-cut';
@@ -566,12 +567,28 @@ export class LocalProvider implements HostProvider {
   /** Kills everything on the host and waits until the kernel has reaped it, so mounts and cgroups can go. */
   private async killAndWait(hostId: string): Promise<void> {
     const cg = this.cgroupOf(hostId);
+    // The server's dynamic shared memory outlives a SIGKILL (lib/pg-dsm.ts): the segments its processes map are read
+    // first, and removed once they are killed (without cgroups, its postmaster's and its children's).
+    const segments = mappedSegments(cg ? pidsIn(cg) : this.postmasterTree(hostId));
     for (let i = 0; i < 200; i++) {
       await this.killHost(hostId);
-      if (!cg || pidsIn(cg).length === 0) return;
+      if (!cg || pidsIn(cg).length === 0) {
+        // A name unlinked while a dying process still maps it is harmless: the memory goes with the last mapping.
+        removeSegments(segments);
+        return;
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`host ${hostId}: processes still alive after SIGKILL: ${cg ? pidsIn(cg).join(' ') : ''}`);
+  }
+
+  /** Without cgroups: the host's postmaster (when its pid file still names it) and its children. */
+  private postmasterTree(hostId: string): number[] {
+    const configFile = path.join(this.hostDir(hostId), 'host.json');
+    const config = existsSync(configFile) ? readConfig(configFile) : null;
+    const pid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
+    if (!config || !pid || !commandLine(pid).includes(config.dataDir)) return [];
+    return [pid, ...childrenOf(pid)];
   }
 
   private supervisorAlive(config: HostConfig): boolean {
