@@ -86,7 +86,7 @@ export const LOCAL_PRESETS: Readonly<Record<string, Record<string, unknown>>> = 
     // 15 s of warm-up, so "TPS window steady" warns on gp3: the kernel writes back what the warm-up's first seconds
     // dirtied from 30 s on (dirty_expire_centisecs), and gp3's TPS falls about 10 s into the window (+7.3 to +9.0 %
     // above its last half in local-quick-32 to -34). 30 s made every window steady in six demos, but the hosts run one
-    // after the other, so it cost the whole run 30 s: second runs took 486-491 s, past issue 31's 8 minutes
+    // after the other, so it cost the whole run 30 s: second runs took 483-491 s, past issue 31's 8 minutes
     // (docs/storage-emulation.md, "Three demos with 30 s of warm-up").
     workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 15, script: RANDOM_UPDATE_SCRIPT },
     phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 256 }, backlog: { enabled: true, backlogMB: 1024 } },
