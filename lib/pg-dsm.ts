@@ -3,7 +3,7 @@
  * default) are files in /dev/shm named PostgreSQL.<handle> (src/backend/storage/ipc/dsm_impl.c). The server removes
  * them on a clean shutdown. A server killed outright (a host's teardown, a power cut) leaves them in the machine's
  * RAM, 1 MiB or more each: this machine had 3,722 of them (1.9 GB) after a day of runs and test suites
- * (2026-12-05), with the kernel reclaiming memory under the runs that followed.
+ * (2026-12-05).
  *
  * The lab removes exactly the segments its own host's processes mapped, read from /proc before the kill: never a
  * segment it cannot show is its server's (another server's on the machine, or one no process maps).
