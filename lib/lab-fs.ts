@@ -650,7 +650,7 @@ export function readKernelFile(file: string): string {
 }
 
 /** PostgreSQL's POSIX dynamic shared memory segments (dsm_impl.c): the one kind of file the lab removes in /dev/shm. */
-const SERVER_SEGMENT = /^\/dev\/shm\/PostgreSQL\.\d+$/;
+export const SERVER_SEGMENT = /^\/dev\/shm\/PostgreSQL\.\d+$/;
 
 /**
  * Removes a segment a lab server's processes mapped before they were killed (lib/pg-dsm.ts), only while it is still

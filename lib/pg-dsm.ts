@@ -9,10 +9,7 @@
  * segment it cannot show is its server's (another server's on the machine, or one no process maps).
  */
 import { lstatSync } from 'node:fs';
-import { readKernelFile, removeServerSegment } from './lab-fs';
-
-/** A POSIX segment PostgreSQL names, as /proc/<pid>/maps shows it (a removed one reads "... (deleted)"). */
-const SEGMENT = /^\/dev\/shm\/PostgreSQL\.\d+$/;
+import { SERVER_SEGMENT as SEGMENT, readKernelFile, removeServerSegment } from './lab-fs';
 
 /** The PostgreSQL segments in one /proc/<pid>/maps text. */
 export function segmentsInMaps(maps: string): string[] {

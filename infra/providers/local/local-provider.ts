@@ -242,19 +242,26 @@ export class LocalProvider implements HostProvider {
       for (const pid of pidsIn(cg)) signal(pid, 'SIGKILL');
       return;
     }
-    // Without cgroups: the postmaster by its pid file (it runs in a session of its own).
-    const config = existsSync(path.join(hostDir, 'host.json')) ? readConfig(path.join(hostDir, 'host.json')) : null;
-    const postmasterPid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
+    // Without cgroups: the postmaster by its pid file (it runs in a session of its own), and its children too: a
+    // backend stopped by SIGSTOP never runs to notice its postmaster's death (nor a SIGTERM until continued), while
+    // SIGKILL ends a stopped process. The postmaster is stopped first, so it forks no child while they are listed,
+    // and they are listed while it is still their parent.
+    const postmasterPid = this.postmasterOf(hostId);
     if (!postmasterPid) return;
-    // Its children too, when the pid is still this host's postmaster (a stale pid file may name another process
-    // now): a backend stopped by SIGSTOP never runs to notice its postmaster's death (nor a SIGTERM until
-    // continued), while SIGKILL ends a stopped process. The postmaster is stopped first, so it forks no child while
-    // they are listed, and they are listed while it is still their parent.
-    // The pid file is the postgres user's to write: a pid is killed only when it is this host's postmaster (its data
-    // folder on its command line), never whatever process that user named.
-    if (!config || !commandLine(postmasterPid).includes(config.dataDir)) return;
     if (signal(postmasterPid, 'SIGSTOP')) for (const pid of childrenOf(postmasterPid)) signal(pid, 'SIGKILL');
     signal(postmasterPid, 'SIGKILL');
+  }
+
+  /**
+   * The host's postmaster by its pid file, or null. The pid file is the postgres user's to write (and may be stale):
+   * a pid counts only when it is this host's postmaster (its data folder on its command line), never whatever process
+   * that user named.
+   */
+  private postmasterOf(hostId: string): number | null {
+    const configFile = path.join(this.hostDir(hostId), 'host.json');
+    const config = existsSync(configFile) ? readConfig(configFile) : null;
+    const pid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
+    return config && pid && commandLine(pid).includes(config.dataDir) ? pid : null;
   }
 
   /**
@@ -569,7 +576,8 @@ export class LocalProvider implements HostProvider {
     const cg = this.cgroupOf(hostId);
     // The server's dynamic shared memory outlives a SIGKILL (lib/pg-dsm.ts): the segments its processes map are read
     // first, and removed once they are killed (without cgroups, its postmaster's and its children's).
-    const segments = mappedSegments(cg ? pidsIn(cg) : this.postmasterTree(hostId));
+    const postmaster = cg ? null : this.postmasterOf(hostId);
+    const segments = mappedSegments(cg ? pidsIn(cg) : postmaster ? [postmaster, ...childrenOf(postmaster)] : []);
     for (let i = 0; i < 200; i++) {
       await this.killHost(hostId);
       if (!cg || pidsIn(cg).length === 0) {
@@ -580,15 +588,6 @@ export class LocalProvider implements HostProvider {
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`host ${hostId}: processes still alive after SIGKILL: ${cg ? pidsIn(cg).join(' ') : ''}`);
-  }
-
-  /** Without cgroups: the host's postmaster (when its pid file still names it) and its children. */
-  private postmasterTree(hostId: string): number[] {
-    const configFile = path.join(this.hostDir(hostId), 'host.json');
-    const config = existsSync(configFile) ? readConfig(configFile) : null;
-    const pid = config ? readPid(path.join(config.dataDir, 'postmaster.pid')) : null;
-    if (!config || !pid || !commandLine(pid).includes(config.dataDir)) return [];
-    return [pid, ...childrenOf(pid)];
   }
 
   private supervisorAlive(config: HostConfig): boolean {
