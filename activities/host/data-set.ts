@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import type { OwnerRecord } from '../../common/core/claims';
+import { DEFAULT_WAL_SEGMENT_BYTES } from '../../common/core/lsn';
 import { FAILURE_TYPES } from '../../common/core/errors';
 import { DATA_SET_KEYS, DATA_SET_TABLES, checksumMethodFor, checksumMethodOf, type ChecksumMethod, type DataSetFacts, type KeyReading, type KeyReadings, type RelationFacts, type RelationFiles, identityCheckable, relationFileDifferences } from '../../common/input/data-set';
 import type { ResolvedBackupStore } from '../../common/input/backup-store';
@@ -314,7 +315,13 @@ export interface RestoreCheckParts {
   evictSeconds: number;
   /** The WAL segments made ahead (preallocateWal, beside the checks) and their seconds; absent in results recorded before it. */
   walSegments?: number;
+  /** From the check's start until the segments were in pg_wal: the wait for their staging, then the links and writes. */
   walSeconds?: number;
+  /** Of walSegments, those staged during the fetch (stageWalSegments), and the staging's own seconds from the fetch's start. */
+  walStaged?: number;
+  walStagedSeconds?: number;
+  /** Why the staging wrote nothing (its segments then written after the checks' start). */
+  walStageError?: string;
 }
 
 /** A WAL segment's file name: timeline, then the segment number's high and low halves, 8 hex digits each. */
@@ -331,6 +338,60 @@ export async function walSegmentsAhead(c: Client): Promise<number> {
 }
 
 /**
+ * Where a restore writes its WAL segments' zeros ahead of time (stageWalSegments): beside the data folder, on the same
+ * file system (the volume under test), so that a staged file becomes a segment by a link, not a copy. The data folder
+ * itself must be empty for WAL-G's fetch.
+ */
+export function walAheadDir(deps: HostDeps): string {
+  return path.join(path.dirname(deps.config.dataDir), 'wal-ahead');
+}
+
+/**
+ * As the server's user, in `dir` (made afresh): `count` files of `blocks` MiB of zeros named 0, 1, ..., each written by
+ * direct I/O past the page cache and flushed (conv=fsync), buffered where the file system has no direct I/O. The
+ * zeros go by direct I/O: the same blocks written and flushed, at a third of the CPU of buffered writes and their
+ * writeback (on a modelled volume, 128 segments: 1.9 against 6.6 CPU seconds, docs/data-sets.md).
+ */
+const STAGE_SCRIPT = `rm -rf --one-file-system -- "$1" && mkdir -m 700 -- "$1" && cd -- "$1" && i=0 && while [ "$i" -lt "$3" ]; do { dd if=/dev/zero of="$i" bs=1M count="$2" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$i" bs=1M count="$2" conv=fsync status=none; } || exit 1; i=$((i+1)); done`;
+
+/**
+ * Writes, while the backup is fetched, the zero-filled WAL segments preallocateWal will need once the server is up
+ * (their names depend on where recovery ends, so they are staged under numbers and linked into pg_wal then). The fetch
+ * leaves part of a core idle, and the checks after it need both: the zeros off the checks' path (2026-12-05: 5.4-11.7
+ * s of them beside checks of 5.6 s). `count` segments of the default 16 MiB (the lab's clusters never set
+ * --wal-segsize; preallocateWal uses them only if the server's segments are that size). Never throws: a staging that
+ * failed stages nothing, and preallocateWal writes every segment itself.
+ */
+export async function stageWalSegments(deps: HostDeps, count: number): Promise<StagedWal> {
+  const started = Date.now();
+  const dir = walAheadDir(deps);
+  const n = Math.max(0, Math.floor(count));
+  if (n === 0) return { dir, count: 0, segmentBytes: DEFAULT_WAL_SEGMENT_BYTES, seconds: 0, error: null };
+  try {
+    await runProcess('/bin/sh', ['-c', STAGE_SCRIPT, 'sh', dir, String(DEFAULT_WAL_SEGMENT_BYTES / 2 ** 20), String(n)], { ...asPostgresUser(deps), cwd: '/', timeoutMs: 10 * 60_000 });
+    return { dir, count: n, segmentBytes: DEFAULT_WAL_SEGMENT_BYTES, seconds: (Date.now() - started) / 1000, error: null };
+  } catch (err) {
+    return { dir, count: 0, segmentBytes: DEFAULT_WAL_SEGMENT_BYTES, seconds: (Date.now() - started) / 1000, error: (err as Error).message.split('\n')[0] };
+  }
+}
+
+/** Zero-filled segments written ahead under numbers 0 .. count-1 in `dir`; count 0 when staging failed (error says why). */
+export interface StagedWal {
+  dir: string;
+  count: number;
+  segmentBytes: number;
+  seconds: number;
+  error: string | null;
+}
+
+/**
+ * The segments to put in pg_wal, each from a staged file while any is left (linked, then the staged name removed;
+ * where the server made the segment first, the link fails and the staged file just goes), else written there. A
+ * staged file of another size than the server's segments is never used.
+ */
+export const LINK_OR_WRITE_SCRIPT = `cd -- "$1" && blocks=$2 && stage=$3 && staged=$4 && shift 4 && i=0 && for f; do if [ "$i" -lt "$staged" ]; then s="$stage/$i"; i=$((i+1)); ln -- "$s" "$f" 2>/dev/null; rm -f -- "$s"; else t="$f.storage-lab-tmp"; { dd if=/dev/zero of="$t" bs=1M count="$blocks" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none; } && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; fi; done; sync -- .`;
+
+/**
  * Makes the WAL segments a loaded host has and a restored one lacks. A load's checkpoints leave pg_wal holding
  * recycled segments, up to max_wal_size (PostgreSQL keeps about 1.1 times the WAL between its checkpoints, capped
  * there), so the measured phases write their WAL into existing files. A restored host starts with min_wal_size's few,
@@ -338,11 +399,13 @@ export async function walSegmentsAhead(c: Client): Promise<number> {
  * restored host wrote 37.5 MiB/s where a loaded one wrote 22.4, and ran 1,316-1,336 TPS against 1,574, with the same
  * cold cache (2026-12-05). So the restore makes, ahead of the insert position, as many zero-filled segments as
  * the publisher had (at most max_wal_size's): the files PostgreSQL would make itself (it opens a segment that exists
- * instead of making it), each written aside, flushed, and linked into place, never over one the server made meanwhile.
+ * instead of making it), each flushed and linked into place, never over one the server made meanwhile.
  * `wanted`: how many segments ahead, the publisher's count (DataSetFacts.walSegmentsAhead); without one (a set
  * published before it), as many as max_wal_size holds, what a load's checkpoints keep at most.
+ * `staged`: segments stageWalSegments wrote during the fetch, used first; the staging folder is removed in any case
+ * (also one an earlier attempt left).
  */
-export async function preallocateWal(deps: HostDeps, c: Client, wanted?: number): Promise<{ segments: number }> {
+export async function preallocateWal(deps: HostDeps, c: Client, wanted?: number, staged?: StagedWal | null): Promise<{ segments: number; staged: number }> {
   const r = await c.query<{ current: string; segment: string; max: string }>(
     `SELECT pg_walfile_name(pg_current_wal_insert_lsn()) AS current,
             (SELECT setting FROM pg_settings WHERE name = 'wal_segment_size') AS segment,
@@ -360,15 +423,17 @@ export async function preallocateWal(deps: HostDeps, c: Client, wanted?: number)
   const walDir = path.join(deps.config.dataDir, 'pg_wal');
   const present = new Set(listLabDir(walDir) ?? []);
   const missing = names.filter((n) => !present.has(n));
-  if (missing.length === 0) return { segments: 0 };
-  // As the server's user: dd writes the zeros and flushes them (conv=fsync), ln fails where the server made the
-  // segment first; the folder's entries are flushed last. The zeros go by direct I/O (oflag=direct), past the page
-  // cache: the same blocks written and flushed, at a third of the CPU of buffered writes and their writeback (on a
-  // modelled volume, 128 segments: 1.9 against 6.6 CPU seconds, docs/data-sets.md), CPU the checks beside it need.
-  // A file system without direct I/O gets buffered writes.
-  const script = `cd -- "$1" && shift && blocks=$1 && shift && for f; do t="$f.storage-lab-tmp"; { dd if=/dev/zero of="$t" bs=1M count="$blocks" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none; } && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; done; sync -- .`;
-  await runProcess('/bin/sh', ['-c', script, 'sh', walDir, String(segmentBytes / 2 ** 20), ...missing], { ...asPostgresUser(deps), timeoutMs: 10 * 60_000 });
-  return { segments: missing.length };
+  const stageDir = walAheadDir(deps);
+  const usable = staged && staged.dir === stageDir && staged.segmentBytes === segmentBytes ? Math.min(staged.count, missing.length) : 0;
+  try {
+    if (missing.length === 0) return { segments: 0, staged: 0 };
+    // As the server's user: staged files linked, the rest written by dd (flushed, conv=fsync); ln fails where the
+    // server made the segment first; the folder's entries are flushed last.
+    await runProcess('/bin/sh', ['-c', LINK_OR_WRITE_SCRIPT, 'sh', walDir, String(segmentBytes / 2 ** 20), stageDir, String(usable), ...missing], { ...asPostgresUser(deps), timeoutMs: 10 * 60_000 });
+    return { segments: missing.length, staged: usable };
+  } finally {
+    if (existsSync(stageDir)) await removeTreeAs(deps.osUser, stageDir);
+  }
 }
 
 /** What a restored host's rows were checked by: its relation files, and the row checksums unless the files showed them. */
@@ -441,6 +506,7 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
     let fetchSeconds = 0;
     let recoverSeconds = 0;
     let backupLabel = '';
+    let staging: Promise<StagedWal | null> = Promise.resolve(null);
     const done = readLabFile(restoredRecord(deps));
     const previous = done ? (JSON.parse(done) as { key: string; backupLabel: string; fetchSeconds: number; recoverSeconds: number }) : null;
     if (previous?.key === input.key && existsSync(path.join(config.dataDir, 'PG_VERSION'))) {
@@ -452,7 +518,12 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
         await removeTreeAs(deps.osUser, config.dataDir);
       }
       await configureBackups(deps, { hostId: input.hostId, store, tool: 'wal-g', compression: 'lz4' });
-      const fetched = await heartbeatWhile('data set: fetch', (signal) => backupTool(deps, store, 'wal-g').restore({ type: 'latest' }, signal));
+      // The WAL segments' zeros are written beside the fetch, off the checks' path (stageWalSegments).
+      staging = stageWalSegments(deps, manifest.facts.walSegmentsAhead ?? 0);
+      const fetched = await heartbeatWhile('data set: fetch', (signal) => backupTool(deps, store, 'wal-g').restore({ type: 'latest' }, signal)).catch(async (err: unknown) => {
+        await staging; // its dd must not write on while another attempt stages afresh
+        throw err;
+      });
       backupLabel = fetched.backupLabel;
       fetchSeconds = fetched.seconds;
       const recoverStarted = Date.now();
@@ -486,7 +557,7 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
         Promise.all([
           restoredContents(deps, manifest.facts, method),
           (async () => [input.amcheck ? await timed(() => amcheck(deps, { jobs: AMCHECK_JOBS, heapallindexed: false })) : null, await timed(() => withConnection(deps.config, indexKeys))] as const)(),
-          timed(() => withConnection(deps.config, (c) => preallocateWal(deps, c, manifest.facts.walSegmentsAhead))),
+          timed(async () => { const staged = await staging; return { staged, made: await withConnection(deps.config, (c) => preallocateWal(deps, c, manifest.facts.walSegmentsAhead, staged)) }; }),
         ]),
     );
     // Files the publisher's: each keyed table's rows are its index's entries (read here), and the heap's key reading
@@ -509,8 +580,9 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
       amcheckSeconds: checked?.seconds ?? null,
       indexKeysSeconds: index.seconds,
       evictSeconds: evict.seconds,
-      walSegments: wal.value.segments,
+      walSegments: wal.value.made.segments,
       walSeconds: wal.seconds,
+      ...(wal.value.staged ? { walStaged: wal.value.made.staged, walStagedSeconds: wal.value.staged.seconds, ...(wal.value.staged.error ? { walStageError: wal.value.staged.error } : {}) } : {}),
     };
     return {
       backupLabel,

@@ -47,7 +47,7 @@ export function dataPreparationMarkdown(result: Pick<ExperimentResult, 'classes'
     const k = c.dataSet!.restore?.checkParts;
     if (k)
       parts.push(
-        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, ${contentsPart(k)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}${k.indexKeysSeconds === undefined ? '' : ` then the index keys ${s(k.indexKeysSeconds)}`}, checkpoint and eviction ${s(k.evictSeconds)}`,
+        `- ${c.hostId} checks: storage facts ${s(k.storageFactsSeconds)}, ${contentsPart(k)}${k.amcheckSeconds === null ? ' (no pg_amcheck)' : ` beside pg_amcheck ${s(k.amcheckSeconds)}`}${k.indexKeysSeconds === undefined ? '' : ` then the index keys ${s(k.indexKeysSeconds)}`}${walPart(k)}, checkpoint and eviction ${s(k.evictSeconds)}`,
       );
   }
   if (parts.length) lines.push('Where the seconds went (seconds of each part; the parts said to run beside each other overlap):', '', ...parts, '');
@@ -59,4 +59,16 @@ function contentsPart(k: { relationFilesSeconds?: number; rowsScanned?: boolean;
   if (k.relationFilesSeconds === undefined) return `row checksums ${s(k.checksumSeconds)}`;
   if (k.rowsScanned === false) return `relation files ${s(k.relationFilesSeconds)} (the publisher's byte for byte: no row scanned)`;
   return `relation files ${s(k.relationFilesSeconds)} (not the publisher's), then row checksums ${s(k.checksumSeconds)}`;
+}
+
+/** The WAL segments a restored host made ahead, beside the checks: how many, how many were staged during the fetch. */
+export function walPart(k: { walSegments?: number; walSeconds?: number; walStaged?: number; walStagedSeconds?: number; walStageError?: string }): string {
+  if (k.walSegments === undefined || k.walSeconds === undefined) return '';
+  const staged =
+    k.walStaged === undefined
+      ? ''
+      : k.walStageError
+        ? ` (their staging during the fetch failed: ${k.walStageError})`
+        : ` (${k.walStaged} of them written during the fetch, in ${s(k.walStagedSeconds ?? 0)} from its start)`;
+  return `, beside them the WAL segments ahead: ${k.walSegments}${staged}, in pg_wal ${s(k.walSeconds)} after the checks began`;
 }

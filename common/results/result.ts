@@ -85,7 +85,7 @@ export interface ClusterDataSet {
     recoverSeconds: number;
     restoreSeconds: number;
     checkSeconds: number;
-    checkParts?: { storageFactsSeconds: number; relationFilesSeconds?: number; rowsScanned?: boolean; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number; walSegments?: number; walSeconds?: number };
+    checkParts?: { storageFactsSeconds: number; relationFilesSeconds?: number; rowsScanned?: boolean; checksumSeconds: number; amcheckSeconds: number | null; indexKeysSeconds?: number; evictSeconds: number; walSegments?: number; walSeconds?: number; walStaged?: number; walStagedSeconds?: number; walStageError?: string };
   };
   /** Seconds this host waited for another builder's manifest. */
   waitedSeconds?: number;

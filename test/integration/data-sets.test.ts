@@ -8,12 +8,12 @@
  */
 import { manifestOf as sharedManifestOf } from '../helpers/data-set-manifest';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
 import { createDataSetActivities, type DataSetClaim } from '../../activities/control/data-sets';
-import { dataSetFacts, preallocateWal, publishDataSet, restoreDataSet, describeServer, type PublishOutcome } from '../../activities/host/data-set';
+import { dataSetFacts, preallocateWal, publishDataSet, restoreDataSet, describeServer, stageWalSegments, walAheadDir, type PublishOutcome } from '../../activities/host/data-set';
 import { loadData, startCold } from '../../activities/host/load';
 import { execFileSync } from 'node:child_process';
 import { stopPostgres } from '../../activities/host/postgres';
@@ -144,6 +144,10 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     expect(restored.facts.checksumMethod).toBe('hash-record-64');
     expect(restored.checkParts).toMatchObject({ rowsScanned: false, relationFilesSeconds: expect.any(Number), checksumSeconds: 0, amcheckSeconds: expect.any(Number) });
     expect(again.checkParts?.amcheckSeconds).toBeNull();
+    // The WAL segments ahead were written during the fetch (staged) and linked in; the staging folder is gone.
+    expect(restored.checkParts).toMatchObject({ walSegments: expect.any(Number), walStaged: restored.checkParts?.walSegments, walStagedSeconds: expect.any(Number) });
+    expect(restored.checkParts?.walStageError).toBeUndefined();
+    expect(existsSync(walAheadDir(target.deps))).toBe(false);
     expect(published.parts).toMatchObject({ checksumSeconds: expect.any(Number), backupSeconds: expect.any(Number) });
   });
 
@@ -194,10 +198,10 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     console.log(`WAL segments ahead: the publisher ${published}, the restored host ${await ahead(target)}`);
     expect(await ahead(target)).toBeGreaterThanOrEqual(Math.min(8, published));
     // Made once: a second call finds them all there.
-    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, published))).toEqual({ segments: 0 });
+    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, published))).toEqual({ segments: 0, staged: 0 });
     // Asked for more (a publisher whose load recycled more), it makes the rest, never beyond max_wal_size's 8.
     const before = await ahead(target);
-    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20))).toEqual({ segments: 8 - before });
+    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20))).toEqual({ segments: 8 - before, staged: 0 });
     expect(await ahead(target)).toBe(8);
     // Each made segment is whole and holds only zeros, as one PostgreSQL makes itself (wal_init_zero).
     const walDir = path.join(target.deps.config.dataDir, 'pg_wal');
@@ -212,6 +216,29 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
       await c.query('DROP TABLE public.wal_probe');
     });
     expect(await ahead(target)).toBeGreaterThanOrEqual(7);
+    // Segments staged during a fetch (here, by hand) are linked in first, the rest written; the staging folder goes.
+    // The two last segments ahead removed first (unused yet: the server would make them again), so some are missing.
+    const stageDir = walAheadDir(target.deps);
+    const segments = () => readdirSync(walDir).filter((n) => /^[0-9A-F]{24}$/.test(n)).sort();
+    for (const n of segments().slice(-2)) rmSync(path.join(walDir, n));
+    const missingNow = 8 - (await ahead(target));
+    expect(missingNow).toBeGreaterThanOrEqual(2);
+    const staged = await stageWalSegments(target.deps, missingNow + 2);
+    expect(staged).toMatchObject({ dir: stageDir, count: missingNow + 2, error: null });
+    expect(readdirSync(stageDir).sort()).toEqual(Array.from({ length: missingNow + 2 }, (_, i) => String(i)).sort());
+    const stagedInodes = Array.from({ length: missingNow }, (_, i) => statSync(path.join(stageDir, String(i))).ino);
+    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20, staged))).toEqual({ segments: missingNow, staged: missingNow });
+    expect(existsSync(stageDir)).toBe(false);
+    expect(await ahead(target)).toBe(8);
+    // The missing segments are the staged files themselves (linked, not copied), whole and zero-filled.
+    const walInodes = new Set(segments().map((n) => statSync(path.join(walDir, n)).ino));
+    expect(stagedInodes.filter((ino) => walInodes.has(ino))).toEqual(stagedInodes);
+    const newest = readFileSync(path.join(walDir, segments().at(-1)!));
+    expect(newest.length === 16 * 2 ** 20 && newest.every((b) => b === 0)).toBe(true);
+    // Staged files of another size than the server's segments are never used, and go too.
+    const odd = { ...(await stageWalSegments(target.deps, 1)), segmentBytes: 8 * 2 ** 20 };
+    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20, odd))).toEqual({ segments: 0, staged: 0 });
+    expect(existsSync(stageDir)).toBe(false);
   });
 
   it('a manifest of the first format (md5-64 checksums) is checked the way it was computed', async () => {

@@ -59,6 +59,14 @@ describe('data preparation in the report', () => {
     const published = { ...loaded, dataSet: { ...loaded.dataSet!, publishParts: { ...loaded.dataSet!.publishParts!, relationFilesSeconds: 0.6 } } };
     expect(dataPreparationMarkdown({ classes: { gp3: { clusters: [published] } } as never }).join('\n')).toMatch(/archiving off 1\.9 and the relation files read in it 0\.6/);
   });
+  it('says how many WAL segments were made ahead, how many during the fetch, and why none were staged', () => {
+    const withParts = (k: object) => ({ ...restored, dataSet: { ...restored.dataSet!, restore: { ...restored.dataSet!.restore!, checkParts: { ...restored.dataSet!.restore!.checkParts!, ...k } } } });
+    const text = (k: object) => dataPreparationMarkdown({ classes: { nvme: { clusters: [withParts(k)] } } as never }).join('\n');
+    expect(text({})).not.toMatch(/WAL segments/);
+    expect(text({ walSegments: 252, walSeconds: 5.4 })).toMatch(/beside them the WAL segments ahead: 252, in pg_wal 5\.4 after the checks began, checkpoint/);
+    expect(text({ walSegments: 252, walSeconds: 0.3, walStaged: 252, walStagedSeconds: 7.9 })).toMatch(/WAL segments ahead: 252 \(252 of them written during the fetch, in 7\.9 from its start\), in pg_wal 0\.3/);
+    expect(text({ walSegments: 252, walSeconds: 6.1, walStaged: 0, walStagedSeconds: 0.1, walStageError: 'dd: No space left on device' })).toMatch(/\(their staging during the fetch failed: dd: No space left on device\)/);
+  });
   it('shows a failed comparison', () => {
     const bad = { ...restored, dataSet: { ...restored.dataSet!, checks: [{ name: 'checksums', ok: false, detail: 'pgbench_accounts differs' }] } };
     expect(dataPreparationMarkdown({ classes: { nvme: { clusters: [bad] } } as never }).join('\n')).toMatch(/\*\*failed\*\*: checksums: pgbench_accounts differs/);
