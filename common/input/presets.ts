@@ -83,12 +83,13 @@ export const LOCAL_PRESETS: Readonly<Record<string, Record<string, unknown>>> = 
       settings: { checkpoint_timeout: '15min' },
     },
     data: { scale: 250, chunkRows: 500_000, loadWriters: 2 },
-    // 15 s of warm-up, so "TPS window steady" warns on gp3: the kernel writes back what the warm-up's first seconds
-    // dirtied from 30 s on (dirty_expire_centisecs), and gp3's TPS falls about 10 s into the window (+7.3 to +9.0 %
-    // above its last half in local-quick-32 to -34). 30 s made every window steady in six demos, but the hosts run one
-    // after the other, so it cost the whole run 30 s: second runs took 483-491 s, past issue 31's 8 minutes
-    // (docs/storage-emulation.md, "Three demos with 30 s of warm-up").
-    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 15, script: RANDOM_UPDATE_SCRIPT },
+    // 25 s of warm-up: the kernel writes back what the warm-up's first seconds dirtied from 30 s on
+    // (dirty_expire_centisecs), and gp3's TPS falls when it does. After 15 s the window began 15 s before that fall and
+    // "TPS window steady" warned on gp3 in every run (+7.3 to +11.3 % above its last half); 30 s made every window
+    // steady in six demos. The hosts run one after the other, so each 5 s is 10 s of a whole run: 30 s took second runs
+    // to 483-491 s, past issue 31's 8 minutes, when restores took 15 s; with 9-11 s restores and 15 s of warm-up they
+    // took 415-456 s (docs/storage-emulation.md, "Three demos with 30 s of warm-up"; docs/data-sets.md).
+    workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 25, script: RANDOM_UPDATE_SCRIPT },
     phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 256 }, backlog: { enabled: true, backlogMB: 1024 } },
   }),
   /**
