@@ -347,12 +347,16 @@ export function walAheadDir(deps: HostDeps): string {
 }
 
 /**
- * As the server's user, in `dir` (made afresh): `count` files of `blocks` MiB of zeros named 0, 1, ..., each written by
- * direct I/O past the page cache and flushed (conv=fsync), buffered where the file system has no direct I/O. The
- * zeros go by direct I/O: the same blocks written and flushed, at a third of the CPU of buffered writes and their
- * writeback (on a modelled volume, 128 segments: 1.9 against 6.6 CPU seconds, docs/data-sets.md).
+ * A shell command writing `$blocks` MiB of zeros to the file named by the shell expression `file`, flushed
+ * (conv=fsync), by direct I/O past the page cache: the same blocks written and flushed, at a third of the CPU of
+ * buffered writes and their writeback (on a modelled volume, 128 segments: 1.9 against 6.6 CPU seconds,
+ * docs/data-sets.md). A file system without direct I/O gets buffered writes.
  */
-const STAGE_SCRIPT = `rm -rf --one-file-system -- "$1" && mkdir -m 700 -- "$1" && cd -- "$1" && i=0 && while [ "$i" -lt "$3" ]; do { dd if=/dev/zero of="$i" bs=1M count="$2" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$i" bs=1M count="$2" conv=fsync status=none; } || exit 1; i=$((i+1)); done`;
+const zeros = (file: string) =>
+  `{ dd if=/dev/zero of=${file} bs=1M count="$blocks" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of=${file} bs=1M count="$blocks" conv=fsync status=none; }`;
+
+/** As the server's user, in `$1` (made afresh): `$3` files of `$2` MiB of zeros named 0, 1, ... */
+const STAGE_SCRIPT = `rm -rf --one-file-system -- "$1" && mkdir -m 700 -- "$1" && cd -- "$1" && blocks=$2 && i=0 && while [ "$i" -lt "$3" ]; do ${zeros('"$i"')} || exit 1; i=$((i+1)); done`;
 
 /**
  * Writes, while the backup is fetched, the zero-filled WAL segments preallocateWal will need once the server is up
@@ -389,7 +393,7 @@ export interface StagedWal {
  * where the server made the segment first, the link fails and the staged file just goes), else written there. A
  * staged file of another size than the server's segments is never used.
  */
-export const LINK_OR_WRITE_SCRIPT = `cd -- "$1" && blocks=$2 && stage=$3 && staged=$4 && shift 4 && i=0 && for f; do if [ "$i" -lt "$staged" ]; then s="$stage/$i"; i=$((i+1)); ln -- "$s" "$f" 2>/dev/null; rm -f -- "$s"; else t="$f.storage-lab-tmp"; { dd if=/dev/zero of="$t" bs=1M count="$blocks" oflag=direct conv=fsync status=none 2>/dev/null || dd if=/dev/zero of="$t" bs=1M count="$blocks" conv=fsync status=none; } && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; fi; done; sync -- .`;
+const LINK_OR_WRITE_SCRIPT = `cd -- "$1" && blocks=$2 && stage=$3 && staged=$4 && shift 4 && i=0 && for f; do if [ "$i" -lt "$staged" ]; then s="$stage/$i"; i=$((i+1)); ln -- "$s" "$f" 2>/dev/null; rm -f -- "$s"; else t="$f.storage-lab-tmp"; ${zeros('"$t"')} && { ln -- "$t" "$f" 2>/dev/null; rm -f -- "$t"; } || exit 1; fi; done; sync -- .`;
 
 /**
  * Makes the WAL segments a loaded host has and a restored one lacks. A load's checkpoints leave pg_wal holding
@@ -520,24 +524,26 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
       await configureBackups(deps, { hostId: input.hostId, store, tool: 'wal-g', compression: 'lz4' });
       // The WAL segments' zeros are written beside the fetch, off the checks' path (stageWalSegments).
       staging = stageWalSegments(deps, manifest.facts.walSegmentsAhead ?? 0);
-      const fetched = await heartbeatWhile('data set: fetch', (signal) => backupTool(deps, store, 'wal-g').restore({ type: 'latest' }, signal)).catch(async (err: unknown) => {
+      try {
+        const fetched = await heartbeatWhile('data set: fetch', (signal) => backupTool(deps, store, 'wal-g').restore({ type: 'latest' }, signal));
+        backupLabel = fetched.backupLabel;
+        fetchSeconds = fetched.seconds;
+        const recoverStarted = Date.now();
+        const recovery = await recoverFromBackup(deps, { ...settings, timeoutSeconds: input.recoveryTimeoutSeconds });
+        if (!recovery.ok) throw new Error(`data set ${input.key}: recovery of the restored backup failed: ${recovery.detail}`);
+        // The restore's settings (restore_command, archive_mode off) must not outlive it: postgresql.auto.conf is read
+        // last, so they would override what the measured phases and the durability step set.
+        const autoConf = path.join(config.dataDir, 'postgresql.auto.conf');
+        const text = readLabFile(autoConf) ?? '';
+        const cut = text.indexOf(RESTORE_SETTINGS_MARK);
+        if (cut >= 0) writeLabFile(autoConf, text.slice(0, cut) + '\n', { mode: 0o600, owner: ownerOf(asPostgresUser(deps)) });
+        await stopPostgres(deps, { hostId: input.hostId, mode: 'fast' });
+        // Replay, promote, and the stop before the restart with the host's own settings (added below).
+        recoverSeconds = (Date.now() - recoverStarted) / 1000;
+      } catch (err) {
         await staging; // its dd must not write on while another attempt stages afresh
         throw err;
-      });
-      backupLabel = fetched.backupLabel;
-      fetchSeconds = fetched.seconds;
-      const recoverStarted = Date.now();
-      const recovery = await recoverFromBackup(deps, { ...settings, timeoutSeconds: input.recoveryTimeoutSeconds });
-      if (!recovery.ok) throw new Error(`data set ${input.key}: recovery of the restored backup failed: ${recovery.detail}`);
-      // The restore's settings (restore_command, archive_mode off) must not outlive it: postgresql.auto.conf is read
-      // last, so they would override what the measured phases and the durability step set.
-      const autoConf = path.join(config.dataDir, 'postgresql.auto.conf');
-      const text = readLabFile(autoConf) ?? '';
-      const cut = text.indexOf(RESTORE_SETTINGS_MARK);
-      if (cut >= 0) writeLabFile(autoConf, text.slice(0, cut) + '\n', { mode: 0o600, owner: ownerOf(asPostgresUser(deps)) });
-      await stopPostgres(deps, { hostId: input.hostId, mode: 'fast' });
-      // Replay, promote, and the stop before the restart with the host's own settings (added below).
-      recoverSeconds = (Date.now() - recoverStarted) / 1000;
+      }
       writeLabFile(restoredRecord(deps), `${JSON.stringify({ key: input.key, backupLabel, fetchSeconds, recoverSeconds })}\n`, { mode: 0o644 });
     }
     const restartStarted = Date.now();

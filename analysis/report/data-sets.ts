@@ -62,7 +62,7 @@ function contentsPart(k: { relationFilesSeconds?: number; rowsScanned?: boolean;
 }
 
 /** The WAL segments a restored host made ahead, beside the checks: how many, how many were staged during the fetch. */
-export function walPart(k: { walSegments?: number; walSeconds?: number; walStaged?: number; walStagedSeconds?: number; walStageError?: string }): string {
+function walPart(k: { walSegments?: number; walSeconds?: number; walStaged?: number; walStagedSeconds?: number; walStageError?: string }): string {
   if (k.walSegments === undefined || k.walSeconds === undefined) return '';
   const staged =
     k.walStaged === undefined
