@@ -6,7 +6,7 @@
  * (activities/control/data-sets.ts), after the publish returns.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { existsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import type { OwnerRecord } from '../../common/core/claims';
@@ -363,13 +363,17 @@ const STAGE_SCRIPT = `rm -rf --one-file-system -- "$1" && mkdir -m 700 -- "$1" &
  * (their names depend on where recovery ends, so they are staged under numbers and linked into pg_wal then). The fetch
  * leaves part of a core idle, and the checks after it need both: the zeros off the checks' path (2026-12-05: 5.4-11.7
  * s of them beside checks of 5.6 s). `count` segments of the default 16 MiB (the lab's clusters never set
- * --wal-segsize; preallocateWal uses them only if the server's segments are that size). Never throws: a staging that
- * failed stages nothing, and preallocateWal writes every segment itself.
+ * --wal-segsize; preallocateWal uses them only if the server's segments are that size). `count` comes from the
+ * set's manifest, so it is capped by what the volume can hold beside the set's `setBytes` (preallocateWal caps what it
+ * links by max_wal_size). Never throws: a staging that failed stages nothing, and preallocateWal writes every segment
+ * itself.
  */
-export async function stageWalSegments(deps: HostDeps, count: number): Promise<StagedWal> {
+export async function stageWalSegments(deps: HostDeps, count: number, setBytes = 0): Promise<StagedWal> {
   const started = Date.now();
   const dir = walAheadDir(deps);
-  const n = Math.max(0, Math.floor(count));
+  const volume = statfsSync(path.dirname(deps.config.dataDir));
+  const room = Math.floor((volume.bavail * volume.bsize - setBytes) / DEFAULT_WAL_SEGMENT_BYTES);
+  const n = Math.max(0, Math.min(Number.isSafeInteger(count) ? count : 0, room));
   if (n === 0) return { dir, count: 0, segmentBytes: DEFAULT_WAL_SEGMENT_BYTES, seconds: 0, error: null };
   try {
     await runProcess('/bin/sh', ['-c', STAGE_SCRIPT, 'sh', dir, String(DEFAULT_WAL_SEGMENT_BYTES / 2 ** 20), String(n)], { ...asPostgresUser(deps), cwd: '/', timeoutMs: 10 * 60_000 });
@@ -523,7 +527,7 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
       }
       await configureBackups(deps, { hostId: input.hostId, store, tool: 'wal-g', compression: 'lz4' });
       // The WAL segments' zeros are written beside the fetch, off the checks' path (stageWalSegments).
-      staging = stageWalSegments(deps, manifest.facts.walSegmentsAhead ?? 0);
+      staging = stageWalSegments(deps, manifest.facts.walSegmentsAhead ?? 0, manifest.facts.databaseBytes);
       try {
         const fetched = await heartbeatWhile('data set: fetch', (signal) => backupTool(deps, store, 'wal-g').restore({ type: 'latest' }, signal));
         backupLabel = fetched.backupLabel;

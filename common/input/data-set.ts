@@ -217,6 +217,8 @@ export function manifestProblems(m: unknown, expectedKey: string): string[] {
   if (!o.facts || typeof o.facts !== 'object' || !o.facts.relations) problems.push('has no facts');
   else if (o.facts.checksumMethod !== undefined && !(CHECKSUM_METHODS as readonly unknown[]).includes(o.facts.checksumMethod))
     problems.push(`names checksum method ${JSON.stringify(o.facts.checksumMethod)}, not one of ${CHECKSUM_METHODS.join(', ')}`);
+  else if (o.facts.walSegmentsAhead !== undefined && !(Number.isSafeInteger(o.facts.walSegmentsAhead) && o.facts.walSegmentsAhead >= 0))
+    problems.push(`names ${JSON.stringify(o.facts.walSegmentsAhead)} WAL segments ahead, not a whole number of them`);
   if (typeof o.rows !== 'number') problems.push('has no row count');
   if (typeof o.expiresAt !== 'string' || Number.isNaN(Date.parse(o.expiresAt))) problems.push('has no expiry');
   return problems;

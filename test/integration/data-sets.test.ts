@@ -8,7 +8,7 @@
  */
 import { manifestOf as sharedManifestOf } from '../helpers/data-set-manifest';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { hostSettings, startBenchHost, type BenchHost } from '../../bench/bench-host';
@@ -238,6 +238,13 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     // Staged files of another size than the server's segments are never used, and go too.
     const odd = { ...(await stageWalSegments(target.deps, 1)), segmentBytes: 8 * 2 ** 20 };
     expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20, odd))).toEqual({ segments: 0, staged: 0 });
+    expect(existsSync(stageDir)).toBe(false);
+    // A manifest's count is capped by what the volume holds beside the set: here, room for about two and a half.
+    const volume = statfsSync(path.dirname(target.deps.config.dataDir));
+    const capped = await stageWalSegments(target.deps, 5, volume.bavail * volume.bsize - 2.5 * 16 * 2 ** 20);
+    expect(capped.count).toBeGreaterThanOrEqual(1);
+    expect(capped.count).toBeLessThan(5);
+    expect(await withConnection(target.deps.config, (c) => preallocateWal(target.deps, c, 20, capped))).toEqual({ segments: 0, staged: 0 });
     expect(existsSync(stageDir)).toBe(false);
   });
 

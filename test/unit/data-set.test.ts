@@ -262,6 +262,8 @@ describe('manifest as input', () => {
     ['parts that do not hash to the key', { ...good, parts: { ...base, scale: 1 } }, /do not hash/],
     ['no facts', { ...good, facts: undefined }, /no facts/],
     ['a checksum method the lab does not know', { ...good, facts: { ...facts, checksumMethod: 'crc32' } }, /checksum method "crc32"/],
+    ['a WAL segment count that is not a whole number', { ...good, facts: { ...facts, walSegmentsAhead: -3 } }, /names -3 WAL segments ahead/],
+    ['a WAL segment count that is not a number', { ...good, facts: { ...facts, walSegmentsAhead: '1e12' } }, /names "1e12" WAL segments ahead/],
     ['no expiry', { ...good, expiresAt: 'soon' }, /no expiry/],
     ['not an object', 'x', /not a JSON object/],
   ])('refuses %s', (_name, m, problem) => {
