@@ -90,11 +90,14 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     published = await source.run(publishDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), owner: owner('run-a/gp3-0') });
     expect(published.backup.tool).toBe('wal-g');
     expect(published.facts.relations.pgbench_accounts.rows).toBe(100_000);
-    // VACUUM (FREEZE, ANALYZE): every page of the accounts all-frozen.
+    // VACUUM (FREEZE, ANALYZE): every page that holds a row is all-frozen. Not every page of the file: two writers
+    // extending the table at once make Postgres add blocks in bulk, and a block no row reached stays all-zero, which
+    // VACUUM does not mark (CI once saw 1,646 pages, 1,640 with rows).
     const acc = published.facts.relations.pgbench_accounts;
+    // Which pages hold rows is read in the cold test below, after it has seen the publish end cold.
     expect(acc.allFrozen).toBeGreaterThan(0);
     expect(acc.allFrozen).toBe(acc.allVisible);
-    expect(acc.allFrozen).toBe(acc.heapBytes / 8192);
+    expect(acc.allFrozen).toBeLessThanOrEqual(acc.heapBytes / 8192);
     // Archiving is off again after the publish.
     const mode = await withConnection(source.deps.config, async (c) => (await c.query<{ v: string }>("SELECT current_setting('archive_mode') AS v")).rows[0].v);
     expect(mode).toBe('off');
@@ -170,6 +173,23 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     // The restore (the test before) and the publish ended cold, and nothing has read the table since.
     expect(await accounts(target)).toEqual(cold);
     expect(await accounts(source)).toEqual(cold);
+    // The publish's VACUUM (FREEZE) left every page that holds a row all-frozen (read here: it warms the source).
+    const pages = await withConnection(source.deps.config, async (c) => {
+      await c.query('CREATE EXTENSION IF NOT EXISTS pg_visibility SCHEMA public');
+      try {
+        const r = await c.query<{ used: string; unfrozen: string }>(
+          `WITH used AS (SELECT DISTINCT (ctid::text::point)[0]::bigint AS blkno FROM public.pgbench_accounts)
+           SELECT (SELECT count(*) FROM used) AS used,
+                  (SELECT count(*) FROM public.pg_visibility('public.pgbench_accounts'::regclass) v JOIN used USING (blkno) WHERE NOT v.all_frozen) AS unfrozen`,
+        );
+        return { used: Number(r.rows[0].used), unfrozen: Number(r.rows[0].unfrozen) };
+      } finally {
+        await c.query('DROP EXTENSION IF EXISTS pg_visibility');
+      }
+    });
+    expect(pages.used).toBeGreaterThan(0);
+    expect(pages.unfrozen).toBe(0);
+    expect(published.facts.relations.pgbench_accounts.allFrozen).toBeGreaterThanOrEqual(pages.used);
     // A scan brings it back into both; startCold takes it out of both again.
     await withConnection(target.deps.config, (c) => c.query('SELECT sum(abalance) FROM public.pgbench_accounts'));
     const warm = await accounts(target);
