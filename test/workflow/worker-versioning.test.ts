@@ -99,6 +99,12 @@ describe('worker versioning: a new build while runs are in flight', () => {
       const onB = await start('versionProbeWorkflow', [input]);
       // A keeps serving its pinned run: the server reports it draining, not drained.
       await until('A to be draining', async () => (await versionStatus(client, A)) === DRAINING);
+      // And B's routing propagated to the task queue's partitions: before that a task of the auto-upgrade sweep may
+      // still go to A (a clean clone saw the sweep's last task on A, released right after A reported draining).
+      await until("B's routing to reach the task queue", async () => {
+        const info = (await client.workflowService.describeWorkerDeployment({ namespace: client.options.namespace, deploymentName: B.deploymentName })).workerDeploymentInfo;
+        return info?.routingConfig?.currentDeploymentVersion?.buildId === B.buildId && info?.routingConfigUpdateState === temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED;
+      });
 
       await onA.signal(releaseSignal);
       await onB.signal(releaseSignal);
