@@ -130,3 +130,12 @@ export function storeFields(store: ResolvedBackupStore): Record<string, string> 
     ? { 'store.path': store.path }
     : { 'store.bucket': store.bucket, 'store.path': store.path, 'store.region': store.region, ...(store.endpoint !== undefined ? { 'store.endpoint': store.endpoint } : {}) };
 }
+
+/**
+ * Recovery answers no query (the lab reads its progress from the server's log), so it runs without hot standby.
+ * With it on, PostgreSQL refuses to recover a backup taken with more max_connections (or worker processes, WAL
+ * senders, prepared transactions, locks per transaction) than this host's: "recovery aborted because of insufficient
+ * parameter settings" (CheckRequiredParameterValues checks them only for hot standby). A set published by a 64-client
+ * run (max_connections 84) then could not be restored for a 16-client run (36).
+ */
+export const RECOVERY_HOT_STANDBY = 'off';

@@ -30,6 +30,7 @@ import {
   type BackupToolSettings,
   type RepositoryCheck,
   type S3Credentials,
+  RECOVERY_HOT_STANDBY,
 } from './backup-tool';
 
 export interface PgbackrestConfigInput {
@@ -195,7 +196,8 @@ export class PgBackRest implements BackupTool {
           ? ['--type=lsn', `--target=${target.lsn}`, '--target-action=promote']
           : ['--type=default'];
     // The restored server must not push its new timeline into the source's archive.
-    const r = await this.run([...targetArgs, '--archive-mode=off', 'restore'], { signal });
+    // Nor take queries while it recovers: a backup of a server with more connections recovers too (RECOVERY_HOT_STANDBY).
+    const r = await this.run([...targetArgs, '--archive-mode=off', `--recovery-option=hot_standby=${RECOVERY_HOT_STANDBY}`, 'restore'], { signal });
     return { backupLabel: info.backups[info.backups.length - 1]?.label ?? 'unknown', seconds: r.durationMs / 1000 };
   }
 

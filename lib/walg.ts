@@ -39,6 +39,7 @@ import {
   type BackupToolSettings,
   type RepositoryCheck,
   type S3Credentials,
+  RECOVERY_HOT_STANDBY,
 } from './backup-tool';
 
 /** WAL-G's folders inside a store (its own names: utility.BaseBackupPath and utility.WalPath). */
@@ -121,7 +122,7 @@ export function renderWalgConfig(input: WalgConfigInput): Record<string, string>
   return config;
 }
 
-/** Server settings a restored data folder starts with: fetch WAL with WAL-G, stop at the target, promote; archive nothing. */
+/** Server settings a restored data folder starts with: fetch WAL with WAL-G, stop at the target, promote; archive nothing; no hot standby. */
 export function walgRecoverySettings(restoreCommand: string, target: RecoveryTarget): Record<string, string> {
   const settings: Record<string, string> = { restore_command: restoreCommand };
   if (target.type === 'time') settings.recovery_target_time = target.time;
@@ -129,6 +130,7 @@ export function walgRecoverySettings(restoreCommand: string, target: RecoveryTar
   if (target.type !== 'latest') settings.recovery_target_action = 'promote';
   // The restored server must not push its new timeline into the source's archive.
   settings.archive_mode = 'off';
+  settings.hot_standby = RECOVERY_HOT_STANDBY;
   return settings;
 }
 

@@ -96,6 +96,11 @@ export interface RecoveryOutcome {
   stoppedAt: string | null;
   lastTransactionAt: string | null;
   restoredSegments: number;
+  /**
+   * The server's FATAL where recovery ended with one (a missing segment, settings the backup cannot recover under):
+   * the same backup and settings end so again, so it is not retried. Absent in outcomes recorded before it.
+   */
+  fatal?: string | null;
 }
 
 const POLL_MS = 100;
@@ -164,18 +169,21 @@ export async function recoverFromBackup(deps: HostDeps, input: RecoverInput): Pr
     }
     if (log.fatal) {
       await stopPostgres(deps, { hostId: input.hostId, mode: 'immediate' }).catch(() => undefined);
-      return { ok: false, detail: `recovery failed: ${log.fatal.message}`, replaySeconds: null, promoteSeconds: null, ...base };
+      return { ok: false, detail: `recovery failed: ${log.fatal.message}`, replaySeconds: null, promoteSeconds: null, ...base, fatal: log.fatal.message };
     }
     if (Date.now() - lastAliveCheck > 1_000) {
       lastAliveCheck = Date.now();
-      if (Date.now() - started > 2_000 && !(await isRunning(deps)))
+      if (Date.now() - started > 2_000 && !(await isRunning(deps))) {
+        const text = readLabFile(logFile, { maxBytes: RECOVERY_LOG_BYTES }) ?? '';
         return {
           ok: false,
-          detail: exitedRecoveryDetail(readLabFile(logFile, { maxBytes: RECOVERY_LOG_BYTES }) ?? '', tail(logFile, 10)),
+          detail: exitedRecoveryDetail(text, tail(logFile, 10)),
           replaySeconds: null,
           promoteSeconds: null,
           ...base,
+          fatal: parseRecoveryLog(text).fatal?.message ?? null,
         };
+      }
     }
     if (Date.now() > deadline) {
       await stopPostgres(deps, { hostId: input.hostId, mode: 'immediate' }).catch(() => undefined);

@@ -534,7 +534,12 @@ export async function restoreDataSet(deps: HostDeps, input: RestoreDataSetInput)
         fetchSeconds = fetched.seconds;
         const recoverStarted = Date.now();
         const recovery = await recoverFromBackup(deps, { ...settings, timeoutSeconds: input.recoveryTimeoutSeconds });
-        if (!recovery.ok) throw new Error(`data set ${input.key}: recovery of the restored backup failed: ${recovery.detail}`);
+        if (!recovery.ok) {
+          const message = `data set ${input.key}: recovery of the restored backup failed: ${recovery.detail}`;
+          // A FATAL ends the same backup's recovery under the same settings again: 30 attempts would each fetch it anew.
+          if (recovery.fatal) throw ApplicationFailure.nonRetryable(`${message}; not retried (the same backup and settings end so again)`, FAILURE_TYPES.verification);
+          throw new Error(message);
+        }
         // The restore's settings (restore_command, archive_mode off) must not outlive it: postgresql.auto.conf is read
         // last, so they would override what the measured phases and the durability step set.
         const autoConf = path.join(config.dataDir, 'postgresql.auto.conf');

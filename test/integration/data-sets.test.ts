@@ -25,6 +25,9 @@ import { withConnection } from '../../lib/pg';
 import { findWalg } from '../../lib/walg';
 
 const SETTINGS = { shared_buffers: '32MB', max_wal_size: '128MB', max_connections: '40', wal_level: 'replica', log_line_prefix: '%m [%p] ', log_timezone: 'UTC' };
+// The restoring host serves fewer clients than the publisher (a 16-client run restoring a 64-client run's set): with
+// hot standby on, PostgreSQL would refuse to recover the backup ("insufficient parameter settings").
+const FEWER_CONNECTIONS = { ...SETTINGS, max_connections: '24' };
 const folder = { kind: 'folder' as const };
 
 describe('data sets: publish once, restore elsewhere, compare (integration)', () => {
@@ -116,7 +119,7 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
 
   it('restores the set onto a fresh host in the same state: the comparison passes', async () => {
     const hostId = target.deps.config.hostId;
-    const restored = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: true });
+    const restored = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(FEWER_CONNECTIONS), recoveryTimeoutSeconds: 120, amcheck: true });
     const checks = compareDataSet(manifest, restored.facts, restored.amcheck, restored.keys ?? null);
     expect(checks.filter((c) => !c.ok)).toEqual([]);
     expect(checks.map((c) => c.name)).toEqual(expect.arrayContaining(['pg_amcheck', 'index entries']));
@@ -129,11 +132,13 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     const auto = await withConnection(target.deps.config, async (c) => (await c.query<{ v: string }>("SELECT current_setting('archive_mode') AS v, current_setting('restore_command') AS r")).rows[0]);
     expect(auto).toMatchObject({ v: 'off' });
     expect((auto as unknown as { r: string }).r).toBe('');
+    // It runs with its own max_connections, fewer than the publisher's, having recovered the publisher's backup.
+    expect(await withConnection(target.deps.config, async (c) => (await c.query<{ v: string }>("SELECT current_setting('max_connections') AS v")).rows[0].v)).toBe('24');
     // A workload role can use the tables on the restored host (its grants came with the set).
     const counted = await withConnection(target.deps.config, async (c) => (await c.query<{ n: string }>('SELECT count(*) AS n FROM public.pgbench_accounts')).rows[0].n);
     expect(Number(counted)).toBe(100_000);
     // A retry of a finished restore checks again without restoring again.
-    const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
+    const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(FEWER_CONNECTIONS), recoveryTimeoutSeconds: 120, amcheck: false });
     expect(again.backupLabel).toBe(restored.backupLabel);
     expect(compareDataSet(manifest, again.facts, null).every((c) => c.ok)).toBe(true);
     // Every relation file is the publisher's byte for byte (read after its backup): the rows were not scanned again.
@@ -278,7 +283,7 @@ describe('data sets: publish once, restore elsewhere, compare (integration)', ()
     writeFileSync(manifestFile, JSON.stringify(firstFormat));
     try {
       const hostId = target.deps.config.hostId;
-      const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(SETTINGS), recoveryTimeoutSeconds: 120, amcheck: false });
+      const again = await target.run(restoreDataSet, { hostId, key, store: claimed.store, ...hostSettings(FEWER_CONNECTIONS), recoveryTimeoutSeconds: 120, amcheck: false });
       expect(again.facts.checksumMethod).toBe('md5-64');
       expect(again.facts.relations.pgbench_accounts.checksum).toBe(md5Facts.relations.pgbench_accounts.checksum);
       expect(compareDataSet(firstFormat, again.facts, null).filter((c) => !c.ok)).toEqual([]);

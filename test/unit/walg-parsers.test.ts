@@ -166,9 +166,10 @@ describe('wal-g tool, pure parts', () => {
       recovery_target_lsn: '0/8000028',
       recovery_target_action: 'promote',
       archive_mode: 'off',
+      hot_standby: 'off',
     });
     expect(walgRecoverySettings(cmd, { type: 'time', time: '2026-12-01T02:12:53.376Z' })).toMatchObject({ recovery_target_time: '2026-12-01T02:12:53.376Z' });
-    expect(walgRecoverySettings(cmd, { type: 'latest' })).toEqual({ restore_command: cmd, archive_mode: 'off' });
+    expect(walgRecoverySettings(cmd, { type: 'latest' })).toEqual({ restore_command: cmd, archive_mode: 'off', hot_standby: 'off' });
   });
 
   it("starts wal-verify's backward scan one byte into the segment after the last one needed", () => {
