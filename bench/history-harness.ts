@@ -163,9 +163,17 @@ export class HistoryHarness {
   }
 }
 
+/** One fake host activity's attempt: when it started, and when it returned or threw (null: still running). */
+interface FakeCall {
+  type: string;
+  id: string;
+  startedAt: number;
+  returnedAt: number | null;
+}
+
 /** When each fake host activity started and returned, by activity type and id (ids repeat across executions). */
 export class FakeTimeline {
-  readonly entries: { type: string; id: string; startedAt: number; returnedAt: number | null }[] = [];
+  readonly entries: FakeCall[] = [];
 
   /** The activities, each recording its start and its return (or throw) here. */
   record<T extends object>(activities: T): T {
@@ -173,7 +181,7 @@ export class FakeTimeline {
       Object.entries(activities).map(([type, fn]) => [
         type,
         async (...args: unknown[]) => {
-          const entry = { type, id: Context.current().info.activityId, startedAt: Date.now(), returnedAt: null as number | null };
+          const entry: FakeCall = { type, id: Context.current().info.activityId, startedAt: Date.now(), returnedAt: null };
           this.entries.push(entry);
           try {
             return await (fn as (...a: unknown[]) => unknown)(...args);
@@ -185,7 +193,7 @@ export class FakeTimeline {
     ) as T;
   }
 
-  of(type: string, id: string): { startedAt: number; returnedAt: number | null }[] {
+  of(type: string, id: string): FakeCall[] {
     return this.entries.filter((e) => e.type === type && e.id === id);
   }
 }
@@ -196,12 +204,9 @@ export class FakeTimeline {
  * not starvation, nor is any other failure.
  */
 export function fakeTimedOut(e: unknown, fakes: FakeTimeline, loopDelayMaxMs: number): string | null {
-  let activity: { activityType?: string; activityId?: string } | null = null;
-  let timeout: TimeoutFailure | null = null;
-  for (let f = e as { cause?: unknown; activityType?: string; activityId?: string } | undefined, depth = 0; f && depth < 6; f = f.cause as typeof f, depth++) {
-    if (f.activityType) activity = f;
-    if (f instanceof TimeoutFailure) timeout = f;
-  }
+  const chain = causes(e);
+  const activity = [...chain].reverse().find((f) => f.activityType); // the innermost, nearest the timeout
+  const timeout = chain.find((f): f is TimeoutFailure => f instanceof TimeoutFailure);
   if (!activity?.activityType || !activity.activityId || !timeout) return null;
   const seen = fakes.of(activity.activityType, activity.activityId);
   if (seen.some((x) => x.returnedAt === null)) return null;
@@ -216,12 +221,18 @@ export function fakeTimedOut(e: unknown, fakes: FakeTimeline, loopDelayMaxMs: nu
  * "activity Heartbeat timeout" alone does not say which of a drill's activities went silent.
  */
 export function failureChain(e: unknown): string {
-  const parts: string[] = [];
-  for (let f = e as { message?: string; cause?: unknown; activityType?: string; activityId?: string } | undefined, depth = 0; f && depth < 6; f = f.cause as typeof f, depth++) {
-    const activity = f.activityType ? ` [activity ${f.activityType}, id ${f.activityId ?? '?'}]` : '';
-    parts.push(`${f.message ?? String(f)}${activity}`);
-  }
-  return parts.join(' <- ');
+  return causes(e)
+    .map((f) => `${f.message ?? String(f)}${f.activityType ? ` [activity ${f.activityType}, id ${f.activityId ?? '?'}]` : ''}`)
+    .join(' <- ');
+}
+
+type Cause = { message?: string; cause?: unknown; activityType?: string; activityId?: string };
+
+/** A failure and its causes, the outermost first, at most six deep. */
+function causes(e: unknown): Cause[] {
+  const out: Cause[] = [];
+  for (let f = e as Cause | undefined; f && out.length < 6; f = f.cause as Cause | undefined) out.push(f);
+  return out;
 }
 
 /** Every execution of the workflow and of its children: each continue-as-new chain from its first run. */
