@@ -57,6 +57,22 @@ async function sideBySide(...scenarios: [string, () => Promise<void>][]): Promis
 
 describe('dead hosts and killed attempts (faults)', () => {
   let lab: TestLab;
+  /** A client of a host's Postgres as the lab's role, once the host is made and its server accepts connections. */
+  async function connectToHostPostgres(hostId: string): Promise<PgClient> {
+    const configFile = path.join(hostDirOf(lab.paths, hostId), 'host.json');
+    while (!existsSync(configFile)) await sleep(50);
+    const config = JSON.parse(readFileSync(configFile, 'utf8')) as HostConfig;
+    // A client whose connect failed cannot connect again: a new one per try, until Postgres is made.
+    for (const end = Date.now() + 120_000; ; await sleep(100)) {
+      const c = new PgClient({ host: config.socketDir, port: config.postgres.port, user: 'lab', database: 'bench' });
+      try {
+        await c.connect();
+        return c;
+      } catch (err) {
+        if (Date.now() > end) throw new Error(`Postgres of ${hostId} not reachable in 120 s: ${String(err)}`);
+      }
+    }
+  }
   /** Each test's scenarios, started together in beforeAll; each test awaits its own. */
   let killsAndOom: Promise<void>;
   let retries: Promise<void>;
@@ -139,21 +155,7 @@ describe('dead hosts and killed attempts (faults)', () => {
 
   async function agentKilledWhileIndexing(): Promise<void> {
     const run = await start({ ...LOCAL_DISK, host: { deadAfterSeconds: 20 }, data: { scale: 10, chunkRows: 100_000 }, workload: { warmupSeconds: 0, durationSeconds: 3 } });
-    const configFile = path.join(hostDirOf(lab.paths, run.hostId), 'host.json');
-    while (!existsSync(configFile)) await sleep(50);
-    const config = JSON.parse(readFileSync(configFile, 'utf8')) as HostConfig;
-    // A client whose connect failed cannot connect again: a new one per try, until Postgres is made.
-    let db: PgClient | undefined;
-    for (const end = Date.now() + 120_000; !db; ) {
-      const c = new PgClient({ host: config.socketDir, port: config.postgres.port, user: 'lab', database: 'bench' });
-      try {
-        await c.connect();
-        db = c;
-      } catch (err) {
-        if (Date.now() > end) throw new Error(`Postgres of ${run.hostId} not reachable in 120 s: ${String(err)}`);
-        await sleep(100);
-      }
-    }
+    const db = await connectToHostPostgres(run.hostId);
     try {
       while (!(await db.query("SELECT to_regclass('pgbench_accounts') IS NOT NULL AS t")).rows[0].t) await sleep(20);
       // ACCESS SHARE lets the chunks in and holds ADD PRIMARY KEY (ACCESS EXCLUSIVE) until the test lets go.
@@ -191,15 +193,26 @@ describe('dead hosts and killed attempts (faults)', () => {
       compare: null,
       host: { deadAfterSeconds: 20 },
       workload: { warmupSeconds: 0, durationSeconds: 3 },
-      // 96 MB of backlog: its fill runs uncapped, and once 32 MB were written before the kill landed (2026-12-05,
-      // clean-clone run 41), leaving the retry no pgbench to stop.
       phases: { vacuum: { enabled: true, bloatMB: 24 }, backlog: { enabled: true, backlogMB: 96 } },
     };
     const run = await start(input, 'gp3');
     await waitForActivity(lab.client, run.cluster, 'runVacuumPhase', 'vacuum', 300_000, (d) => d.step === 'VACUUM (VERBOSE)');
     for (const pid of agentPids(lab.paths, run.hostId)) kill(pid);
-    await waitForActivity(lab.client, run.cluster, 'runBacklogPhase', 'backlog', 300_000, (d) => d.step === 'writing backlog');
-    for (const pid of agentPids(lab.paths, run.hostId)) kill(pid);
+    // The fill runs uncapped, and twice it wrote its whole backlog before a kill on its first heartbeat landed
+    // (clean-clone run 41 with 32 MB, CI at 325d622 with 96 MB), leaving the retry no pgbench to stop. Once the
+    // VACUUM is done (the backlog activity is scheduled), the test holds a SHARE lock on the table the workload
+    // updates, so the fill's pgbench waits on it and is still there to be orphaned; the lock goes after the kill.
+    await waitForActivity(lab.client, run.cluster, 'runBacklogPhase', undefined, 300_000);
+    const db = await connectToHostPostgres(run.hostId);
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE pgbench_accounts IN SHARE MODE');
+      await waitForActivity(lab.client, run.cluster, 'runBacklogPhase', 'backlog', 300_000, (d) => d.step === 'writing backlog');
+      for (const pid of agentPids(lab.paths, run.hostId)) kill(pid);
+      await db.query('COMMIT');
+    } finally {
+      await db.end();
+    }
     expect(await settle(run, BUDGET_MS)).toMatchObject({ ok: true, value: { status: 'completed' } });
     const c = readResult(lab, run.runId).classes.gp3.clusters[0];
     expect(c.failedAttempts.map((f) => `${f.phase} ${f.attempt}: ${f.error}`)).toEqual([expect.stringMatching(/^vacuum 1: .*heartbeat/i), expect.stringMatching(/^backlog 1: .*heartbeat/i)]);
