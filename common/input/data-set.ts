@@ -215,10 +215,13 @@ export function manifestProblems(m: unknown, expectedKey: string): string[] {
   if (o.key !== expectedKey) problems.push(`names key ${JSON.stringify(o.key)}, not ${expectedKey} (the folder it is in)`);
   if (!o.parts || dataSetKey(o.parts) !== o.key) problems.push('its key parts do not hash to its key');
   if (!o.facts || typeof o.facts !== 'object' || !o.facts.relations) problems.push('has no facts');
-  else if (o.facts.checksumMethod !== undefined && !(CHECKSUM_METHODS as readonly unknown[]).includes(o.facts.checksumMethod))
-    problems.push(`names checksum method ${JSON.stringify(o.facts.checksumMethod)}, not one of ${CHECKSUM_METHODS.join(', ')}`);
-  else if (o.facts.walSegmentsAhead !== undefined && !(Number.isSafeInteger(o.facts.walSegmentsAhead) && o.facts.walSegmentsAhead >= 0))
-    problems.push(`names ${JSON.stringify(o.facts.walSegmentsAhead)} WAL segments ahead, not a whole number of them`);
+  else {
+    // Each of the facts' own problems is named: one does not hide another.
+    if (o.facts.checksumMethod !== undefined && !(CHECKSUM_METHODS as readonly unknown[]).includes(o.facts.checksumMethod))
+      problems.push(`names checksum method ${JSON.stringify(o.facts.checksumMethod)}, not one of ${CHECKSUM_METHODS.join(', ')}`);
+    if (o.facts.walSegmentsAhead !== undefined && !(Number.isSafeInteger(o.facts.walSegmentsAhead) && o.facts.walSegmentsAhead >= 0))
+      problems.push(`names ${JSON.stringify(o.facts.walSegmentsAhead)} WAL segments ahead, not a whole number of them`);
+  }
   if (typeof o.rows !== 'number') problems.push('has no row count');
   if (typeof o.expiresAt !== 'string' || Number.isNaN(Date.parse(o.expiresAt))) problems.push('has no expiry');
   return problems;

@@ -269,6 +269,10 @@ describe('manifest as input', () => {
   ])('refuses %s', (_name, m, problem) => {
     expect(manifestProblems(m, key).join('\n')).toMatch(problem);
   });
+  it('names each of the facts\' problems, not only the first', () => {
+    const both = { ...good, facts: { ...facts, checksumMethod: 'crc32', walSegmentsAhead: -3 } };
+    expect(manifestProblems(both, key)).toEqual([expect.stringMatching(/checksum method "crc32"/), expect.stringMatching(/names -3 WAL segments ahead/)]);
+  });
 });
 
 describe('which hosts load and which restore', () => {
