@@ -91,9 +91,9 @@ export const LOCAL_PRESETS: Readonly<Record<string, Record<string, unknown>>> = 
     // took 415-456 s (docs/storage-emulation.md, "Three demos with 30 s of warm-up"; docs/data-sets.md).
     workload: { clients: 64, threads: 2, durationSeconds: 60, warmupSeconds: 25, script: RANDOM_UPDATE_SCRIPT },
     // Bloat in the reference's proportion: its 10 GB are 2.1 % of its 482 GiB, 80 MB are 2.1 % of this set's 3.7 GiB
-    // (heap 3.2 GiB, key 0.6 GiB). The timed VACUUM scans the whole heap and its key whatever the bloat (the dead
-    // tuples' new versions land in the free space the clearing VACUUM left across the table), so the bloat sets the
-    // share of its work that is removing dead tuples; at 256 MB, making them took 21-24 s of each host's preparation.
+    // (heap 3.2 GiB, key 0.6 GiB). The timed VACUUM reads the bloat's pages, the new versions' pages and the key
+    // (activities/host/phases/vacuum.ts, BLOAT_FILLFACTOR); at 256 MB, making them took 21-24 s of each host's
+    // preparation.
     // The backlog stays at 1 GB: its drain reads WAL, whatever the table's size, and a 2 % backlog would drain on nvme
     // in a fifth of a second.
     phases: { checkpoint: { enabled: true }, vacuum: { enabled: true, bloatMB: 80 }, backlog: { enabled: true, backlogMB: 1024 } },
