@@ -141,26 +141,14 @@ function stepReporter(report: ReportProgress, from: number, to: number): ReportP
 async function switchAutovacuumOff(db: Client): Promise<string | null> {
   await db.query('CREATE SCHEMA IF NOT EXISTS storage_lab');
   await db.query('CREATE TABLE IF NOT EXISTS storage_lab.phase_state (key text PRIMARY KEY, value text)');
-  await db.query(
-    `INSERT INTO storage_lab.phase_state (key, value)
-       SELECT $1, (SELECT option_value FROM pg_options_to_table((SELECT reloptions FROM pg_class WHERE oid = $2::regclass))
-                   WHERE option_name = 'autovacuum_enabled')
-     ON CONFLICT (key) DO NOTHING`,
-    [STATE_KEY, TABLE],
-  );
+  const own = await keepOwnSetting(db, STATE_KEY, 'autovacuum_enabled');
   await db.query(`ALTER TABLE ${TABLE} SET (autovacuum_enabled = off)`);
-  const r = await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
-  return r.rows[0].value;
+  return own;
 }
 
 /** Puts the table's autovacuum setting back as it was before the phase. */
 async function restoreAutovacuum(db: Client): Promise<void> {
-  const r = await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
-  if (r.rowCount === 0) return;
-  const value = r.rows[0].value;
-  if (value === null) await db.query(`ALTER TABLE ${TABLE} RESET (autovacuum_enabled)`);
-  else await db.query(`ALTER TABLE ${TABLE} SET (autovacuum_enabled = ${/^(on|off|true|false)$/i.test(value) ? value : 'on'})`);
-  await db.query('DELETE FROM storage_lab.phase_state WHERE key = $1', [STATE_KEY]);
+  await restoreOwnSetting(db, STATE_KEY, 'autovacuum_enabled', (value) => (/^(on|off|true|false)$/i.test(value) ? value : 'on'));
 }
 
 /**
@@ -168,14 +156,7 @@ async function restoreAutovacuum(db: Client): Promise<void> {
  * before the first attempt: a retry after a killed agent finds the phase's value on the table, and the kept one.
  */
 async function lowerFillfactor(db: Client): Promise<void> {
-  await db.query(
-    `INSERT INTO storage_lab.phase_state (key, value)
-       SELECT $1, (SELECT option_value FROM pg_options_to_table((SELECT reloptions FROM pg_class WHERE oid = $2::regclass))
-                   WHERE option_name = 'fillfactor')
-     ON CONFLICT (key) DO NOTHING`,
-    [FILLFACTOR_KEY, TABLE],
-  );
-  const own = (await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [FILLFACTOR_KEY])).rows[0].value;
+  const own = await keepOwnSetting(db, FILLFACTOR_KEY, 'fillfactor');
   await db.query(`ALTER TABLE ${TABLE} SET (fillfactor = ${Math.min(BLOAT_FILLFACTOR, fillfactorOf(own))})`);
 }
 
@@ -187,12 +168,32 @@ function fillfactorOf(value: string | null): number {
 
 /** Puts the table's fill factor back as it was before the phase. */
 async function restoreFillfactor(db: Client): Promise<void> {
-  const r = await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [FILLFACTOR_KEY]);
+  await restoreOwnSetting(db, FILLFACTOR_KEY, 'fillfactor', (value) => String(fillfactorOf(value)));
+}
+
+/**
+ * Records the table's own value of a storage option under `key`, once: a later attempt keeps the first attempt's
+ * record, not the value the phase set. Returns the recorded value (null: the option was unset).
+ */
+async function keepOwnSetting(db: Client, key: string, option: 'autovacuum_enabled' | 'fillfactor'): Promise<string | null> {
+  await db.query(
+    `INSERT INTO storage_lab.phase_state (key, value)
+       SELECT $1, (SELECT option_value FROM pg_options_to_table((SELECT reloptions FROM pg_class WHERE oid = $2::regclass))
+                   WHERE option_name = $3)
+     ON CONFLICT (key) DO NOTHING`,
+    [key, TABLE, option],
+  );
+  return (await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [key])).rows[0].value;
+}
+
+/** Puts a storage option recorded by keepOwnSetting back on the table (RESET when it was unset) and drops the record. */
+async function restoreOwnSetting(db: Client, key: string, option: 'autovacuum_enabled' | 'fillfactor', valueSql: (value: string) => string): Promise<void> {
+  const r = await db.query<{ value: string | null }>('SELECT value FROM storage_lab.phase_state WHERE key = $1', [key]);
   if (r.rowCount === 0) return;
   const value = r.rows[0].value;
-  if (value === null) await db.query(`ALTER TABLE ${TABLE} RESET (fillfactor)`);
-  else await db.query(`ALTER TABLE ${TABLE} SET (fillfactor = ${fillfactorOf(value)})`);
-  await db.query('DELETE FROM storage_lab.phase_state WHERE key = $1', [FILLFACTOR_KEY]);
+  if (value === null) await db.query(`ALTER TABLE ${TABLE} RESET (${option})`);
+  else await db.query(`ALTER TABLE ${TABLE} SET (${option} = ${valueSql(value)})`);
+  await db.query('DELETE FROM storage_lab.phase_state WHERE key = $1', [key]);
 }
 
 /** pgstattuple_approx reads every page not all-visible (the bloat itself): minutes at 10 GB, so it heartbeats. */
