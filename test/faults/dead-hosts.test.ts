@@ -60,10 +60,14 @@ describe('dead hosts and killed attempts (faults)', () => {
   /** A client of a host's Postgres as the lab's role, once the host is made and its server accepts connections. */
   async function connectToHostPostgres(hostId: string): Promise<PgClient> {
     const configFile = path.join(hostDirOf(lab.paths, hostId), 'host.json');
-    while (!existsSync(configFile)) await sleep(50);
+    const end = Date.now() + 120_000;
+    while (!existsSync(configFile)) {
+      if (Date.now() > end) throw new Error(`${hostId} wrote no host.json in 120 s: the host was never made`);
+      await sleep(50);
+    }
     const config = JSON.parse(readFileSync(configFile, 'utf8')) as HostConfig;
     // A client whose connect failed cannot connect again: a new one per try, until Postgres is made.
-    for (const end = Date.now() + 120_000; ; await sleep(100)) {
+    for (;; await sleep(100)) {
       const c = new PgClient({ host: config.socketDir, port: config.postgres.port, user: 'lab', database: 'bench' });
       try {
         await c.connect();
