@@ -1,11 +1,13 @@
 /**
  * The published reference at its own scale, predicted from a local-quick run on the lab's device models
  * (common/model/predict-reference.ts: `storage-lab predict --reference --from RUN` and the report's fidelity section).
- * The rules were made on local-quick-1 and (model 6) local-quick-clients-2; the goals are held on local-quick-2, a
- * local-quick run measured after model 6 was frozen. local-quick-clients-2 (bench/specs/local-quick-clients.json: its
- * 64-client gp3 and nvme classes are the demo's, beside 16- and 8-client ones), measured after model 5, holds the
- * demo's other question, which model 6 did not move: 16 and 8 clients predicted from its 64. Every check here fails on a run made to break it: another script, a class off the models, a published
- * figure that would have to enter a prediction.
+ * The rules were made on local-quick-1 and (model 6) local-quick-clients-2; local-quick-2, measured after model 6 was
+ * frozen, was held out from it, and is in the revision set since model 7. local-quick-clients-2
+ * (bench/specs/local-quick-clients.json: its 64-client gp3 and nvme classes are the demo's, beside 16- and 8-client
+ * ones), measured after model 5, holds the demo's other question: 16 and 8 clients predicted from its 64. Model 7 was
+ * revised on that question (on the demos of 2026-12-05); local-quick-clients-3, measured after it was frozen, is held
+ * out for both questions. Every check here fails on a run made to break it: another script, a class off the models, a
+ * published figure that would have to enter a prediction.
  */
 import { errorPct, otherModelledDevice, predict, readsAtMemory, type WorkloadDemands } from '../../common/model/predict';
 import { demandsFromClass, targetOfClass } from '../../common/model/demands';
@@ -126,24 +128,35 @@ interface Shortfall {
 }
 
 /**
+ * Why NVMe from a gp3 source misses under model 7, the same on every run: the model's time a transaction at the
+ * target falls about 1.1 ms short of the reference's 4.0 ms.
+ */
+const NVME_FROM_GP3_REASON = (error: string) =>
+  `${error} TPS: the model's parts at the target (WAL and the standby's round trip 1.6 ms, CPU 0.3, page reads 0.2, clients 0.3-0.4) leave about 1.1 ms of the reference's 4.0 ms a transaction unexplained, and it is bound by m6id's write MiB/s instead. Under model 6 the gp3 source's clients' time (1.1-1.5 ms: groups of 24 commits released together and handled one after another by pgbench's 2 threads) was carried unchanged and filled that gap (+4.0 to +15.5 %); model 7 scales it to the target's groups, (G + 1) / 2, which measured 0.07-0.11 ms a handling at 8, 16 and 64 clients here. The reference's pgbench ran 16 threads, so its clients' time is if anything less`;
+
+/**
  * The reference's classes from local-quick-clients-2's 64-client classes (the demo's) that miss the 20 % goal, under
- * model 6 (that run is in its revision set). The gp3 source predicts both within it.
+ * model 7 (that run is in its revision set).
  */
 export const REFERENCE_SHORTFALLS: Shortfall[] = [
   {
+    pair: 'nvme from gp3',
+    reason: NVME_FROM_GP3_REASON('+35.7 %, 21,758'),
+  },
+  {
     pair: 'nvme from nvme',
     reason:
-      "-35.8 %, bound by \"unexplained at the source\", 3.62 ms a transaction at the target (the reference's whole mean latency is 4.0 ms): the NVMe source's samples hold waits beyond the model's stations on its two saturated cores (page reads and WAL waits that are waits for a core), carried as waits that shrink with the target's load on 16 vCPUs (Erlang C), not to nothing. From local-quick-1's NVMe the same term was 2.6 ms (-21.7 %); under model 5 it was 8.52 ms (-65.6 %)",
+      "-32.5 %, bound by \"unexplained at the source\", 3.62 ms a transaction at the target (the reference's whole mean latency is 4.0 ms): the NVMe source's samples hold waits beyond the model's stations on its two saturated cores (page reads and WAL waits that are waits for a core), carried as waits that shrink with the target's load on 16 vCPUs (Erlang C), not to nothing. From local-quick-1's NVMe the same term was 2.61 ms (-18.5 %); under model 5 it was 8.52 ms (-65.6 %)",
   },
 ];
 
 /** The demo's 16- and 8-client points predicted from its 64 that miss the issue's goal (within 15 %, inside the interval). */
 export const CLIENT_SHORTFALLS: Shortfall[] = [
-  { pair: 'gp3-c16 from gp3', reason: '+13.5 % (within 15 %), but above its interval (847-1,065 against 837 measured): the 64-client source is bound by the budget, and 16 clients still keep it 75 % busy' },
+  { pair: 'gp3-c16 from gp3', reason: '+15.2 % (965 against 837 measured), above its interval (860-1,081): the 64-client source is bound by the budget, and 16 clients still keep it 75 % busy' },
   {
     pair: 'nvme-c8 from nvme',
     reason:
-      "-38.9 %: measured 2,460 TPS at 8 clients against 2,325 at 16, so the run's own 8- and 16-client points are not in order; the 64-client source's residuals (waits for a core on saturated cores) carried as waits dominate the predicted 5.16 ms",
+      "-34.9 %: measured 2,460 TPS at 8 clients against 2,325 at 16, so the run's own 8- and 16-client points are not in order; the 64-client source's residuals (waits for a core on saturated cores) carried as waits dominate the prediction",
   },
 ];
 
@@ -181,16 +194,17 @@ describe('local-quick-clients-2: measured after model 5 (held out for the client
   });
 });
 
-/** The reference's classes from local-quick-2 (held out from model 6) that miss the 20 % goal, with the term. */
+/** The reference's classes from local-quick-2 (held out from model 6, revision since model 7) that miss the 20 % goal, with the term. */
 export const HELD_OUT_REFERENCE_SHORTFALLS: Shortfall[] = [
+  { pair: 'nvme from gp3', reason: NVME_FROM_GP3_REASON('+40.0 %, 22,443') },
   {
     pair: 'nvme from nvme',
     reason:
-      '-26.3 % (11,807 against 16,030), bound by "unexplained at the source", 2.95 ms a transaction at the target: the NVMe source\'s waits for a core on its two saturated cores, carried as waits that shrink with the load on 16 vCPUs but not to nothing',
+      '-23.5 % (12,261 against 16,030), bound by "unexplained at the source", 2.95 ms a transaction at the target: the NVMe source\'s waits for a core on its two saturated cores, carried as waits that shrink with the load on 16 vCPUs but not to nothing',
   },
 ];
 
-describe('local-quick-2: held out from model 6 for the reference', () => {
+describe('local-quick-2: held out from model 6 for the reference (revision since model 7)', () => {
   const run = recordedRun('local-quick-2');
 
   test('each published class within 20 %, or a listed shortfall naming its term and its size', () => {

@@ -16,6 +16,7 @@ import {
   readsAtMemory,
   sourceCheck,
   sourceResiduals,
+  writeHeldAtSourceBudget,
   type WorkloadDemands,
 } from '../../common/model/predict';
 import { pgbenchIndexBytes, referenceChecks, referenceDemands, referenceStandbyRange, referenceTarget } from '../../common/model/predict-reference';
@@ -273,6 +274,48 @@ describe('residuals and the source\'s consistency check', () => {
     const check = sourceCheck(broken);
     expect(check.ok).toBe(false);
     expect(check.detail).toMatch(/suspect/);
+  });
+});
+
+describe("a source's WAL write() time at a budget it held (model 7)", () => {
+  // local-quick's gp3 at 64 clients, as the demos of 2026-12-05 measured it: the volume's own counts (1.9 reads,
+  // 1.5 writes and 0.042 flushes a transaction at 849 TPS: 2,909 of 3,000 IOPS) and 9.5 ms of write() a flush.
+  const held = demands({
+    clients: 64,
+    measured: { tps: 849, latencyMs: { mean: 75, p95: 151 } },
+    cpu: { msPerTx: 0.32, vcpus: 2 },
+    reads: { perTx: 1.9, kib: 9.5 },
+    writes: { kind: 'measured', perTx: 1.49, kib: 9.2, throttledPerTx: 1.49 },
+    wal: { bytesPerTx: 10_500, flushesPerTx: 0.042, writeMsPerFlush: 9.5 },
+    device: { readLatencyMs: 9.9, flushLatencyMs: 18.7 },
+    storage: { kind: 'emulated-ebs', iops: 3000, throughputMiBps: 125 },
+  });
+
+  it('is a wait at the budget where the volume counted 90 % of its IOPS or more, and not below, nor off a budget', () => {
+    expect(writeHeldAtSourceBudget(held)).toBe(true);
+    // The same counts at 80 % of the budget's rate: 2,327 IOPS of 3,000.
+    expect(writeHeldAtSourceBudget({ ...held, measured: { ...held.measured, tps: 679 } })).toBe(false);
+    // Held by bytes: 1 MiB reads at 120 a second fill 125 MiB/s long before 3,000 IOPS.
+    const large = { ...held, measured: { ...held.measured, tps: 60 }, reads: { perTx: 2, kib: 1024 } };
+    expect(writeHeldAtSourceBudget(large)).toBe(true);
+    // No budget (m6id's NVMe model), or the kernel's cgroup throttles (not the lab's volume): not this term.
+    expect(writeHeldAtSourceBudget({ ...held, storage: { kind: 'nvme' } })).toBe(false);
+    expect(writeHeldAtSourceBudget({ ...held, storage: { kind: 'emulated-ebs', iops: 3000, iopsBudget: 'shared' } })).toBe(false);
+    expect(writeHeldAtSourceBudget({ ...held, storage: { kind: 'local-disk' } })).toBe(false);
+  });
+
+  it("8 clients on the same budget do not wait the 64-client source's 9.5 ms a flush; switched off, they do", () => {
+    const target = { ...held.storage, clients: 8 };
+    const model = predict(held, target);
+    const carried = predict(held, target, { walWriteAtHeldBudget: false });
+    // Carried, every flush of the 8 clients' small groups waits 9.5 ms more: the WAL wait a transaction grows by more
+    // than that, and the TPS falls by more than a third.
+    expect(carried.breakdownMs.walFsync - model.breakdownMs.walFsync).toBeGreaterThan(9.5);
+    expect(carried.tps).toBeLessThan(0.66 * model.tps);
+    // At the source's own 64 clients the budget binds either way: the two agree within 1 %.
+    const own = predict(held, held.storage);
+    const ownCarried = predict(held, held.storage, { walWriteAtHeldBudget: false });
+    expect(Math.abs(errorPct(own.tps, ownCarried.tps))).toBeLessThan(1);
   });
 });
 
