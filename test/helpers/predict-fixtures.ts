@@ -217,3 +217,26 @@ export function recordedMatrixTests(name: string, shortfalls: GoalShortfall[], h
     expect(nowMet).toEqual([]);
   });
 }
+
+/**
+ * A local-quick-clients run's 16- and 8-client classes predicted from its 64-client ones, against the issue's goal
+ * (within 15 % and inside the interval): a line for each, and the pairs that miss it.
+ */
+export function fewerClients(run: ExperimentResult, variant: ModelVariant = {}): { lines: string[]; missed: string[] } {
+  const lines: string[] = [];
+  const missed: string[] = [];
+  for (const source of ['gp3', 'nvme'])
+    for (const clients of [16, 8]) {
+      const target = `${source}-c${clients}`;
+      const measured = run.classes[target].medianTps!;
+      const p = predict(demandsFromClass(run, source), targetOfClass(run, target), variant);
+      const err = errorPct(p.tps, measured);
+      const held = p.interval!.low <= measured && measured <= p.interval!.high;
+      lines.push(`${target} from ${source}: ${Math.round(p.tps)} (${Math.round(p.interval!.low)}-${Math.round(p.interval!.high)}) against ${Math.round(measured)}: ${err.toFixed(1)} %${held ? '' : ', outside the interval'}`);
+      if (Math.abs(err) > CLIENTS_GOAL_PCT || !held) missed.push(`${target} from ${source}`);
+    }
+  return { lines, missed };
+}
+
+/** Issue 29's goal for fewer clients predicted from the demo's 64. */
+export const CLIENTS_GOAL_PCT = 15;
