@@ -829,7 +829,9 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
   // follows that from the source's group (one per flush it measured) to the target's. On local-quick's gp3 the
   // clients' time a transaction was 1.66 ms at 64 clients (groups of 23.8), 0.32 at 16 (6.0) and 0.18 at 8 (3.3),
   // with the cores a quarter busy: not a wait for a core by load, but by the group's arrival.
-  const sourceGroup = demands.wal.flushesPerTx ? 1 / demands.wal.flushesPerTx : null;
+  // At least one: the model's own group never falls below one commit (walFlushTime's groupAt), so a source that flushed
+  // more often than it committed (the WAL writer's flushes counted too, at one client) gives back its own time.
+  const sourceGroup = demands.wal.flushesPerTx ? Math.max(1, 1 / demands.wal.flushesPerTx) : null;
   const releasedTogetherRatio = (group: number) =>
     variant.clientsReleasedTogether === false || !groupCommit || sourceGroup === null ? 1 : (group + 1) / (sourceGroup + 1);
   let lastGroup = sourceGroup ?? 1;

@@ -129,10 +129,10 @@ interface Shortfall {
 
 /**
  * Why NVMe from a gp3 source misses under model 7, the same on every run: the model's time a transaction at the
- * target falls about 1.1 ms short of the reference's 4.0 ms.
+ * target falls 0.95-1.15 ms short of the reference's 4.0 ms.
  */
 const NVME_FROM_GP3_REASON = (error: string) =>
-  `${error} TPS: the model's parts at the target (WAL and the standby's round trip 1.6 ms, CPU 0.3, page reads 0.2, clients 0.3-0.4) leave about 1.1 ms of the reference's 4.0 ms a transaction unexplained, and it is bound by m6id's write MiB/s instead. Under model 6 the gp3 source's clients' time (1.1-1.5 ms: groups of 24 commits released together and handled one after another by pgbench's 2 threads) was carried unchanged and filled that gap (+4.0 to +15.5 %); model 7 scales it to the target's groups, (G + 1) / 2, which measured 0.07-0.11 ms a handling at 8, 16 and 64 clients here. The reference's pgbench ran 16 threads, so its clients' time is if anything less`;
+  `${error} TPS: the model's parts at the target (WAL and the standby's round trip 1.6 ms, CPU 0.3, page reads 0.2, clients 0.3-0.4) leave 0.95-1.15 ms of the reference's 4.0 ms a transaction unexplained (64 clients ÷ the predicted TPS is 2.85-3.05 ms), and it is bound by m6id's write MiB/s or by the WAL flush instead. Under model 6 the gp3 source's clients' time (1.1-1.5 ms: groups of 24 commits released together and handled one after another by pgbench's 2 threads) was carried unchanged and filled that gap (+4.0 to +15.5 %); model 7 scales it to the target's groups, (G + 1) / 2, which measured 0.07-0.11 ms a handling at 8, 16 and 64 clients here. The reference's pgbench ran 16 threads, so its clients' time is if anything less`;
 
 /**
  * The reference's classes from local-quick-clients-2's 64-client classes (the demo's) that miss the 20 % goal, under

@@ -319,6 +319,35 @@ describe("a source's WAL write() time at a budget it held (model 7)", () => {
   });
 });
 
+describe("the clients' time follows the group a flush releases (model 7)", () => {
+  // 64 clients whose commits a flush released 24 at a time, with 1.2 ms of the clients' own time a transaction (as on
+  // local-quick's gp3: 0.09 ms a handling, (24 + 1) / 2 handlings).
+  const grouped = demands({
+    clients: 64,
+    client: { gapMs: 0.3, inLatencyMs: 1.2 },
+    wal: { bytesPerTx: 10_000, flushesPerTx: 1 / 24 },
+    device: { readLatencyMs: 0.1, flushLatencyMs: 0.5 },
+  });
+
+  it('shrinks with the target\'s groups: at 8 clients to a fraction of the source\'s', () => {
+    const eight = predict(grouped, { kind: 'local-disk', clients: 8 });
+    const carried = predict(grouped, { kind: 'local-disk', clients: 8 }, { clientsReleasedTogether: false });
+    expect(carried.breakdownMs.client).toBeCloseTo(1.2, 6);
+    // 8 clients release groups of at most 8: (G + 1) / 2 of at most 4.5 handlings against the source's 12.5.
+    expect(eight.breakdownMs.client).toBeLessThan((1.2 * 4.5) / 12.5 + 1e-9);
+    expect(eight.tps).toBeGreaterThan(carried.tps);
+  });
+
+  it("gives back the source's own time where the source flushed more often than it committed", () => {
+    // One client, two flushes a transaction (the WAL writer's too): the source's group is taken as one, the least the
+    // model's own can be, so the source predicted on itself keeps its clients' time.
+    const alone = demands({ clients: 1, client: { gapMs: 0.1, inLatencyMs: 0.2 }, wal: { bytesPerTx: 500, flushesPerTx: 2 } });
+    const own = predict(alone, alone.storage);
+    expect(own.breakdownMs.client).toBeCloseTo(0.2, 6);
+    expect(Math.abs(errorPct(own.tps, predict(alone, alone.storage, { clientsReleasedTogether: false }).tps))).toBeLessThan(0.01);
+  });
+});
+
 describe('the test seam: parts of the model switched off', () => {
   it('without group commit each commit flushes alone, one flush at a time: the WAL binds at 1 / flush latency', () => {
     // 1 ms flushes, nothing else slow: with group commit 64 clients share flushes; without, at most 1,000 commits/s.
