@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-const BENCHMARKS = ['process-start', 'loader-vs-pgbench', 'sampler-overhead', 'verdict-error-rates', 'backup-tools', 'history-budget', 'volume-fidelity'];
+const BENCHMARKS = ['process-start', 'loader-vs-pgbench', 'sampler-overhead', 'verdict-error-rates', 'backup-tools', 'history-budget', 'volume-fidelity', 'prediction-coverage'];
 
 let failed = 0;
 for (const name of BENCHMARKS) {
