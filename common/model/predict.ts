@@ -1006,8 +1006,10 @@ function solve(demands: WorkloadDemands, target: PredictTarget, residuals: Resid
  * server is taken out. Only the reference-scale predictions move; local-quick-clients-2 is their revision run now, and
  * local-quick-2 is held out for them.
  * 7, after the 16- and 8-client runs of 2026-12-05 (lq-e16, lq-c8) were predicted from the demos' 64: a source's WAL
- * write() time at a modelled budget it held is not carried (writeHeldAtSourceBudget). predict-holdout-3 and those runs
- * moved to the revision set; predict-holdout-4 and a new 16/8-client pair are held out from it.
+ * write() time at a modelled budget it held is not carried (writeHeldAtSourceBudget), and the clients' time outside
+ * the server follows the group a flush releases, (G + 1) / 2 (clientsReleasedTogether). Those runs, predict-holdout-2
+ * and -3, local-quick-2 and predict-matrix-3 moved to the revision set; predict-holdout-4 and local-quick-clients-3
+ * are held out from it (common/model/split.ts).
  */
 export const MODEL_VERSION = '7';
 
