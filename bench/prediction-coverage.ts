@@ -7,24 +7,18 @@
  * and the held-out set's figures over the revision set's. No machine time is measured: the model on recorded runs.
  *   node dist/bench/prediction-coverage.js
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { printTable } from '../client/table';
-import { demandsFromClass, targetOfClass } from '../common/model/demands';
 import { predictionMatrix } from '../common/model/matrix';
-import { errorPct, MODEL_VERSION, predict } from '../common/model/predict';
-import { PREDICTION_SPLIT, type SplitRun } from '../common/model/split';
+import { MODEL_VERSION } from '../common/model/predict';
+import { fewerClientsPairs, PREDICTION_SPLIT, type SplitRun } from '../common/model/split';
 import type { ExperimentResult } from '../common/results/result';
-import { PROJECT_ROOT } from '../lib/lab-paths';
+// The tests' reader of the recorded runs: this bench scores the same fixtures they hold.
+import { recordedRun } from '../test/helpers/predict-fixtures';
 
 /** One prediction against its measurement. */
 export interface ScoredPair {
   errorPct: number;
   held: boolean;
-}
-
-function recorded(name: string): ExperimentResult {
-  return JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'results', `${name}.json`), 'utf8')) as ExperimentResult;
 }
 
 /** A run's scored pairs: every ordered pair of a matrix, or a clients run's 16 and 8 clients from its 64. */
@@ -33,14 +27,7 @@ export function scoredPairs(run: SplitRun, result: ExperimentResult): ScoredPair
     return predictionMatrix(result)
       .pairs.filter((p) => p.errorPct !== null && p.held !== null)
       .map((p) => ({ errorPct: p.errorPct!, held: p.held! }));
-  return ['gp3', 'nvme'].flatMap((source) =>
-    [16, 8].map((clients) => {
-      const target = `${source}-c${clients}`;
-      const measured = result.classes[target].medianTps!;
-      const p = predict(demandsFromClass(result, source), targetOfClass(result, target));
-      return { errorPct: errorPct(p.tps, measured), held: p.interval.low <= measured && measured <= p.interval.high };
-    }),
-  );
+  return fewerClientsPairs(result).map((p) => ({ errorPct: p.errorPct, held: p.held }));
 }
 
 /** Pairs, median and largest |error| (per cent) and coverage (share held) of a set of scored pairs. */
@@ -63,7 +50,7 @@ function main(): void {
   const rows: string[][] = [];
   for (const set of ['revision', 'heldOut'] as const)
     for (const run of PREDICTION_SPLIT[set]) {
-      const pairs = scoredPairs(run, recorded(run.name));
+      const pairs = scoredPairs(run, recordedRun(run.name));
       sets[set].push(...pairs);
       rows.push(row(`${set === 'heldOut' ? 'held out' : 'revision'}: ${run.name}`, scoreOf(pairs)));
     }

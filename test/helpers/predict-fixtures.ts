@@ -14,6 +14,7 @@ import { matrixGoals, matrixLines, predictionMatrix } from '../../common/model/m
 import { MODEL_VERSION } from '../../common/model/predict';
 import { PREDICTION_GOAL_PCT } from '../../common/model/run-predictions';
 import type { ExperimentResult } from '../../common/results/result';
+import { fewerClientsPairs } from '../../common/model/split';
 import { PROJECT_ROOT } from '../../lib/lab-paths';
 
 export const PREDICT_CHECK_RUNS = ['predict-check-1', 'predict-check-2', 'predict-check-3'] as const;
@@ -223,19 +224,11 @@ export function recordedMatrixTests(name: string, shortfalls: GoalShortfall[], h
  * (within 15 % and inside the interval): a line for each, and the pairs that miss it.
  */
 export function fewerClients(run: ExperimentResult, variant: ModelVariant = {}): { lines: string[]; missed: string[] } {
-  const lines: string[] = [];
-  const missed: string[] = [];
-  for (const source of ['gp3', 'nvme'])
-    for (const clients of [16, 8]) {
-      const target = `${source}-c${clients}`;
-      const measured = run.classes[target].medianTps!;
-      const p = predict(demandsFromClass(run, source), targetOfClass(run, target), variant);
-      const err = errorPct(p.tps, measured);
-      const held = p.interval!.low <= measured && measured <= p.interval!.high;
-      lines.push(`${target} from ${source}: ${Math.round(p.tps)} (${Math.round(p.interval!.low)}-${Math.round(p.interval!.high)}) against ${Math.round(measured)}: ${err.toFixed(1)} %${held ? '' : ', outside the interval'}`);
-      if (Math.abs(err) > CLIENTS_GOAL_PCT || !held) missed.push(`${target} from ${source}`);
-    }
-  return { lines, missed };
+  const pairs = fewerClientsPairs(run, variant);
+  return {
+    lines: pairs.map(({ source, target, measuredTps, prediction: p, errorPct: err, held }) => `${target} from ${source}: ${Math.round(p.tps)} (${Math.round(p.interval.low)}-${Math.round(p.interval.high)}) against ${Math.round(measuredTps)}: ${err.toFixed(1)} %${held ? '' : ', outside the interval'}`),
+    missed: pairs.filter((p) => Math.abs(p.errorPct) > CLIENTS_GOAL_PCT || !p.held).map((p) => `${p.target} from ${p.source}`),
+  };
 }
 
 /** Issue 29's goal for fewer clients predicted from the demo's 64. */

@@ -183,7 +183,6 @@ describe('local-quick-clients-2: measured after model 5 (held out for the client
   });
 });
 
-
 /** The reference's classes from local-quick-2 (held out from model 6, revision since model 7) that miss the 20 % goal, with the term. */
 export const HELD_OUT_REFERENCE_SHORTFALLS: Shortfall[] = [
   { pair: 'nvme from gp3', reason: NVME_FROM_GP3_REASON('+40.0 %, 22,443') },
