@@ -195,6 +195,11 @@ export interface StartVolumeOptions {
    * after a flush, and a cut is refused.
    */
   powerCuts: boolean;
+  /**
+   * What answers the volume's FUSE requests: the server's own loop (the default, infra/volume/loop.go) or go-fuse's
+   * server, kept for the cost bench's side-by-side rows (docs/storage-emulation.md, "What the device costs").
+   */
+  serve?: 'loop' | 'go-fuse';
 }
 
 /**
@@ -241,6 +246,7 @@ export async function startVolumeServer(opts: StartVolumeOptions): Promise<Model
     ...(opts.backing === 'file' ? ['--backing', path.join(opts.hostDir, 'volume.backing')] : []),
     ...(opts.modelOff ? ['--model-off'] : []),
     ...(opts.powerCuts ? [] : ['--power-cuts=false']),
+    ...(opts.serve === 'go-fuse' ? ['--serve', 'go-fuse'] : []),
   ];
   const log = openLabFile(volume.log, { append: true });
   const child = spawn(opts.binary, args, { detached: true, stdio: ['ignore', log, log], env: volumeServerEnv(process.env, opts.hostDir) });

@@ -26,7 +26,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,7 +96,7 @@ type Stats struct {
 
 type controller struct {
 	fs       *volumeFS
-	server   *fuse.Server
+	server   unmounter
 	mount    string
 	maxWrite int
 	listener net.Listener
@@ -107,7 +106,10 @@ type controller struct {
 	stopped  chan struct{}
 }
 
-func listenControl(path string, fs *volumeFS, server *fuse.Server, mount string, maxWrite int, compensate bool) (*controller, error) {
+// unmounter is what serves the mount: the server's own loop, or go-fuse's server.
+type unmounter interface{ Unmount() error }
+
+func listenControl(path string, fs *volumeFS, server unmounter, mount string, maxWrite int, compensate bool) (*controller, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,10 @@ type volumeFS struct {
 	io   sync.WaitGroup
 	uid  uint32
 	gid  uint32
+
+	// The server's own loop (loop.go), when it serves the mount: an I/O then ends when the loop replies, not when
+	// its handler returns. Nil under go-fuse's server.
+	loop *loopServer
 }
 
 func newVolumeFS(store *Store, model *Model) *volumeFS {
@@ -138,7 +142,7 @@ func (fs *volumeFS) StatFs(cancel <-chan struct{}, input *fuse.InHeader, out *fu
 	return fuse.OK
 }
 
-// begin admits one I/O unless the power is cut; the caller calls fs.io.Done() when it ends.
+// begin admits one I/O unless the power is cut; serve ends it (fs.io.Done()).
 func (fs *volumeFS) begin() bool {
 	fs.mu.RLock()
 	defer fs.mu.RUnlock()
@@ -155,9 +159,8 @@ func (fs *volumeFS) Read(cancel <-chan struct{}, input *fuse.ReadIn, buf []byte)
 	if !fs.begin() {
 		return nil, fuse.EIO
 	}
-	defer fs.io.Done()
 	var data []byte
-	fs.model.Serve(kRead, int(input.Size), arrival, func() { data = fs.store.Read(int64(input.Offset), int(input.Size)) })
+	fs.serve(kRead, int(input.Size), arrival, func() { data = fs.store.Read(int64(input.Offset), int(input.Size)) })
 	return fuse.ReadResultData(data), fuse.OK
 }
 
@@ -166,13 +169,12 @@ func (fs *volumeFS) Writev(cancel <-chan struct{}, input *fuse.WriteIn, data [][
 	if !fs.begin() {
 		return 0, fuse.EIO
 	}
-	defer fs.io.Done()
 	size := 0
 	for _, b := range data {
 		size += len(b)
 	}
 	var n int
-	fs.model.Serve(kWrite, size, arrival, func() { n = fs.store.Write(int64(input.Offset), data) })
+	fs.serve(kWrite, size, arrival, func() { n = fs.store.Write(int64(input.Offset), data) })
 	return uint32(n), fuse.OK
 }
 
@@ -187,8 +189,7 @@ func (fs *volumeFS) Fsync(cancel <-chan struct{}, input *fuse.FsyncIn) fuse.Stat
 	if !fs.begin() {
 		return fuse.EIO
 	}
-	defer fs.io.Done()
-	fs.model.Serve(kFlush, 0, arrival, fs.store.Flush)
+	fs.serve(kFlush, 0, arrival, fs.store.Flush)
 	return fuse.OK
 }
 
@@ -212,10 +213,20 @@ func (fs *volumeFS) Fallocate(cancel <-chan struct{}, input *fuse.FallocateIn) f
 	if !fs.begin() {
 		return fuse.EIO
 	}
-	defer fs.io.Done()
 	var err error
-	fs.model.Serve(kDiscard, int(input.Length), arrival, func() { err = fs.store.Discard(int64(input.Offset), int64(input.Length)) })
+	fs.serve(kDiscard, int(input.Length), arrival, func() { err = fs.store.Discard(int64(input.Offset), int64(input.Length)) })
 	return fuse.ToStatus(err)
+}
+
+// serve runs an I/O admitted by begin through the model: here, blocking until it completes (go-fuse's server),
+// or handed to the server's own loop, which replies when it completes.
+func (fs *volumeFS) serve(k kind, size int, arrival int64, work func()) {
+	if fs.loop != nil {
+		fs.loop.serve(k, size, arrival, work)
+		return
+	}
+	defer fs.io.Done()
+	fs.model.Serve(k, size, arrival, work)
 }
 
 // Cut cuts the power: from now on every I/O fails; once those in the server have ended, every write not made

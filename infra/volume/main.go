@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	storage-lab-volume --mount DIR --size BYTES --control SOCKET --params JSON [--backing FILE] [--model-off] [--power-cuts=false]
+//	storage-lab-volume --mount DIR --size BYTES --control SOCKET --params JSON [--backing FILE] [--model-off] [--power-cuts=false] [--serve loop|go-fuse]
 package main
 
 import (
@@ -39,6 +39,7 @@ func main() {
 	nice := flag.Int("nice", -20, "scheduling niceness of the server's threads: it keeps the model's time on a busy machine, as a device's own hardware would")
 	powerCuts := flag.Bool("power-cuts", true, "keep the undo log of writes not yet flushed, so that a power cut drops them; false: every write is durable as it lands, and a cut is refused")
 	compensate := flag.Bool("compensate", true, "take the path's measured overhead off the model's latency (control.go)")
+	serveWith := flag.String("serve", "loop", "what answers /dev/fuse: loop (the server's own loop, loop.go) or go-fuse (go-fuse's server, a goroutine a request)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	if *mount == "" || *size <= 0 || *control == "" || *params == "" {
@@ -63,25 +64,23 @@ func main() {
 	if *modelOff {
 		model.SetOn(false)
 	}
+	if *serveWith != "loop" && *serveWith != "go-fuse" {
+		log.Fatalf("--serve: loop or go-fuse, not %q", *serveWith)
+	}
 	fs := newVolumeFS(store, model)
-	server, err := fuse.NewServer(fs, *mount, &fuse.MountOptions{
-		FsName:            "storage-lab-volume",
-		Name:              "storage-lab-volume",
-		DirectMountStrict: true, // there is no fusermount on these machines: root mounts directly
-		MaxWrite:          *maxWrite,
-		// Asynchronous direct I/O (the loop device's) travels as background requests: the kernel must not hold
-		// them back; the model's queue depth is the limit that applies.
-		MaxBackground:       4096,
-		CongestionThreshold: 4096,
-		ExtraCapabilities:   fuse.CAP_ASYNC_DIO | fuse.CAP_PARALLEL_DIROPS,
-		DisableXAttrs:       true,
-		DisableReadDirPlus:  true,
-		// Replies of 8 KiB go out in one writev: splicing them through a pipe costs more system calls than it saves.
-		DisableSplice: true,
-		AllowOther:    true,
-	})
-	if err != nil {
-		log.Fatalf("mounting %s: %v", *mount, err)
+	opts := mountOptions(*maxWrite)
+	var server interface {
+		unmounter
+		Serve()
+	}
+	var err2 error
+	if *serveWith == "loop" {
+		server, err2 = mountLoop(fs, *mount, opts)
+	} else {
+		server, err2 = fuse.NewServer(fs, *mount, opts)
+	}
+	if err2 != nil {
+		log.Fatalf("mounting %s: %v", *mount, err2)
 	}
 	spareProcs()
 	ctl, err := listenControl(*control, fs, server, *mount, *maxWrite, *compensate)
@@ -96,7 +95,7 @@ func main() {
 		log.Printf("%v: unmounting", s)
 		ctl.shutdown()
 	}()
-	log.Printf("serving %s/%s: %d bytes (%s), model %s %s", *mount, ImageName, *size, store.Stats().Backing, p.Name, onOff(model.On()))
+	log.Printf("serving %s/%s: %d bytes (%s), model %s %s, %s", *mount, ImageName, *size, store.Stats().Backing, p.Name, onOff(model.On()), *serveWith)
 	if *pidFile != "" {
 		if err := os.WriteFile(*pidFile, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 			log.Printf("pid file %s: %v", *pidFile, err)
@@ -110,8 +109,28 @@ func main() {
 	log.Printf("unmounted; exiting")
 }
 
-// spareProcs gives the Go scheduler more Ps than the threads the server keeps in blocking system calls: go-fuse's
-// readers (GOMAXPROCS of them at NewServer, at least 2, plus one) wait in read(2) on /dev/fuse and a reply's writev
+// mountOptions: how the volume's file system is mounted and what it tells the kernel at INIT.
+func mountOptions(maxWrite int) *fuse.MountOptions {
+	return &fuse.MountOptions{
+		FsName:            "storage-lab-volume",
+		Name:              "storage-lab-volume",
+		DirectMountStrict: true, // there is no fusermount on these machines: root mounts directly
+		MaxWrite:          maxWrite,
+		// Asynchronous direct I/O (the loop device's) travels as background requests: the kernel must not hold
+		// them back; the model's queue depth is the limit that applies.
+		MaxBackground:       4096,
+		CongestionThreshold: 4096,
+		ExtraCapabilities:   fuse.CAP_ASYNC_DIO | fuse.CAP_PARALLEL_DIROPS,
+		DisableXAttrs:       true,
+		DisableReadDirPlus:  true,
+		// Replies of 8 KiB go out in one writev: splicing them through a pipe costs more system calls than it saves.
+		DisableSplice: true,
+		AllowOther:    true,
+	}
+}
+
+// spareProcs gives the Go scheduler more Ps than the threads the server keeps in blocking system calls (under
+// --serve go-fuse; the server's own loop keeps one, in epoll_wait): go-fuse's readers (GOMAXPROCS of them at NewServer, at least 2, plus one) wait in read(2) on /dev/fuse and a reply's writev
 // completes the I/O in the kernel. With every P in a system call and none idle, the runtime's monitor takes Ps back
 // and hands them to other threads, polling every 20 µs, and each I/O's wake-up waited for a thread to be woken:
 // at 3,000 IOPS on 2 cores that was about a third of the server's CPU (docs/storage-emulation.md, "What the device

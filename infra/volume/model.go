@@ -227,27 +227,25 @@ func (m *Model) Queue() (int64, float64) {
 	return m.inflight, area / 1e9
 }
 
+// ticket is one I/O between its start and its completion.
+type ticket struct {
+	k        kind
+	size     int
+	arrival  int64
+	units    float64
+	modelled bool
+	// The queue slot it holds (a channel of the model's at its arrival), or nil.
+	slots chan struct{}
+	// When the model says it completes (ns, monotonic); 0 when not modelled (at once).
+	deadline int64
+}
+
 // Serve runs one I/O through the model: `work` (the data copy) runs when the I/O starts, and Serve returns when the
-// model says it completes. `arrival` is when the request reached the server.
+// model says it completes. `arrival` is when the request reached the server. The server's own loop (loop.go) runs
+// the same steps without blocking: arrive, a queue slot, start, and finish at the deadline.
 func (m *Model) Serve(k kind, size int, arrival int64, work func()) {
 	m.enter(arrival)
-	m.mu.Lock()
-	on := m.on
-	p := m.p
-	slots := m.slots
-	m.mu.Unlock()
-
-	if on && (k == kRead || k == kWrite) {
-		m.C.ModelledAdmitted.Add(1)
-	}
-	if !on {
-		work()
-		m.count(k, size, false, 0)
-		done := monotonicNs()
-		m.leave(done)
-		m.serviceTime(k, done-arrival)
-		return
-	}
+	on, slots := m.arrive(k)
 	if slots != nil {
 		select {
 		case slots <- struct{}{}:
@@ -258,14 +256,47 @@ func (m *Model) Serve(k kind, size int, arrival int64, work func()) {
 			m.C.QueueWaitNs.Add(uint64(monotonicNs() - t))
 		}
 	}
+	t := m.start(k, size, arrival, on, slots, work)
+	if t.modelled {
+		completions().Wait(t.deadline)
+	}
+	m.finish(t)
+}
+
+// arrive reads the model's switch for an I/O that has entered the server (enter): whether it is modelled, and the
+// queue whose slot it must hold first (nil: none, or not modelled).
+func (m *Model) arrive(k kind) (bool, chan struct{}) {
+	m.mu.Lock()
+	on := m.on
+	slots := m.slots
+	m.mu.Unlock()
+	if !on {
+		return false, nil
+	}
+	if k == kRead || k == kWrite {
+		m.C.ModelledAdmitted.Add(1)
+	}
+	return true, slots
+}
+
+// start takes an I/O that holds its queue slot (`slots`, or nil) from now: its tokens, its completion, and its data
+// (`work`, run now).
+func (m *Model) start(k kind, size int, arrival int64, on bool, slots chan struct{}, work func()) ticket {
+	t := ticket{k: k, size: size, arrival: arrival, modelled: on, slots: slots}
+	if !on {
+		work()
+		return t
+	}
+	m.mu.Lock()
+	p := m.p
+	m.mu.Unlock()
 	now := monotonicNs()
 	var start float64
-	units := 0.0
 	var latency float64
 	switch k {
 	case kRead, kWrite:
-		units = p.units(size)
-		start = m.reserve(k, units, float64(size), float64(now))
+		t.units = p.units(size)
+		start = m.reserve(k, t.units, float64(size), float64(now))
 		if k == kRead {
 			latency = p.ReadLatencyUs * 1e3
 		} else {
@@ -286,18 +317,22 @@ func (m *Model) Serve(k kind, size int, arrival int64, work func()) {
 	// moves now: I/Os in flight together have no order a device promises, and one cut by a power cut may or may not
 	// have landed.
 	base := math.Max(start, float64(arrival))
-	deadline := base + latency - float64(m.compensation(k))
+	t.deadline = int64(base + latency - float64(m.compensation(k)))
 	work()
-	completions().Wait(int64(deadline))
-	if slots != nil {
-		<-slots
+	return t
+}
+
+// finish ends an I/O at its completion: its slot back, its counts.
+func (m *Model) finish(t ticket) {
+	if t.slots != nil {
+		<-t.slots
 	}
 	done := monotonicNs()
-	m.count(k, size, true, units)
+	m.count(t.k, t.size, t.modelled, t.units)
 	m.leave(done)
-	m.serviceTime(k, done-arrival)
-	if units > 0 {
-		m.completed(done, units)
+	m.serviceTime(t.k, done-t.arrival)
+	if t.modelled && t.units > 0 {
+		m.completed(done, t.units)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
-// When I/Os complete: every pending completion waits in a heap, and one timerfd (CLOCK_MONOTONIC, absolute, to the
+// When I/Os complete under go-fuse's server (--serve go-fuse; the server's own loop, loop.go, keeps its own heap and
+// timerfd on its one thread): every pending completion waits in a heap, and one timerfd (CLOCK_MONOTONIC, absolute, to the
 // nanosecond) is armed for the earliest. The timer's goroutine reads the timerfd through Go's network poller, so it
 // holds no thread while it waits: when the timerfd fires, the thread that polls wakes it and then runs the I/Os it
 // readies itself, on the same thread. An I/O waits on a channel meanwhile, holding no thread either.

@@ -26,7 +26,7 @@ export const volumeSupport = modelledVolumeSupport();
 /** Makes a volume of `sizeBytes` in `dir` (the host folder's role), its model named `model` with `params`. */
 export async function createTestVolume(
   dir: string,
-  opts: { params: VolumeServerParams; model?: DeviceModelName; sizeBytes?: number; filesystem?: boolean; modelOff?: boolean; backing?: 'ram' | 'file'; powerCuts?: boolean },
+  opts: { params: VolumeServerParams; model?: DeviceModelName; sizeBytes?: number; filesystem?: boolean; modelOff?: boolean; backing?: 'ram' | 'file'; powerCuts?: boolean; serve?: 'loop' | 'go-fuse' },
 ): Promise<TestVolume> {
   if (!volumeSupport.ok) throw new Error(volumeSupport.reason);
   const volume = await startVolumeServer({
@@ -38,6 +38,7 @@ export async function createTestVolume(
     backing: opts.backing ?? 'ram',
     modelOff: opts.modelOff,
     powerCuts: opts.powerCuts ?? true,
+    serve: opts.serve,
   });
   const control = new VolumeControl(volume.socket);
   let loop: LoopDevice | null = null;
