@@ -240,10 +240,10 @@ func (l *loopServer) answer(req []byte, io *loopIO) {
 		log.Printf("request %d: %v", binary.LittleEndian.Uint32(req[4:8]), status)
 	}
 	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
+		l.ended(io)
 		if n > 0 {
 			l.write(l.out[:n], nil)
 		}
-		l.ended(io)
 		return
 	}
 	reply := &pendingReply{t: io.ticket}
@@ -268,8 +268,8 @@ func (l *loopServer) answerRead(req []byte, io *loopIO) {
 	}
 	binary.LittleEndian.PutUint32(reply.head[0:4], uint32(outHeaderSize+len(reply.data)))
 	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
-		l.write(reply.head, reply.data)
 		l.ended(io)
+		l.write(reply.head, reply.data)
 		return
 	}
 	reply.t = io.ticket
@@ -303,15 +303,16 @@ func (l *loopServer) answerWrite(req []byte, io *loopIO) {
 		binary.LittleEndian.PutUint32(reply.head[4:8], uint32(errEIO))
 	}
 	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
-		l.write(reply.head, nil)
 		l.ended(io)
+		l.write(reply.head, nil)
 		return
 	}
 	reply.t = io.ticket
 	heap.Push(&l.pending, reply)
 }
 
-// ended ends a request answered at once.
+// ended ends a request answered at once. An I/O is counted, and its slot freed, before its reply goes out (as
+// under go-fuse's server, whose handler returned first): a caller that has its reply sees it counted.
 func (l *loopServer) ended(io *loopIO) {
 	if io.served {
 		l.finish(io.ticket)
@@ -351,8 +352,8 @@ func (l *loopServer) completeDue() {
 		freed := false
 		for len(l.pending) > 0 && l.pending[0].t.deadline <= now {
 			p := heap.Pop(&l.pending).(*pendingReply)
-			l.write(p.head, p.data)
 			l.finish(p.t)
+			l.write(p.head, p.data)
 			freed = true
 		}
 		if freed {

@@ -275,3 +275,29 @@ func TestStoreWithoutPowerCutsCopiesNothingAndRefusesACut(t *testing.T) {
 		t.Fatal("a refused cut changed the volume")
 	}
 }
+
+func TestCompensationSettlesOnAShortLatency(t *testing.T) {
+	// The NVMe's 125 µs with 40 µs of path: the compensation takes the 40 µs (15 % alone would stop it at 19 µs).
+	m := NewModel(Params{Name: "nvme", IOPS: 1e6, ReadLatencyUs: 125, WriteLatencyUs: 125})
+	for i := 0; i < 60; i++ {
+		r, _ := m.Compensation()
+		m.Compensate(kRead, 125e3+40e3-float64(r), 0.3)
+	}
+	if r, _ := m.Compensation(); r < 39e3 || r > 41e3 {
+		t.Fatalf("compensation %d ns after 60 windows; want about 40,000", r)
+	}
+	// A stall's mean does not take more than half the latency, nor on gp3's 1 ms more than 15 %.
+	for i := 0; i < 60; i++ {
+		m.Compensate(kRead, 10e6, 0.3)
+	}
+	if r, _ := m.Compensation(); r != 50e3 {
+		t.Fatalf("compensation %d ns after long stalls; want the floor's 50,000", r)
+	}
+	g := NewModel(Params{Name: "gp3", IOPS: 1e6, ReadLatencyUs: 1000})
+	for i := 0; i < 60; i++ {
+		g.Compensate(kRead, 10e6, 0.3)
+	}
+	if r, _ := g.Compensation(); r != 150e3 {
+		t.Fatalf("gp3 compensation %d ns after long stalls; want 15 %%, 150,000", r)
+	}
+}
