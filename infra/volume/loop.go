@@ -59,21 +59,6 @@ type pendingReply struct {
 	head, data []byte
 }
 
-type pendingHeap []*pendingReply
-
-func (h pendingHeap) Len() int           { return len(h) }
-func (h pendingHeap) Less(i, j int) bool { return h[i].t.deadline < h[j].t.deadline }
-func (h pendingHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *pendingHeap) Push(x any)        { *h = append(*h, x.(*pendingReply)) }
-func (h *pendingHeap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	return x
-}
-
 // waitingRequest is a request that found the model's queue full: its bytes and when it arrived.
 type waitingRequest struct {
 	req     []byte
@@ -88,7 +73,7 @@ type loopServer struct {
 	model         *Model
 	buf, out      []byte
 	cur           *loopIO
-	pending       pendingHeap
+	pending       byDeadline[*pendingReply]
 	waiting       []waitingRequest
 	armedAt       int64
 	done          chan struct{}
@@ -114,7 +99,7 @@ func mountLoop(fs *volumeFS, mount string, opts *fuse.MountOptions) (*loopServer
 		unix.Close(fd)
 		return nil, fmt.Errorf("mount: %w", err)
 	}
-	l := &loopServer{fd: fd, mount: mount, fs: fs, model: fs.model, done: make(chan struct{})}
+	l := &loopServer{fd: fd, mount: mount, fs: fs, model: fs.model, done: make(chan struct{}), pending: byDeadline[*pendingReply]{at: func(p *pendingReply) int64 { return p.t.deadline }}}
 	l.ps = fuse.NewProtocolServer(fs, opts)
 	// A WRITE's header and payload fit, as go-fuse's own server sizes its buffers.
 	l.buf = make([]byte, opts.MaxWrite+2*4096)
@@ -210,13 +195,7 @@ func (l *loopServer) queueFull(req []byte) bool {
 	default:
 		return false
 	}
-	if len(l.waiting) > 0 {
-		return true
-	}
-	l.model.mu.Lock()
-	on, slots := l.model.on, l.model.slots
-	l.model.mu.Unlock()
-	return on && slots != nil && len(slots) == cap(slots)
+	return len(l.waiting) > 0 || l.model.queueFull()
 }
 
 // answer runs one request: a READ of the image here (its reply is a header and a slice of the store, written with
@@ -239,16 +218,26 @@ func (l *loopServer) answer(req []byte, io *loopIO) {
 	if !status.Ok() {
 		log.Printf("request %d: %v", binary.LittleEndian.Uint32(req[4:8]), status)
 	}
-	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
+	if n == 0 { // no reply (FORGET): the request ends here
 		l.ended(io)
-		if n > 0 {
-			l.write(l.out[:n], nil)
-		}
 		return
 	}
-	reply := &pendingReply{t: io.ticket}
-	reply.head = append(reply.head, l.out[:n]...)
-	heap.Push(&l.pending, reply)
+	l.reply(io, &pendingReply{head: l.out[:n]})
+}
+
+// reply sends a request's reply now, or keeps it until its modelled I/O's deadline (a reply that waits must not
+// share a buffer: `head` is copied then).
+func (l *loopServer) reply(io *loopIO, r *pendingReply) {
+	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
+		l.ended(io)
+		l.write(r.head, r.data)
+		return
+	}
+	if len(r.head) > 0 && &r.head[0] == &l.out[0] {
+		r.head = append([]byte(nil), r.head...)
+	}
+	r.t = io.ticket
+	heap.Push(&l.pending, r)
 }
 
 // answerRead is volumeFS.Read without go-fuse between: fuse_read_in is fh u64, offset u64, size u32, ...
@@ -267,13 +256,7 @@ func (l *loopServer) answerRead(req []byte, io *loopIO) {
 		binary.LittleEndian.PutUint32(reply.head[4:8], uint32(errEIO))
 	}
 	binary.LittleEndian.PutUint32(reply.head[0:4], uint32(outHeaderSize+len(reply.data)))
-	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
-		l.ended(io)
-		l.write(reply.head, reply.data)
-		return
-	}
-	reply.t = io.ticket
-	heap.Push(&l.pending, reply)
+	l.reply(io, reply)
 }
 
 // answerWrite is volumeFS.Writev without go-fuse between: fuse_write_in is fh u64, offset u64, size u32,
@@ -302,13 +285,7 @@ func (l *loopServer) answerWrite(req []byte, io *loopIO) {
 		errEIO := -int32(unix.EIO)
 		binary.LittleEndian.PutUint32(reply.head[4:8], uint32(errEIO))
 	}
-	if !io.served || !io.ticket.modelled || io.ticket.deadline <= monotonicNs() {
-		l.ended(io)
-		l.write(reply.head, nil)
-		return
-	}
-	reply.t = io.ticket
-	heap.Push(&l.pending, reply)
+	l.reply(io, reply)
 }
 
 // ended ends a request answered at once. An I/O is counted, and its slot freed, before its reply goes out (as
@@ -350,7 +327,7 @@ func (l *loopServer) completeDue() {
 	for {
 		now := monotonicNs()
 		freed := false
-		for len(l.pending) > 0 && l.pending[0].t.deadline <= now {
+		for l.pending.Len() > 0 && l.pending.first().t.deadline <= now {
 			p := heap.Pop(&l.pending).(*pendingReply)
 			l.finish(p.t)
 			l.write(p.head, p.data)
@@ -359,15 +336,15 @@ func (l *loopServer) completeDue() {
 		if freed {
 			l.admitWaiting()
 		}
-		if len(l.pending) == 0 || l.pending[0].t.deadline > monotonicNs() {
+		if l.pending.Len() == 0 || l.pending.first().t.deadline > monotonicNs() {
 			break
 		}
 	}
-	if len(l.pending) == 0 {
+	if l.pending.Len() == 0 {
 		l.armedAt = 0
 		return
 	}
-	if at := l.pending[0].t.deadline; at != l.armedAt {
+	if at := l.pending.first().t.deadline; at != l.armedAt {
 		l.armedAt = at
 		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(at)}
 		if _, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(l.tfd), unix.TFD_TIMER_ABSTIME, uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno != 0 {
@@ -378,13 +355,7 @@ func (l *loopServer) completeDue() {
 
 // admitWaiting answers waiting requests while the queue has slots.
 func (l *loopServer) admitWaiting() {
-	for len(l.waiting) > 0 {
-		l.model.mu.Lock()
-		on, slots := l.model.on, l.model.slots
-		l.model.mu.Unlock()
-		if on && slots != nil && len(slots) == cap(slots) {
-			return
-		}
+	for len(l.waiting) > 0 && !l.model.queueFull() {
 		w := l.waiting[0]
 		l.waiting[0] = waitingRequest{}
 		l.waiting = l.waiting[1:]

@@ -59,6 +59,27 @@ func mountTestLoop(t *testing.T, p Params, powerCuts bool) (*loopServer, *volume
 	return l, fs, f
 }
 
+// readPages reads pages 0 to pages-1 (4 KiB each) from `readers` goroutines at once, reader r taking every
+// readers-th page from r, and returns when all are read.
+func readPages(t *testing.T, f image, pages, readers int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for r := 0; r < readers; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			buf := make([]byte, 4096)
+			for i := r; i < pages; i += readers {
+				if _, err := f.ReadAt(buf, int64(i)*4096); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(r)
+	}
+	wg.Wait()
+}
+
 func TestLoopServesDataAtTheModelsLatency(t *testing.T) {
 	_, fs, f := mountTestLoop(t, Params{Name: "t", IOPS: 100000, ReadLatencyUs: 3000, WriteLatencyUs: 4000}, false)
 	page := bytes.Repeat([]byte("storage-lab"), 745)[:8192]
@@ -88,19 +109,8 @@ func TestLoopServesDataAtTheModelsLatency(t *testing.T) {
 func TestLoopQueuesBeyondTheQueueDepthInArrivalOrder(t *testing.T) {
 	// Two slots, 20 ms each: eight reads take at least four rounds, however their goroutines start, and some waited.
 	_, fs, f := mountTestLoop(t, Params{Name: "t", IOPS: 100000, ReadLatencyUs: 20000, QueueDepth: 2}, false)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			buf := make([]byte, 4096)
-			if _, err := f.ReadAt(buf, int64(i)*4096); err != nil {
-				t.Error(err)
-			}
-		}(i)
-	}
-	wg.Wait()
+	readPages(t, f, 8, 8)
 	if took := time.Since(start); took < 80*time.Millisecond {
 		t.Fatalf("eight reads through two slots of 20 ms took %v, under 80 ms", took)
 	}
@@ -115,22 +125,8 @@ func TestLoopQueuesBeyondTheQueueDepthInArrivalOrder(t *testing.T) {
 func TestLoopHoldsTheBudget(t *testing.T) {
 	// 500 IOPS: 100 reads from 8 readers take about 0.19 s after the 5 ms burst, never less.
 	_, fs, f := mountTestLoop(t, Params{Name: "t", IOPS: 500, ReadLatencyUs: 100, BurstMs: 5}, false)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for r := 0; r < 8; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			buf := make([]byte, 4096)
-			for i := r; i < 100; i += 8 {
-				if _, err := f.ReadAt(buf, int64(i)*4096); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}(r)
-	}
-	wg.Wait()
+	readPages(t, f, 100, 8)
 	if took := time.Since(start); took < 190*time.Millisecond {
 		t.Fatalf("100 reads at 500 IOPS took %v, under 190 ms", took)
 	}

@@ -263,6 +263,13 @@ func (m *Model) Serve(k kind, size int, arrival int64, work func()) {
 	m.finish(t)
 }
 
+// queueFull: the model is on and every slot of its queue depth is held (an I/O arriving now would wait).
+func (m *Model) queueFull() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.on && m.slots != nil && len(m.slots) == cap(m.slots)
+}
+
 // arrive reads the model's switch for an I/O that has entered the server (enter): whether it is modelled, and the
 // queue whose slot it must hold first (nil: none, or not modelled).
 func (m *Model) arrive(k kind) (bool, chan struct{}) {

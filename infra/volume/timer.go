@@ -25,25 +25,33 @@ type waiter struct {
 	done chan struct{}
 }
 
-type waiters []*waiter
+// byDeadline is a min-heap (container/heap) of items by their deadline (ns): the pending completions of both
+// servers, this timer's waiters and the loop's replies (loop.go).
+type byDeadline[T any] struct {
+	items []T
+	at    func(T) int64
+}
 
-func (w waiters) Len() int           { return len(w) }
-func (w waiters) Less(i, j int) bool { return w[i].at < w[j].at }
-func (w waiters) Swap(i, j int)      { w[i], w[j] = w[j], w[i] }
-func (w *waiters) Push(x any)        { *w = append(*w, x.(*waiter)) }
-func (w *waiters) Pop() any {
-	old := *w
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = nil
-	*w = old[:n-1]
+func (h *byDeadline[T]) Len() int           { return len(h.items) }
+func (h *byDeadline[T]) Less(i, j int) bool { return h.at(h.items[i]) < h.at(h.items[j]) }
+func (h *byDeadline[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *byDeadline[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *byDeadline[T]) Pop() any {
+	n := len(h.items)
+	x := h.items[n-1]
+	var zero T
+	h.items[n-1] = zero
+	h.items = h.items[:n-1]
 	return x
 }
+
+// first is the item due soonest; the heap is not empty.
+func (h *byDeadline[T]) first() T { return h.items[0] }
 
 // Timer wakes waiters at their deadlines (ns, monotonic clock).
 type Timer struct {
 	mu      sync.Mutex
-	pending waiters
+	pending byDeadline[*waiter]
 	// The deadline the timerfd is armed for; 0: disarmed. A sooner one re-arms it.
 	armedAt int64
 	fd      int
@@ -57,7 +65,7 @@ func NewTimer() (*Timer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Timer{fd: fd, file: os.NewFile(uintptr(fd), "timerfd")}
+	t := &Timer{fd: fd, file: os.NewFile(uintptr(fd), "timerfd"), pending: byDeadline[*waiter]{at: func(w *waiter) int64 { return w.at }}}
 	t.chans.New = func() any { return make(chan struct{}, 1) }
 	go t.run()
 	return t, nil
@@ -98,12 +106,12 @@ func (t *Timer) run() {
 		}
 		now := monotonicNs()
 		t.mu.Lock()
-		for len(t.pending) > 0 && t.pending[0].at <= now {
+		for t.pending.Len() > 0 && t.pending.first().at <= now {
 			w := heap.Pop(&t.pending).(*waiter)
 			w.done <- struct{}{}
 		}
-		if len(t.pending) > 0 {
-			t.arm(t.pending[0].at)
+		if t.pending.Len() > 0 {
+			t.arm(t.pending.first().at)
 		} else {
 			t.armedAt = 0
 		}
